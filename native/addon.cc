@@ -1,0 +1,3 @@
+#include <napi.h>
+static Napi::Object Init(Napi::Env env, Napi::Object exports) { return exports; }
+NODE_API_MODULE(opencode_pty, Init)

@@ -1,0 +1,112 @@
+// The one typed loader of the native addon: only what Node cannot do, fds and primitives in and out.
+// Errors thrown by these functions look like Node's own: `code` ('EBADF'…), `errno`, `syscall`.
+import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export interface PeerCredentials {
+  pid: number;
+  uid: number;
+  gid: number;
+}
+
+export interface ReceivedMessage {
+  /** Bytes read; 0 means the peer closed its end (EOF). */
+  bytes: number;
+  /** Descriptors that arrived with these bytes (SCM_RIGHTS), already close-on-exec. The caller owns them. */
+  fds: number[];
+  /** MSG_TRUNC: the datagram was longer than the buffer (never for stream sockets). */
+  truncated: boolean;
+  /** MSG_CTRUNC: more control data arrived than fits; the kernel dropped the rest. */
+  controlTruncated: boolean;
+  /** A control message other than SCM_RIGHTS arrived (it was discarded). */
+  foreignControl: boolean;
+}
+
+export interface PollEvents {
+  readable: boolean;
+  writable: boolean;
+  /** The peer shut its writing side down or closed (POLLRDHUP / POLLHUP). */
+  hangup: boolean;
+  /** POLLERR, or the poll failed (then `status` < 0 is a negative errno). */
+  error: boolean;
+  status: number;
+}
+
+export interface WatchInterest {
+  readable?: boolean;
+  writable?: boolean;
+  /** Report the peer's hang-up (POLLRDHUP) even when not watching for readability. */
+  hangup?: boolean;
+}
+
+export interface FdWatcher {
+  /** Change what is watched; an empty interest stops watching without closing. */
+  update(interest: WatchInterest): void;
+  /** Stop watching for good. Does not close the fd. Idempotent. */
+  close(): void;
+}
+
+export interface NativeBinding {
+  /** SO_PEERCRED of a connected Unix socket. */
+  peerCredentials(fd: number): PeerCredentials;
+  /** SO_PEERPIDFD (option 77): a close-on-exec pidfd of the peer at connect time. Throws ENOPROTOOPT where the kernel lacks it. */
+  peerPidfd(fd: number): number;
+  /** pidfd_open(pid, 0), close-on-exec. */
+  pidfdOpen(pid: number): number;
+  /** PID behind a pidfd (the "Pid:" line of its fdinfo); throws ESRCH when the process is gone. */
+  pidfdPid(pidfd: number): number;
+  /** The cgroup v2 path ("0::" line) of a pidfd's process, read from /proc and confirmed afterwards
+   * (pidfd_send_signal 0) to still belong to the same live process; throws ESRCH otherwise. */
+  pidfdCgroup(pidfd: number): string;
+  /** recvmsg with MSG_DONTWAIT | MSG_CMSG_CLOEXEC into buffer[offset, offset+length), with control
+   * space for maxFds descriptors. Returns null when it would block. */
+  recvmsg(fd: number, buffer: Buffer, offset: number, length: number, maxFds: number): ReceivedMessage | null;
+  /** sendmsg with MSG_DONTWAIT | MSG_NOSIGNAL, attaching fds (SCM_RIGHTS) when given.
+   * Returns bytes sent, or -1 when it would block. */
+  sendmsg(fd: number, buffer: Buffer, offset: number, length: number, fds?: number[]): number;
+  /** socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC) with 128 KiB send and receive buffers on both ends. */
+  socketpair(): [number, number];
+  /** SO_SNDBUF and SO_RCVBUF as the kernel reports them. */
+  socketBufferSizes(fd: number): { send: number; receive: number };
+  shutdown(fd: number, how: 'read' | 'write' | 'both'): void;
+  /** fcntl(F_DUPFD_CLOEXEC). */
+  dupCloexec(fd: number): number;
+  /** Set or clear O_NONBLOCK. */
+  setNonBlocking(fd: number, on: boolean): void;
+  setCloexec(fd: number): void;
+  /** socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK), bind(path), listen(backlog). */
+  listenUnix(path: string, backlog: number): number;
+  /** accept4 with SOCK_CLOEXEC | SOCK_NONBLOCK; -1 when nothing is pending. */
+  accept(fd: number): number;
+  /** A non-blocking connect to a Unix stream socket path; returns the connected fd (close-on-exec, non-blocking). */
+  connectUnix(path: string): number;
+  /** Watch an fd on the event loop (uv_poll, with POLLRDHUP). The callback runs on the loop thread. */
+  watch(fd: number, interest: WatchInterest, callback: (events: PollEvents) => void): FdWatcher;
+  /** One datagram to an sd_notify socket: a path, or an abstract name starting with "@". */
+  sdNotify(socketPath: string, state: string): void;
+  /** pidfd_send_signal(pidfd, signal, NULL, 0). */
+  pidfdSendSignal(pidfd: number, signal: number): void;
+}
+
+let loaded: NativeBinding | undefined;
+
+/** Where the addon sits: beside a bundle in dist/, or in build/Release of a checkout. */
+export function addonPath(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const candidates = [
+    join(here, 'opencode_pty.node'),
+    join(here, '..', '..', 'build', 'Release', 'opencode_pty.node'),
+    join(here, '..', 'build', 'Release', 'opencode_pty.node'),
+  ];
+  const found = candidates.find((path) => existsSync(path));
+  if (!found) throw new Error(`native addon not found (looked in ${candidates.join(', ')}); run npm ci`);
+  return found;
+}
+
+/** Loads the addon on first use. */
+export function native(): NativeBinding {
+  loaded ??= createRequire(import.meta.url)(addonPath()) as NativeBinding;
+  return loaded;
+}

@@ -1,0 +1,92 @@
+// Runs every test file in its own Node process, then the type check, and prints one
+// closing line "N passed, N failed" (uvu prints none of its own). Exits 1 on any failure.
+// Usage: node test/run.mjs [substring…]  (only files whose path contains one of them)
+import { spawn } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const filters = process.argv.slice(2);
+
+function findTests(dir) {
+  const found = [];
+  for (const name of readdirSync(dir).sort()) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) found.push(...findTests(path));
+    else if (/\.(test|integration)\.ts$/.test(name)) found.push(path);
+  }
+  return found;
+}
+
+function run(argv) {
+  return new Promise((resolve) => {
+    const child = spawn(argv[0], argv.slice(1), {
+      cwd: root,
+      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    for (const stream of [child.stdout, child.stderr]) {
+      stream.on('data', (chunk) => {
+        process.stdout.write(chunk);
+        output += chunk;
+      });
+    }
+    child.on('close', (code, signal) => resolve({ code: code ?? 128, signal, output }));
+  });
+}
+
+// uvu's summary: "Total: N", "Passed: N", "Skipped: N" (no failed line).
+function uvuCounts(output) {
+  const plain = output.replace(/\x1b\[[0-9;]*m/g, '');
+  const number = (label) => {
+    const match = plain.match(new RegExp(`^\\s*${label}:\\s+(\\d+)`, 'm'));
+    return match ? Number(match[1]) : undefined;
+  };
+  const total = number('Total');
+  const passed = number('Passed');
+  const skipped = number('Skipped') ?? 0;
+  if (total === undefined || passed === undefined) return undefined;
+  return { passed, failed: total - passed - skipped, skipped };
+}
+
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+const failures = [];
+const files = findTests(join(root, 'test')).filter(
+  (file) => filters.length === 0 || filters.some((f) => file.includes(f)),
+);
+for (const file of files) {
+  const name = relative(root, file);
+  console.log(`\n# ${name}`);
+  const result = await run([process.execPath, '--import', 'tsx', file]);
+  const counts = uvuCounts(result.output);
+  if (!counts) {
+    failed += 1;
+    failures.push(`${name} (exited ${result.signal ?? result.code} without a summary)`);
+    continue;
+  }
+  passed += counts.passed;
+  skipped += counts.skipped;
+  failed += counts.failed;
+  if (counts.failed > 0 || result.code !== 0) {
+    if (counts.failed === 0) failed += 1;
+    failures.push(name);
+  }
+}
+
+if (filters.length === 0) {
+  console.log('\n# tsc --noEmit');
+  const tsc = await run([process.execPath, join(root, 'node_modules/typescript/bin/tsc'), '--noEmit']);
+  if (tsc.code === 0) passed += 1;
+  else {
+    failed += 1;
+    failures.push('tsc --noEmit');
+  }
+}
+
+if (failures.length) console.log(`\nFailed: ${failures.join(', ')}`);
+console.log(`\n${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
+process.exit(failed === 0 && files.length > 0 ? 0 : 1);
