@@ -6,6 +6,13 @@
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS"],
       "cflags_cc": ["-std=c++17", "-Wall", "-Wextra"]
+    },
+    {
+      "target_name": "opencode-pty-session",
+      "type": "executable",
+      "sources": ["native/session-helper.c"],
+      "cflags": ["-std=c11", "-Wall", "-Wextra", "-O2", "-D_GNU_SOURCE"],
+      "libraries": ["-lutil"]
     }
   ]
 }

@@ -1,0 +1,65 @@
+// Bundles the broker, the worker and the CLI into single files in dist/ that run with no
+// node_modules beside them; the native addon, dbus-next's usocket addon and the session
+// helper are copied next to them and loaded by path.
+import { build } from 'esbuild';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = dirname(fileURLToPath(import.meta.url));
+const out = join(root, 'dist');
+mkdirSync(out, { recursive: true });
+
+// usocket finds its addon through bindings(), which searches from its own package folder;
+// in a bundle that folder is gone, so load the copy that sits beside the bundle instead.
+const usocketByPath = {
+  name: 'usocket-by-path',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]node_modules[\\/]usocket[\\/]index\.js$/ }, (args) => ({
+      contents: readFileSync(args.path, 'utf8').replace(
+        "require('bindings')('uwrap')",
+        "require(require('node:path').join(__bundleDir, 'uwrap.node'))",
+      ),
+      loader: 'js',
+    }));
+  },
+};
+
+// dbus-next requires Node built-ins dynamically, so ESM output needs a real `require`.
+const banner = [
+  "import { createRequire as __createRequire } from 'node:module';",
+  "import { fileURLToPath as __fileURLToPath } from 'node:url';",
+  "import { dirname as __dirname_of } from 'node:path';",
+  'const require = __createRequire(import.meta.url);',
+  'const __bundleDir = __dirname_of(__fileURLToPath(import.meta.url));',
+].join('\n');
+
+const entries = {
+  broker: 'src/broker/main.ts',
+  worker: 'src/worker/main.ts',
+  cli: 'src/cli.ts',
+};
+
+await build({
+  entryPoints: Object.fromEntries(Object.entries(entries).map(([name, path]) => [name, join(root, path)])),
+  outdir: out,
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'esm',
+  outExtension: { '.js': '.js' },
+  banner: { js: `#!/usr/bin/env node\n${banner}` },
+  external: ['x11'],
+  plugins: [usocketByPath],
+  logLevel: 'warning',
+  legalComments: 'none',
+});
+
+const copies = [
+  ['build/Release/opencode_pty.node', 'opencode_pty.node'],
+  ['build/Release/opencode-pty-session', 'opencode-pty-session'],
+  ['node_modules/usocket/build/Release/uwrap.node', 'uwrap.node'],
+];
+for (const [from, to] of copies) copyFileSync(join(root, from), join(out, to));
+for (const name of ['cli.js', 'broker.js', 'worker.js', 'opencode-pty-session']) chmodSync(join(out, name), 0o755);
+console.error(`built ${Object.keys(entries).map((name) => `dist/${name}.js`).join(', ')}`);

@@ -1,0 +1,90 @@
+// Admission of unauthenticated connections: a pure policy over counts and a rolling minute.
+//
+// Ordinary peers get at most `maxUnauthenticated` concurrent slots and `maxAdmissionsPerMinute`
+// admissions in any rolling 60 s. One more slot, exempt from the rate, is kept for the client
+// service's real MainPID, so a flood from other processes of the account cannot lock the agent out.
+
+export interface AdmissionLimits {
+  maxUnauthenticated: number;
+  maxAdmissionsPerMinute: number;
+}
+
+export type Slot = 'ordinary' | 'reserved';
+export type AdmissionRefusal = 'unauthenticated-limit' | 'rate-limit';
+export type AdmissionResult = { admitted: true; slot: Slot } | { admitted: false; reason: AdmissionRefusal };
+
+const MINUTE_MS = 60_000;
+
+export class Admission {
+  #limits: AdmissionLimits;
+  #ordinary = 0;
+  #reservedTaken = false;
+  /** Times of ordinary admissions in the last minute, oldest first; never longer than the rate. */
+  #recent: number[] = [];
+
+  constructor(limits: AdmissionLimits) {
+    this.#limits = limits;
+  }
+
+  /** Decides and takes a slot in one synchronous step, so concurrent callers cannot overshoot. */
+  admit(likelyMainPid: boolean, now: number): AdmissionResult {
+    this.#forget(now);
+    const ordinaryFree = this.#ordinary < this.#limits.maxUnauthenticated;
+    const rateFree = this.#recent.length < this.#limits.maxAdmissionsPerMinute;
+    if (ordinaryFree && rateFree) {
+      this.#ordinary += 1;
+      this.#recent.push(now);
+      return { admitted: true, slot: 'ordinary' };
+    }
+    if (likelyMainPid && !this.#reservedTaken) {
+      this.#reservedTaken = true;
+      return { admitted: true, slot: 'reserved' };
+    }
+    return { admitted: false, reason: ordinaryFree ? 'rate-limit' : 'unauthenticated-limit' };
+  }
+
+  release(slot: Slot): void {
+    if (slot === 'reserved') this.#reservedTaken = false;
+    else if (this.#ordinary > 0) this.#ordinary -= 1;
+  }
+
+  /** Whether any slot at all could still be granted: lets the caller refuse before an expensive lookup. */
+  anySlotPossible(pendingLookups: number): boolean {
+    const reserved = this.#reservedTaken ? 0 : 1;
+    return this.#ordinary + pendingLookups < this.#limits.maxUnauthenticated + reserved;
+  }
+
+  get unauthenticated(): number {
+    return this.#ordinary + (this.#reservedTaken ? 1 : 0);
+  }
+
+  #forget(now: number): void {
+    let drop = 0;
+    while (drop < this.#recent.length && this.#recent[drop]! <= now - MINUTE_MS) drop += 1;
+    if (drop) this.#recent.splice(0, drop);
+  }
+}
+
+/** Session slots: taken without waiting, released once. */
+export class SessionSlots {
+  #max: number;
+  #used = 0;
+
+  constructor(max: number) {
+    this.#max = max;
+  }
+
+  tryTake(): boolean {
+    if (this.#used >= this.#max) return false;
+    this.#used += 1;
+    return true;
+  }
+
+  release(): void {
+    if (this.#used > 0) this.#used -= 1;
+  }
+
+  get used(): number {
+    return this.#used;
+  }
+}

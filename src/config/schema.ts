@@ -1,0 +1,205 @@
+// The supervisor's configuration: its shape, the seeds' defaults, and pure validation that names the bad field.
+
+export interface ClientConfig {
+  /** The one account whose agent may ask for terminals. */
+  user: string;
+  group: string;
+  uid: number;
+  gid: number;
+  /** The agent's service unit; its cgroup must hold every peer (unless requireClientUnit is false). */
+  service: string | null;
+}
+
+export interface LimitsConfig {
+  maxSessions: number;
+  maxUnauthenticated: number;
+  maxAdmissionsPerMinute: number;
+  /** From accept until a valid START has arrived. */
+  handshakeTimeoutMs: number;
+  /** After the program ended or STOP: how long remaining output may take to reach the client. */
+  drainTimeoutMs: number;
+  /** How long queued output may wait for a client that granted credit but does not read. */
+  writeTimeoutMs: number;
+  /** Every D-Bus call and unit stop. */
+  operationTimeoutMs: number;
+  /** The broker exits after this long with no connection and no session. */
+  idleExitMs: number;
+}
+
+export interface SessionConfig {
+  term: string;
+  /** Names a client may set in START's environment; everything else is dropped. */
+  environmentAllowlist: string[];
+  stopTimeoutSec: number;
+  slice: string;
+  /** Extra unit properties (resource limits, sandboxing), from an allowlist of names. */
+  properties: Record<string, unknown>;
+}
+
+export interface Config {
+  client: ClientConfig;
+  /** Weaker mode when false: any process of the client account may connect, not only its service. */
+  requireClientUnit: boolean;
+  socketPath: string;
+  unitPrefix: string;
+  /** The session helper's path as the session unit sees it; empty means beside the worker. */
+  helperPath: string;
+  limits: LimitsConfig;
+  session: SessionConfig;
+}
+
+export const DEFAULT_SOCKET_PATH = '/run/opencode-pty/supervisor.sock';
+export const DEFAULT_CONFIG_PATH = '/etc/opencode-pty/config.json';
+
+/** The earlier supervisor's constants, kept as defaults. */
+export const DEFAULT_LIMITS: LimitsConfig = {
+  maxSessions: 16,
+  maxUnauthenticated: 32,
+  maxAdmissionsPerMinute: 120,
+  handshakeTimeoutMs: 5_000,
+  drainTimeoutMs: 2_000,
+  writeTimeoutMs: 10_000,
+  operationTimeoutMs: 10_000,
+  idleExitMs: 60_000,
+};
+
+export const DEFAULT_SESSION: SessionConfig = {
+  term: 'xterm-256color',
+  environmentAllowlist: ['LANG', 'LANGUAGE', 'LC_ALL', 'LC_CTYPE', 'COLORTERM', 'TZ'],
+  stopTimeoutSec: 5,
+  slice: 'system.slice',
+  properties: {},
+};
+
+export class ConfigError extends Error {
+  readonly code = 'CONFIG_INVALID';
+  constructor(
+    readonly field: string,
+    problem: string,
+  ) {
+    super(`config: ${field}: ${problem}`);
+  }
+}
+
+/** Resolves account and group names to ids (an interface, so validation stays pure). */
+export interface AccountLookup {
+  user(name: string): { uid: number; gid: number } | undefined;
+  group(name: string): number | undefined;
+}
+
+type Json = Record<string, unknown>;
+
+function object(value: unknown, field: string): Json {
+  if (value === undefined) return {};
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigError(field, 'must be an object');
+  return value as Json;
+}
+
+function only(value: Json, field: string, allowed: string[]): void {
+  for (const key of Object.keys(value)) {
+    if (!allowed.includes(key)) throw new ConfigError(field ? `${field}.${key}` : key, 'unknown setting');
+  }
+}
+
+function string(value: unknown, field: string, fallback?: string, pattern?: RegExp): string {
+  if (value === undefined && fallback !== undefined) return fallback;
+  if (typeof value !== 'string' || value === '') throw new ConfigError(field, 'must be a non-empty string');
+  if (pattern && !pattern.test(value)) throw new ConfigError(field, `must match ${pattern}`);
+  return value;
+}
+
+function integer(value: unknown, field: string, fallback: number, min: number, max: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(field, `must be an integer from ${min} to ${max}`);
+  }
+  return value;
+}
+
+function boolean(value: unknown, field: string, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new ConfigError(field, 'must be true or false');
+  return value;
+}
+
+const ACCOUNT_NAME = /^[a-z_][a-z0-9_.-]{0,31}$/;
+const UNIT_NAME = /^[A-Za-z0-9:_.\\@-]{1,250}\.service$/;
+const SLICE_NAME = /^[A-Za-z0-9:_.\\-]{1,250}\.slice$/;
+const UNIT_PREFIX = /^[a-z][a-z0-9-]{0,40}-$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const ABSOLUTE = /^\/[^\0]*$/;
+
+function client(raw: unknown, accounts: AccountLookup, requireUnit: boolean): ClientConfig {
+  const value = object(raw, 'client');
+  only(value, 'client', ['user', 'group', 'service']);
+  const user = string(value.user, 'client.user', undefined, ACCOUNT_NAME);
+  const group = string(value.group, 'client.group', user, ACCOUNT_NAME);
+  const account = accounts.user(user);
+  if (!account) throw new ConfigError('client.user', `no such account "${user}"`);
+  if (account.uid === 0) throw new ConfigError('client.user', 'must not be root (uid 0)');
+  const gid = accounts.group(group);
+  if (gid === undefined) throw new ConfigError('client.group', `no such group "${group}"`);
+  if (gid === 0) throw new ConfigError('client.group', 'must not be gid 0');
+  const service = value.service === undefined && !requireUnit ? null : string(value.service, 'client.service', undefined, UNIT_NAME);
+  return { user, group, uid: account.uid, gid, service };
+}
+
+function limits(raw: unknown): LimitsConfig {
+  const value = object(raw, 'limits');
+  only(value, 'limits', Object.keys(DEFAULT_LIMITS));
+  const day = 86_400_000;
+  return {
+    maxSessions: integer(value.maxSessions, 'limits.maxSessions', DEFAULT_LIMITS.maxSessions, 1, 1024),
+    maxUnauthenticated: integer(value.maxUnauthenticated, 'limits.maxUnauthenticated', DEFAULT_LIMITS.maxUnauthenticated, 1, 1024),
+    maxAdmissionsPerMinute: integer(value.maxAdmissionsPerMinute, 'limits.maxAdmissionsPerMinute', DEFAULT_LIMITS.maxAdmissionsPerMinute, 1, 100_000),
+    handshakeTimeoutMs: integer(value.handshakeTimeoutMs, 'limits.handshakeTimeoutMs', DEFAULT_LIMITS.handshakeTimeoutMs, 100, 60_000),
+    drainTimeoutMs: integer(value.drainTimeoutMs, 'limits.drainTimeoutMs', DEFAULT_LIMITS.drainTimeoutMs, 10, 60_000),
+    writeTimeoutMs: integer(value.writeTimeoutMs, 'limits.writeTimeoutMs', DEFAULT_LIMITS.writeTimeoutMs, 100, 600_000),
+    operationTimeoutMs: integer(value.operationTimeoutMs, 'limits.operationTimeoutMs', DEFAULT_LIMITS.operationTimeoutMs, 100, 600_000),
+    idleExitMs: integer(value.idleExitMs, 'limits.idleExitMs', DEFAULT_LIMITS.idleExitMs, 0, day),
+  };
+}
+
+function session(raw: unknown, checkProperty: (name: string, value: unknown) => string | undefined): SessionConfig {
+  const value = object(raw, 'session');
+  only(value, 'session', Object.keys(DEFAULT_SESSION));
+  const allowlist = value.environmentAllowlist ?? DEFAULT_SESSION.environmentAllowlist;
+  if (!Array.isArray(allowlist)) throw new ConfigError('session.environmentAllowlist', 'must be a list of names');
+  allowlist.forEach((name, index) => string(name, `session.environmentAllowlist[${index}]`, undefined, ENV_NAME));
+  const properties = object(value.properties, 'session.properties');
+  for (const [name, property] of Object.entries(properties)) {
+    const problem = checkProperty(name, property);
+    if (problem) throw new ConfigError(`session.properties.${name}`, problem);
+  }
+  return {
+    term: string(value.term, 'session.term', DEFAULT_SESSION.term, /^[A-Za-z0-9._+-]{1,64}$/),
+    environmentAllowlist: [...(allowlist as string[])],
+    stopTimeoutSec: integer(value.stopTimeoutSec, 'session.stopTimeoutSec', DEFAULT_SESSION.stopTimeoutSec, 1, 600),
+    slice: string(value.slice, 'session.slice', DEFAULT_SESSION.slice, SLICE_NAME),
+    properties,
+  };
+}
+
+/**
+ * Validates a parsed config file. `checkProperty` answers whether a session property name and
+ * value are allowed (undefined when fine, else the problem), so the allowlist lives with the
+ * unit-property builders.
+ */
+export function validateConfig(
+  raw: unknown,
+  accounts: AccountLookup,
+  checkProperty: (name: string, value: unknown) => string | undefined,
+): Config {
+  const value = object(raw, '(top level)');
+  only(value, '', ['client', 'requireClientUnit', 'socketPath', 'unitPrefix', 'helperPath', 'limits', 'session']);
+  const requireClientUnit = boolean(value.requireClientUnit, 'requireClientUnit', true);
+  return {
+    client: client(value.client, accounts, requireClientUnit),
+    requireClientUnit,
+    socketPath: string(value.socketPath, 'socketPath', DEFAULT_SOCKET_PATH, ABSOLUTE),
+    unitPrefix: string(value.unitPrefix, 'unitPrefix', 'opencode-pty-', UNIT_PREFIX),
+    helperPath: value.helperPath === undefined ? '' : string(value.helperPath, 'helperPath', undefined, ABSOLUTE),
+    limits: limits(value.limits),
+    session: session(value.session, checkProperty),
+  };
+}

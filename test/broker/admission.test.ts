@@ -1,0 +1,67 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { Admission, SessionSlots } from '../../src/broker/admission.ts';
+
+const limits = { maxUnauthenticated: 32, maxAdmissionsPerMinute: 120 };
+
+test('32 ordinary slots, then refused; the 33rd goes only to the likely MainPID', () => {
+  const admission = new Admission(limits);
+  for (let i = 0; i < 32; i += 1) assert.equal(admission.admit(false, 1000), { admitted: true, slot: 'ordinary' });
+  assert.equal(admission.admit(false, 1000), { admitted: false, reason: 'unauthenticated-limit' });
+  assert.equal(admission.admit(true, 1000), { admitted: true, slot: 'reserved' });
+  assert.equal(admission.admit(true, 1000), { admitted: false, reason: 'unauthenticated-limit' });
+  assert.is(admission.unauthenticated, 33);
+});
+
+test('releasing an ordinary slot lets one more in', () => {
+  const admission = new Admission(limits);
+  for (let i = 0; i < 32; i += 1) admission.admit(false, 0);
+  admission.release('ordinary');
+  assert.equal(admission.admit(false, 1), { admitted: true, slot: 'ordinary' });
+  assert.equal(admission.admit(false, 1), { admitted: false, reason: 'unauthenticated-limit' });
+});
+
+test('the 121st admission within a rolling minute is refused, and allowed again a minute after the first', () => {
+  const admission = new Admission(limits);
+  for (let i = 0; i < 120; i += 1) {
+    assert.ok(admission.admit(false, i * 100).admitted);
+    admission.release('ordinary');
+  }
+  assert.equal(admission.admit(false, 30_000), { admitted: false, reason: 'rate-limit' });
+  // 60 s after the first admission (t=0) one slot of the window frees up, not two.
+  assert.equal(admission.admit(false, 60_000), { admitted: true, slot: 'ordinary' });
+  admission.release('ordinary');
+  assert.equal(admission.admit(false, 60_000), { admitted: false, reason: 'rate-limit' });
+});
+
+test('the reserved slot is exempt from the rate', () => {
+  const admission = new Admission(limits);
+  for (let i = 0; i < 120; i += 1) {
+    admission.admit(false, 0);
+    admission.release('ordinary');
+  }
+  assert.equal(admission.admit(true, 1), { admitted: true, slot: 'reserved' });
+  admission.release('reserved');
+  assert.equal(admission.admit(true, 2), { admitted: true, slot: 'reserved' });
+});
+
+test('anySlotPossible counts pending lookups against the slots', () => {
+  const admission = new Admission(limits);
+  assert.ok(admission.anySlotPossible(32));
+  assert.not.ok(admission.anySlotPossible(33));
+  for (let i = 0; i < 32; i += 1) admission.admit(false, 0);
+  assert.ok(admission.anySlotPossible(0));
+  admission.admit(true, 0);
+  assert.not.ok(admission.anySlotPossible(0));
+});
+
+test('session slots are taken without waiting and released once', () => {
+  const slots = new SessionSlots(16);
+  for (let i = 0; i < 16; i += 1) assert.ok(slots.tryTake());
+  assert.not.ok(slots.tryTake());
+  slots.release();
+  assert.ok(slots.tryTake());
+  assert.is(slots.used, 16);
+});
+
+test.run();

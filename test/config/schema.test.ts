@@ -1,0 +1,85 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { parseAccounts } from '../../src/config/accounts.ts';
+import { ConfigError, DEFAULT_LIMITS, validateConfig } from '../../src/config/schema.ts';
+
+const accounts = parseAccounts(
+  'root:x:0:0:root:/root:/bin/bash\nagent:x:1500:1500::/home/agent:/bin/sh\nrootgroup:x:1600:0::/:/bin/sh\n',
+  'root:x:0:\nagent:x:1500:\nother:x:1700:\n',
+);
+const allowAll = () => undefined;
+const minimal = { client: { user: 'agent', service: 'agent.service' } };
+
+function rejects(raw: unknown, field: string, checkProperty = allowAll): void {
+  try {
+    validateConfig(raw, accounts, checkProperty);
+  } catch (error) {
+    assert.instance(error, ConfigError);
+    assert.is((error as ConfigError).field, field);
+    assert.is((error as ConfigError).code, 'CONFIG_INVALID');
+    assert.ok((error as Error).message.startsWith(`config: ${field}: `));
+    return;
+  }
+  assert.unreachable(`expected ${field} to be refused`);
+}
+
+test('a minimal config gets the seeds defaults and resolved ids', () => {
+  const config = validateConfig(minimal, accounts, allowAll);
+  assert.equal(config.client, { user: 'agent', group: 'agent', uid: 1500, gid: 1500, service: 'agent.service' });
+  assert.equal(config.limits, DEFAULT_LIMITS);
+  assert.is(config.limits.maxSessions, 16);
+  assert.is(config.limits.maxUnauthenticated, 32);
+  assert.is(config.limits.maxAdmissionsPerMinute, 120);
+  assert.is(config.limits.handshakeTimeoutMs, 5000);
+  assert.is(config.requireClientUnit, true);
+  assert.is(config.socketPath, '/run/opencode-pty/supervisor.sock');
+  assert.is(config.unitPrefix, 'opencode-pty-');
+  assert.is(config.session.term, 'xterm-256color');
+});
+
+test('every field is checked and named', () => {
+  rejects([], '(top level)');
+  rejects({ ...minimal, extra: 1 }, 'extra');
+  rejects({}, 'client.user');
+  rejects({ client: { user: 'nobody-here', service: 'a.service' } }, 'client.user');
+  rejects({ client: { user: 'root', service: 'a.service' } }, 'client.user');
+  rejects({ client: { user: 'rootgroup', group: 'root', service: 'a.service' } }, 'client.group');
+  rejects({ client: { user: 'agent', group: 'missing', service: 'a.service' } }, 'client.group');
+  rejects({ client: { user: 'agent' } }, 'client.service');
+  rejects({ client: { user: 'agent', service: 'not a unit' } }, 'client.service');
+  rejects({ client: { user: 'agent', service: 'a.service', shell: 1 } }, 'client.shell');
+  rejects({ ...minimal, requireClientUnit: 'no' }, 'requireClientUnit');
+  rejects({ ...minimal, socketPath: 'relative' }, 'socketPath');
+  rejects({ ...minimal, unitPrefix: 'Bad Prefix' }, 'unitPrefix');
+  rejects({ ...minimal, helperPath: 'x' }, 'helperPath');
+  for (const key of Object.keys(DEFAULT_LIMITS)) {
+    rejects({ ...minimal, limits: { [key]: -1 } }, `limits.${key}`);
+    rejects({ ...minimal, limits: { [key]: 1.5 } }, `limits.${key}`);
+  }
+  rejects({ ...minimal, limits: { sessions: 3 } }, 'limits.sessions');
+  rejects({ ...minimal, session: { term: 'a b' } }, 'session.term');
+  rejects({ ...minimal, session: { environmentAllowlist: 'LANG' } }, 'session.environmentAllowlist');
+  rejects({ ...minimal, session: { environmentAllowlist: ['OK', 'NOT-OK'] } }, 'session.environmentAllowlist[1]');
+  rejects({ ...minimal, session: { stopTimeoutSec: 0 } }, 'session.stopTimeoutSec');
+  rejects({ ...minimal, session: { slice: 'x.service' } }, 'session.slice');
+  rejects({ ...minimal, session: { properties: [] } }, 'session.properties');
+  rejects({ ...minimal, session: { properties: { User: 'root' } } }, 'session.properties.User', (name) =>
+    name === 'User' ? 'not an allowed property' : undefined,
+  );
+});
+
+test('without a required client unit the service may be left out', () => {
+  const config = validateConfig({ client: { user: 'agent' }, requireClientUnit: false }, accounts, allowAll);
+  assert.is(config.client.service, null);
+  assert.is(config.requireClientUnit, false);
+});
+
+test('passwd parsing keeps the first record and skips malformed lines', () => {
+  const lookup = parseAccounts('a:x:10:20::/:/bin/sh\na:x:11:21::/:/bin/sh\nbroken\nb:x:q:1::/:/bin/sh\n', 'g:x:5:\n');
+  assert.equal(lookup.user('a'), { uid: 10, gid: 20 });
+  assert.is(lookup.user('b'), undefined);
+  assert.is(lookup.group('g'), 5);
+  assert.is(lookup.group('a'), undefined);
+});
+
+test.run();
