@@ -1,0 +1,59 @@
+// The broker↔worker control channel: length-prefixed JSON messages on a private socketpair.
+// The connection fd (and the peer's pidfd) ride on the `session` message as SCM_RIGHTS.
+
+export interface PeerIdentity {
+  pid: number;
+  uid: number;
+  gid: number;
+  /** The peer's cgroup as the broker checked it; null in the weaker mode without a client unit. */
+  cgroup: string | null;
+}
+
+export type BrokerMessage =
+  /** fds: [client connection, peer pidfd]. `deadlineMs`: what is left of the handshake deadline. */
+  | { type: 'session'; id: number; peer: PeerIdentity; deadlineMs: number }
+  | { type: 'shutdown' };
+
+export type WorkerMessage =
+  | { type: 'ready' }
+  /** Sent before the unit is started, so the broker can always stop it. */
+  | { type: 'unit'; name: string }
+  | { type: 'started'; mainPid: number }
+  | { type: 'ended'; reason: string };
+
+export const MAX_CONTROL_MESSAGE = 64 * 1024;
+
+export class ControlError extends Error {
+  readonly code = 'CONTROL';
+}
+
+export function encodeControl(message: BrokerMessage | WorkerMessage): Buffer {
+  const body = Buffer.from(JSON.stringify(message), 'utf8');
+  if (body.length > MAX_CONTROL_MESSAGE) throw new ControlError('control message too large');
+  const header = Buffer.alloc(4);
+  header.writeUInt32BE(body.length);
+  return Buffer.concat([header, body]);
+}
+
+/** Splits a byte stream into messages; the peer is our own process, but sizes are still bounded. */
+export class ControlDecoder {
+  #buffered = Buffer.alloc(0);
+
+  push(chunk: Buffer): unknown[] {
+    this.#buffered = this.#buffered.length ? Buffer.concat([this.#buffered, chunk]) : chunk;
+    const messages: unknown[] = [];
+    while (this.#buffered.length >= 4) {
+      const length = this.#buffered.readUInt32BE(0);
+      if (length > MAX_CONTROL_MESSAGE) throw new ControlError(`control message of ${length} bytes`);
+      if (this.#buffered.length < 4 + length) break;
+      const body = this.#buffered.subarray(4, 4 + length).toString('utf8');
+      this.#buffered = this.#buffered.subarray(4 + length);
+      try {
+        messages.push(JSON.parse(body));
+      } catch {
+        throw new ControlError('control message is not JSON');
+      }
+    }
+    return messages;
+  }
+}
