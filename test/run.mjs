@@ -19,13 +19,23 @@ function findTests(dir) {
   return found;
 }
 
+// A suite that hangs fails instead of stalling the run; its whole process group is ended by PID.
+const FILE_TIMEOUT_MS = Number(process.env.TEST_FILE_TIMEOUT_MS || 300_000);
+
 function run(argv) {
   return new Promise((resolve) => {
     const child = spawn(argv[0], argv.slice(1), {
       cwd: root,
       env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
       stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
     });
+    const timer = setTimeout(() => {
+      process.stdout.write(`\n# timed out after ${FILE_TIMEOUT_MS} ms: ${argv.join(' ')}\n`);
+      try {
+        process.kill(-child.pid, 'SIGTERM');
+      } catch {}
+    }, FILE_TIMEOUT_MS);
     let output = '';
     for (const stream of [child.stdout, child.stderr]) {
       stream.on('data', (chunk) => {
@@ -33,7 +43,10 @@ function run(argv) {
         output += chunk;
       });
     }
-    child.on('close', (code, signal) => resolve({ code: code ?? 128, signal, output }));
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? 128, signal, output });
+    });
   });
 }
 
