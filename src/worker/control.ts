@@ -37,7 +37,7 @@ export function encodeControl(message: BrokerMessage | WorkerMessage): Buffer {
 
 /** Splits a byte stream into messages; the peer is our own process, but sizes are still bounded. */
 export class ControlDecoder {
-  #buffered = Buffer.alloc(0);
+  #buffered: Buffer = Buffer.alloc(0);
 
   push(chunk: Buffer): unknown[] {
     this.#buffered = this.#buffered.length ? Buffer.concat([this.#buffered, chunk]) : chunk;

@@ -7,7 +7,7 @@ const accounts = parseAccounts(
   'root:x:0:0:root:/root:/bin/bash\nagent:x:1500:1500::/home/agent:/bin/sh\nrootgroup:x:1600:0::/:/bin/sh\n',
   'root:x:0:\nagent:x:1500:\nother:x:1700:\n',
 );
-const allowAll = () => undefined;
+const allowAll = (_name: string, _value: unknown): string | undefined => undefined;
 const minimal = { client: { user: 'agent', service: 'agent.service' } };
 
 function rejects(raw: unknown, field: string, checkProperty = allowAll): void {

@@ -1,0 +1,7 @@
+// The public surface of the wire protocol codec (docs/protocol.md).
+export * from './constants.ts';
+export type { Direction, EnvEntry, Frame, FrameName, FrameOf } from './frames.ts';
+export { ProtocolError, isProtocolError, type ProtocolErrorCode } from './errors.ts';
+export { LAYOUT, layoutOf, parseHeader, typeCodeOf, type FrameLayout } from './layout.ts';
+export { FrameDecoder, parsePayload } from './decode.ts';
+export { MAX_ERROR_TEXT, encodeFrame, errorFrame } from './encode.ts';

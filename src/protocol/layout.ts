@@ -1,0 +1,110 @@
+// Per frame type: who may send it and how long its payload may be; the header check built on that.
+import { FrameType, HEADER_SIZE, Limits, type FrameTypeCode } from './constants.ts';
+import type { Direction, FrameName } from './frames.ts';
+import { ProtocolError } from './errors.ts';
+
+export interface FrameLayout {
+  name: FrameName;
+  /** The direction the frame travels; 'both' for CREDIT. */
+  direction: Direction | 'both';
+  /** Smallest and largest payload in bytes; equal for fixed-size frames. */
+  min: number;
+  max: number;
+}
+
+/** Fixed part of START: rows u16, cols u16, cwdDev u64, cwdIno u64, argc u16, envc u16. */
+export const START_FIXED_SIZE = 24;
+/** Fixed part of EXIT: code u8, status i32, resultLen u32. */
+export const EXIT_FIXED_SIZE = 9;
+/** Fixed part of STARTED: mainPid u32. */
+export const STARTED_FIXED_SIZE = 4;
+/** Fixed part of ERROR: code u16. */
+export const ERROR_FIXED_SIZE = 2;
+
+export const LAYOUT: Readonly<Record<FrameTypeCode, FrameLayout>> = {
+  [FrameType.HELLO]: { name: 'hello', direction: 'to-server', min: 8, max: 8 },
+  [FrameType.WELCOME]: { name: 'welcome', direction: 'to-client', min: 2, max: 2 },
+  [FrameType.START]: {
+    name: 'start',
+    direction: 'to-server',
+    // argv is never empty, so at least one length prefix follows the fixed part.
+    min: START_FIXED_SIZE + 4,
+    max: Limits.MAX_FRAME_PAYLOAD,
+  },
+  [FrameType.STARTED]: {
+    name: 'started',
+    direction: 'to-client',
+    min: STARTED_FIXED_SIZE + 1,
+    max: STARTED_FIXED_SIZE + Limits.MAX_UNIT_NAME,
+  },
+  [FrameType.INPUT]: { name: 'input', direction: 'to-server', min: 1, max: Limits.MAX_IO_PAYLOAD },
+  [FrameType.OUTPUT]: { name: 'output', direction: 'to-client', min: 1, max: Limits.MAX_IO_PAYLOAD },
+  [FrameType.RESIZE]: { name: 'resize', direction: 'to-server', min: 4, max: 4 },
+  [FrameType.SIGNAL]: { name: 'signal', direction: 'to-server', min: 1, max: 1 },
+  [FrameType.STOP]: { name: 'stop', direction: 'to-server', min: 0, max: 0 },
+  [FrameType.STOPPED]: { name: 'stopped', direction: 'to-client', min: 0, max: 0 },
+  [FrameType.EXIT]: {
+    name: 'exit',
+    direction: 'to-client',
+    min: EXIT_FIXED_SIZE + 1,
+    max: EXIT_FIXED_SIZE + Limits.MAX_RESULT,
+  },
+  [FrameType.ERROR]: {
+    name: 'error',
+    direction: 'to-client',
+    min: ERROR_FIXED_SIZE,
+    max: Limits.MAX_IO_PAYLOAD,
+  },
+  [FrameType.CREDIT]: { name: 'credit', direction: 'both', min: 4, max: 4 },
+};
+
+const CODE_OF_NAME = Object.fromEntries(
+  Object.entries(LAYOUT).map(([code, layout]) => [layout.name, Number(code)]),
+) as Record<FrameName, FrameTypeCode>;
+
+export function typeCodeOf(name: FrameName): FrameTypeCode {
+  return CODE_OF_NAME[name];
+}
+
+/** The layout of a type byte, or undefined for a byte that names no frame. */
+export function layoutOf(type: number): FrameLayout | undefined {
+  return Object.hasOwn(LAYOUT, type) ? LAYOUT[type as FrameTypeCode] : undefined;
+}
+
+export function mayTravel(layout: FrameLayout, direction: Direction): boolean {
+  return layout.direction === 'both' || layout.direction === direction;
+}
+
+/** Throws unless `length` is a payload size the layout allows. */
+export function checkPayloadLength(layout: FrameLayout, length: number): void {
+  if (length >= layout.min && length <= layout.max) return;
+  const name = layout.name.toUpperCase();
+  if (layout.min === layout.max) {
+    throw new ProtocolError('BAD_LENGTH', `${name} payload must be ${layout.min} bytes, not ${length}`);
+  }
+  if (length > layout.max) {
+    throw new ProtocolError('OVERSIZE', `${name} payload of ${length} bytes exceeds ${layout.max}`);
+  }
+  throw new ProtocolError('BAD_LENGTH', `${name} payload of ${length} bytes is below ${layout.min}`);
+}
+
+/**
+ * Reads and checks a frame header (buf holds at least HEADER_SIZE bytes), so a bad type, direction
+ * or length is refused before a byte of its payload is buffered.
+ */
+export function parseHeader(buf: Buffer, direction: Direction): { type: FrameTypeCode; length: number } {
+  if (buf.length < HEADER_SIZE) {
+    throw new RangeError(`a header needs ${HEADER_SIZE} bytes, got ${buf.length}`);
+  }
+  const type = buf.readUInt8(0);
+  const length = buf.readUInt32BE(1);
+  const layout = layoutOf(type);
+  if (layout === undefined) {
+    throw new ProtocolError('UNKNOWN_TYPE', `unknown frame type 0x${type.toString(16).padStart(2, '0')}`);
+  }
+  if (!mayTravel(layout, direction)) {
+    throw new ProtocolError('WRONG_DIRECTION', `${layout.name.toUpperCase()} may not be sent ${direction}`);
+  }
+  checkPayloadLength(layout, length);
+  return { type: type as FrameTypeCode, length };
+}

@@ -1,0 +1,162 @@
+// Payload parsers for every frame type, strict in every field (the push decoder is in decode.ts).
+import { ErrorCode, FrameType, HELLO_MAGIC, Limits, type FrameTypeCode } from './constants.ts';
+import type { EnvEntry, Frame } from './frames.ts';
+import { BufferReader } from './buffer-reader.ts';
+import { ProtocolError } from './errors.ts';
+import { checkPayloadLength, layoutOf } from './layout.ts';
+import {
+  checkArgument,
+  checkCount,
+  checkEnvName,
+  checkEnvUnique,
+  checkExit,
+  checkInteger,
+  checkNoNul,
+  checkStringSize,
+  checkTerminalSize,
+  checkToken,
+  checkVersionRange,
+} from './rules.ts';
+
+/**
+ * Parses and validates one payload of the given type. INPUT/OUTPUT data is a copy, so the caller
+ * may reuse `payload` afterwards.
+ */
+export function parsePayload(type: FrameTypeCode, payload: Buffer): Frame {
+  return parseFrame(type, payload, false);
+}
+
+/**
+ * `owned`: the payload buffer belongs to the decoder and is handed over, so INPUT/OUTPUT may keep
+ * it as is; otherwise their data is copied out of the caller's buffer.
+ */
+export function parseFrame(type: FrameTypeCode, payload: Buffer, owned: boolean): Frame {
+  const layout = layoutOf(type);
+  if (layout === undefined) {
+    throw new ProtocolError('UNKNOWN_TYPE', `unknown frame type 0x${Number(type).toString(16).padStart(2, '0')}`);
+  }
+  checkPayloadLength(layout, payload.length);
+  switch (type) {
+    case FrameType.HELLO:
+      return parseHello(new BufferReader(payload));
+    case FrameType.WELCOME: {
+      const version = new BufferReader(payload).u16('version');
+      checkInteger('version', version, 1, 0xffff);
+      return { type: 'welcome', version };
+    }
+    case FrameType.START:
+      return parseStart(new BufferReader(payload, ErrorCode.BAD_START));
+    case FrameType.STARTED:
+      return parseStarted(new BufferReader(payload));
+    case FrameType.INPUT:
+      return { type: 'input', data: owned ? payload : copy(payload) };
+    case FrameType.OUTPUT:
+      return { type: 'output', data: owned ? payload : copy(payload) };
+    case FrameType.RESIZE: {
+      const reader = new BufferReader(payload);
+      const rows = reader.u16('rows');
+      const cols = reader.u16('cols');
+      checkTerminalSize(rows, cols);
+      return { type: 'resize', rows, cols };
+    }
+    case FrameType.SIGNAL: {
+      const signal = payload.readUInt8(0);
+      checkInteger('signal', signal, 1, Limits.MAX_SIGNAL);
+      return { type: 'signal', signal };
+    }
+    case FrameType.STOP:
+      return { type: 'stop' };
+    case FrameType.STOPPED:
+      return { type: 'stopped' };
+    case FrameType.EXIT:
+      return parseExit(new BufferReader(payload));
+    case FrameType.ERROR: {
+      const reader = new BufferReader(payload);
+      const code = reader.u16('ERROR code');
+      // Codes beyond those we know are accepted: a newer server may report reasons we lack names for.
+      checkInteger('ERROR code', code, 1, 0xffff);
+      return { type: 'error', code, message: reader.utf8(reader.remaining, 'ERROR text') };
+    }
+    case FrameType.CREDIT: {
+      const bytes = payload.readUInt32BE(0);
+      checkInteger('credit', bytes, 1, Limits.MAX_WINDOW);
+      return { type: 'credit', bytes };
+    }
+  }
+}
+
+/** A private copy of terminal bytes: the caller may reuse the buffer they came in. */
+function copy(bytes: Buffer): Buffer {
+  const out = Buffer.allocUnsafe(bytes.length);
+  bytes.copy(out);
+  return out;
+}
+
+function parseHello(reader: BufferReader): Frame {
+  const magic = reader.u32('magic');
+  if (magic !== HELLO_MAGIC) {
+    throw new ProtocolError('BAD_VALUE', `HELLO magic 0x${magic.toString(16).padStart(8, '0')} is not "OCPT"`);
+  }
+  const minVersion = reader.u16('minVersion');
+  const maxVersion = reader.u16('maxVersion');
+  checkVersionRange(minVersion, maxVersion);
+  return { type: 'hello', minVersion, maxVersion };
+}
+
+function parseStart(reader: BufferReader): Frame {
+  const rows = reader.u16('rows');
+  const cols = reader.u16('cols');
+  checkTerminalSize(rows, cols, ErrorCode.BAD_START);
+  const cwdDev = reader.u64('cwdDev');
+  const cwdIno = reader.u64('cwdIno');
+  const argc = reader.u16('argc');
+  const envc = reader.u16('envc');
+  checkCount('argv', argc, 1, Limits.MAX_ARGC);
+  checkCount('env', envc, 0, Limits.MAX_ENVC);
+  const argv: string[] = [];
+  for (let i = 0; i < argc; i++) {
+    const value = readString(reader, `argv[${i}]`);
+    checkArgument(i, value);
+    argv.push(value);
+  }
+  const env: EnvEntry[] = [];
+  for (let i = 0; i < envc; i++) {
+    const name = readString(reader, `env[${i}] name`);
+    checkEnvName(name);
+    const value = readString(reader, `env[${i}] value`);
+    checkNoNul(`env[${i}] value`, value, ErrorCode.BAD_START);
+    env.push({ name, value });
+  }
+  checkEnvUnique(env.map((entry) => entry.name));
+  reader.end('START');
+  return { type: 'start', rows, cols, cwdDev, cwdIno, argv, env };
+}
+
+/** A u32 length, bounded by MAX_STRING before anything is read, then that many bytes of UTF-8. */
+function readString(reader: BufferReader, what: string): string {
+  const size = reader.u32(`${what} length`);
+  checkStringSize(what, size);
+  return reader.utf8(size, what);
+}
+
+function parseStarted(reader: BufferReader): Frame {
+  const mainPid = reader.u32('mainPid');
+  checkInteger('mainPid', mainPid, 1, 0xffff_ffff);
+  const unit = reader.latin1(reader.remaining, 'unit name');
+  checkToken('unit name', unit, Limits.MAX_UNIT_NAME);
+  return { type: 'started', mainPid, unit };
+}
+
+function parseExit(reader: BufferReader): Frame {
+  const code = reader.u8('EXIT code');
+  const status = reader.i32('EXIT status');
+  checkExit(code, status);
+  const size = reader.u32('result length');
+  if (size > Limits.MAX_RESULT) {
+    throw new ProtocolError('OVERSIZE', `result of ${size} bytes exceeds ${Limits.MAX_RESULT}`);
+  }
+  const result = reader.latin1(size, 'result');
+  checkToken('result', result, Limits.MAX_RESULT);
+  reader.end('EXIT');
+  return { type: 'exit', code, status, result };
+}
