@@ -1,0 +1,187 @@
+// recvmsg/sendmsg with SCM_RIGHTS: the byte paths that can carry descriptors, which libuv's read() would discard.
+#include "addon.h"
+
+#include <errno.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+// SCM_PIDFD (Linux 6.5) installs a pidfd in the receiver; older headers lack it.
+#ifndef SCM_PIDFD
+#define SCM_PIDFD 0x04
+#endif
+
+namespace opencode_pty {
+
+namespace {
+
+// SCM_MAX_FD in the kernel (include/net/scm.h): no message carries more.
+constexpr int64_t kMaxFdsPerMessage = 253;
+
+// Control buffers as cmsghdr arrays so CMSG_* sees the alignment it expects.
+std::vector<cmsghdr> ControlBuffer(size_t fdCount) {
+  const size_t space = CMSG_SPACE(sizeof(int) * fdCount);
+  return std::vector<cmsghdr>((space + sizeof(cmsghdr) - 1) / sizeof(cmsghdr));
+}
+
+void CloseAll(const std::vector<int>& fds) {
+  for (int fd : fds) close(fd);
+}
+
+// Collects every descriptor the kernel installed, bounded by what it says it wrote (msg_controllen).
+void CollectFds(msghdr* msg, std::vector<int>* fds, bool* foreign) {
+  const auto* end = static_cast<const unsigned char*>(msg->msg_control) + msg->msg_controllen;
+  for (cmsghdr* cmsg = CMSG_FIRSTHDR(msg); cmsg != nullptr; cmsg = CMSG_NXTHDR(msg, cmsg)) {
+    const bool rights = cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS;
+    const bool pidfd = cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_PIDFD;
+    if (!rights) *foreign = true;
+    // A foreign message that installed a descriptor is still reported, so the caller can close it.
+    if ((!rights && !pidfd) || cmsg->cmsg_len < CMSG_LEN(0)) continue;
+    const unsigned char* data = CMSG_DATA(cmsg);
+    const size_t available = data < end ? static_cast<size_t>(end - data) : 0;
+    const size_t bytes = std::min(static_cast<size_t>(cmsg->cmsg_len - CMSG_LEN(0)), available);
+    for (size_t i = 0; i + sizeof(int) <= bytes; i += sizeof(int)) {
+      int fd;
+      std::memcpy(&fd, data + i, sizeof fd);  // CMSG_DATA need not be int-aligned for the compiler
+      fds->push_back(fd);
+    }
+  }
+}
+
+Napi::Value Recvmsg(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int fd;
+  uint8_t* data;
+  size_t offset, length;
+  int64_t maxFds;
+  if (!ArgFd(info, 0, &fd) || !ArgBytes(info, 1, &data, &offset, &length) ||
+      !ArgInt(info, 4, "maxFds", 0, kMaxFdsPerMessage, &maxFds)) {
+    return Napi::Value();
+  }
+  // A zero-length read returns 0, which would be indistinguishable from EOF.
+  if (length == 0) {
+    ThrowRange(env, "The value of \"length\" is out of range. It must be >= 1");
+    return Napi::Value();
+  }
+  // Room for at least one descriptor even when none is expected: one sent anyway must be seen
+  // (and closed by the caller), not silently dropped by the kernel.
+  const size_t room = static_cast<size_t>(std::max<int64_t>(maxFds, 1));
+  std::vector<cmsghdr> control = ControlBuffer(room);
+  iovec iov{data + offset, length};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control.data();
+  msg.msg_controllen = CMSG_SPACE(sizeof(int) * room);
+  ssize_t received;
+  do {
+    received = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  } while (received < 0 && errno == EINTR);
+  if (received < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return env.Null();
+    ThrowErrno(env, errno, "recvmsg");
+    return Napi::Value();
+  }
+
+  std::vector<int> fds;
+  bool foreign = false;
+  CollectFds(&msg, &fds, &foreign);
+
+  Napi::Object result = Napi::Object::New(env);
+  Napi::Array list = Napi::Array::New(env, fds.size());
+  for (size_t i = 0; i < fds.size(); i++) list.Set(static_cast<uint32_t>(i), Napi::Number::New(env, fds[i]));
+  result.Set("bytes", Napi::Number::New(env, static_cast<double>(received)));
+  result.Set("fds", list);
+  result.Set("truncated", Napi::Boolean::New(env, (msg.msg_flags & MSG_TRUNC) != 0));
+  result.Set("controlTruncated", Napi::Boolean::New(env, (msg.msg_flags & MSG_CTRUNC) != 0));
+  result.Set("foreignControl", Napi::Boolean::New(env, foreign));
+  // The caller never learns of descriptors it cannot see: close them rather than leak them.
+  if (env.IsExceptionPending()) {
+    CloseAll(fds);
+    return Napi::Value();
+  }
+  return result;
+}
+
+// Reads the optional fds argument: undefined/null for none, else an array of descriptors.
+bool ArgFdList(const Napi::CallbackInfo& info, size_t index, std::vector<int>* out) {
+  Napi::Value value = info[index];
+  if (value.IsUndefined() || value.IsNull()) return true;
+  if (!value.IsArray()) {
+    ThrowType(info.Env(), "The \"fds\" argument must be an array of numbers");
+    return false;
+  }
+  Napi::Array list = value.As<Napi::Array>();
+  if (list.Length() > kMaxFdsPerMessage) {
+    ThrowRange(info.Env(), "The \"fds\" argument may hold at most 253 descriptors");
+    return false;
+  }
+  for (uint32_t i = 0; i < list.Length(); i++) {
+    Napi::Value item = list.Get(i);
+    if (info.Env().IsExceptionPending()) return false;
+    if (!item.IsNumber()) {
+      ThrowType(info.Env(), "The \"fds\" argument must be an array of numbers");
+      return false;
+    }
+    const double number = item.As<Napi::Number>().DoubleValue();
+    if (!(number >= 0 && number <= INT32_MAX) || static_cast<double>(static_cast<int>(number)) != number) {
+      ThrowRange(info.Env(), "The \"fds\" argument must hold integers >= 0");
+      return false;
+    }
+    out->push_back(static_cast<int>(number));
+  }
+  return true;
+}
+
+Napi::Value Sendmsg(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int fd;
+  uint8_t* data;
+  size_t offset, length;
+  std::vector<int> fds;
+  if (!ArgFd(info, 0, &fd) || !ArgBytes(info, 1, &data, &offset, &length) || !ArgFdList(info, 4, &fds)) {
+    return Napi::Value();
+  }
+  // A stream socket sends nothing for zero bytes, so descriptors attached to them would vanish.
+  if (length == 0 && !fds.empty()) {
+    ThrowRange(env, "The value of \"length\" is out of range. It must be >= 1 when sending fds");
+    return Napi::Value();
+  }
+  iovec iov{data + offset, length};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  std::vector<cmsghdr> control;
+  if (!fds.empty()) {
+    control = ControlBuffer(fds.size());
+    msg.msg_control = control.data();
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+    cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+    cmsg->cmsg_level = SOL_SOCKET;
+    cmsg->cmsg_type = SCM_RIGHTS;
+    cmsg->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(cmsg), fds.data(), sizeof(int) * fds.size());
+  }
+  ssize_t sent;
+  do {
+    sent = sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  if (sent < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return Napi::Number::New(env, -1);
+    ThrowErrno(env, errno, "sendmsg");
+    return Napi::Value();
+  }
+  return Napi::Number::New(env, static_cast<double>(sent));
+}
+
+}  // namespace
+
+void InitFdPassing(Napi::Env env, Napi::Object exports) {
+  exports.Set("recvmsg", Napi::Function::New(env, Recvmsg, "recvmsg"));
+  exports.Set("sendmsg", Napi::Function::New(env, Sendmsg, "sendmsg"));
+}
+
+}  // namespace opencode_pty

@@ -1,0 +1,237 @@
+// Unix sockets Node cannot make for us: socketpairs with set buffers, listen/accept/connect on raw fds, sd_notify.
+#include "addon.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstring>
+#include <string>
+
+namespace opencode_pty {
+
+namespace {
+
+// 128 KiB each way; the kernel doubles what it is given (socket(7)) and reports 262144.
+constexpr int kPairBufferBytes = 128 * 1024;
+
+// close() that keeps errno for the error being reported.
+void CloseKeepingErrno(int fd) {
+  const int saved = errno;
+  close(fd);
+  errno = saved;
+}
+
+// Fills a sockaddr_un for a path; with abstractAllowed a leading '@' names the abstract namespace
+// (unix(7): the name is the bytes after a leading NUL, and the address length says where it ends).
+bool UnixAddress(Napi::Env env, const std::string& path, bool abstractAllowed, const char* syscall,
+                 sockaddr_un* address, socklen_t* length) {
+  std::memset(address, 0, sizeof *address);
+  address->sun_family = AF_UNIX;
+  if (path.empty()) {
+    ThrowErrno(env, ENOENT, syscall, &path);
+    return false;
+  }
+  const bool abstract = abstractAllowed && path[0] == '@';
+  // Room for the terminating NUL of a path, or the leading NUL of an abstract name.
+  if (path.size() > sizeof address->sun_path - 1) {
+    ThrowErrno(env, ENAMETOOLONG, syscall, &path);
+    return false;
+  }
+  if (abstract) {
+    std::memcpy(address->sun_path + 1, path.data() + 1, path.size() - 1);
+    *length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
+  } else {
+    std::memcpy(address->sun_path, path.data(), path.size());
+    *length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+  }
+  return true;
+}
+
+Napi::Value Socketpair(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0) {
+    ThrowErrno(env, errno, "socketpair");
+    return Napi::Value();
+  }
+  for (int fd : pair) {
+    for (int option : {SO_SNDBUF, SO_RCVBUF}) {
+      if (setsockopt(fd, SOL_SOCKET, option, &kPairBufferBytes, sizeof kPairBufferBytes) < 0) {
+        const int err = errno;
+        close(pair[0]);
+        close(pair[1]);
+        ThrowErrno(env, err, "setsockopt");
+        return Napi::Value();
+      }
+    }
+  }
+  Napi::Array result = Napi::Array::New(env, 2);
+  result.Set(0u, Napi::Number::New(env, pair[0]));
+  result.Set(1u, Napi::Number::New(env, pair[1]));
+  if (env.IsExceptionPending()) {
+    close(pair[0]);
+    close(pair[1]);
+    return Napi::Value();
+  }
+  return result;
+}
+
+Napi::Value SocketBufferSizes(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int fd;
+  if (!ArgFd(info, 0, &fd)) return Napi::Value();
+  int send = 0, receive = 0;
+  socklen_t length = sizeof send;
+  if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &send, &length) < 0) {
+    ThrowErrno(env, errno, "getsockopt");
+    return Napi::Value();
+  }
+  length = sizeof receive;
+  if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive, &length) < 0) {
+    ThrowErrno(env, errno, "getsockopt");
+    return Napi::Value();
+  }
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("send", Napi::Number::New(env, send));
+  result.Set("receive", Napi::Number::New(env, receive));
+  return result;
+}
+
+Napi::Value Shutdown(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int fd;
+  std::string how;
+  if (!ArgFd(info, 0, &fd) || !ArgString(info, 1, "how", &how)) return Napi::Value();
+  int mode;
+  if (how == "read") {
+    mode = SHUT_RD;
+  } else if (how == "write") {
+    mode = SHUT_WR;
+  } else if (how == "both") {
+    mode = SHUT_RDWR;
+  } else {
+    ThrowType(env, "The \"how\" argument must be 'read', 'write' or 'both'");
+    return Napi::Value();
+  }
+  if (shutdown(fd, mode) < 0) {
+    ThrowErrno(env, errno, "shutdown");
+    return Napi::Value();
+  }
+  return env.Undefined();
+}
+
+Napi::Value ListenUnix(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string path;
+  int64_t backlog;
+  sockaddr_un address;
+  socklen_t length;
+  if (!ArgString(info, 0, "path", &path) || !ArgInt(info, 1, "backlog", 0, INT_MAX, &backlog) ||
+      !UnixAddress(env, path, false, "bind", &address, &length)) {
+    return Napi::Value();
+  }
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    ThrowErrno(env, errno, "socket");
+    return Napi::Value();
+  }
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), length) < 0) {
+    CloseKeepingErrno(fd);
+    ThrowErrno(env, errno, "bind", &path);
+    return Napi::Value();
+  }
+  if (listen(fd, static_cast<int>(backlog)) < 0) {
+    CloseKeepingErrno(fd);
+    ThrowErrno(env, errno, "listen", &path);
+    return Napi::Value();
+  }
+  return Napi::Number::New(env, fd);
+}
+
+Napi::Value Accept(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int fd;
+  if (!ArgFd(info, 0, &fd)) return Napi::Value();
+  int connection;
+  // ECONNABORTED: that peer gave up while queued; the next one may be waiting (accept(2)).
+  do {
+    connection = accept4(fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  } while (connection < 0 && (errno == EINTR || errno == ECONNABORTED));
+  if (connection < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return Napi::Number::New(env, -1);
+    ThrowErrno(env, errno, "accept4");
+    return Napi::Value();
+  }
+  return Napi::Number::New(env, connection);
+}
+
+Napi::Value ConnectUnix(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string path;
+  sockaddr_un address;
+  socklen_t length;
+  if (!ArgString(info, 0, "path", &path) || !UnixAddress(env, path, false, "connect", &address, &length)) {
+    return Napi::Value();
+  }
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    ThrowErrno(env, errno, "socket");
+    return Napi::Value();
+  }
+  // A Unix stream connect completes at once or fails; EAGAIN means the listener's backlog is
+  // full (unix(7)), reported as is so the caller can retry.
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), length) < 0) {
+    CloseKeepingErrno(fd);
+    ThrowErrno(env, errno, "connect", &path);
+    return Napi::Value();
+  }
+  return Napi::Number::New(env, fd);
+}
+
+// sd_notify(3) by hand: one datagram, no library. Non-blocking, so a stalled manager makes this
+// throw EAGAIN instead of stalling our event loop.
+Napi::Value SdNotify(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string path, state;
+  sockaddr_un address;
+  socklen_t length;
+  if (!ArgString(info, 0, "socketPath", &path) || !ArgString(info, 1, "state", &state) ||
+      !UnixAddress(env, path, true, "sendto", &address, &length)) {
+    return Napi::Value();
+  }
+  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    ThrowErrno(env, errno, "socket");
+    return Napi::Value();
+  }
+  ssize_t sent;
+  do {
+    sent = sendto(fd, state.data(), state.size(), MSG_NOSIGNAL | MSG_DONTWAIT,
+                  reinterpret_cast<sockaddr*>(&address), length);
+  } while (sent < 0 && errno == EINTR);
+  const int err = errno;
+  close(fd);
+  if (sent < 0) {
+    ThrowErrno(env, err, "sendto", &path);
+    return Napi::Value();
+  }
+  return env.Undefined();
+}
+
+}  // namespace
+
+void InitSockets(Napi::Env env, Napi::Object exports) {
+  exports.Set("socketpair", Napi::Function::New(env, Socketpair, "socketpair"));
+  exports.Set("socketBufferSizes", Napi::Function::New(env, SocketBufferSizes, "socketBufferSizes"));
+  exports.Set("shutdown", Napi::Function::New(env, Shutdown, "shutdown"));
+  exports.Set("listenUnix", Napi::Function::New(env, ListenUnix, "listenUnix"));
+  exports.Set("accept", Napi::Function::New(env, Accept, "accept"));
+  exports.Set("connectUnix", Napi::Function::New(env, ConnectUnix, "connectUnix"));
+  exports.Set("sdNotify", Napi::Function::New(env, SdNotify, "sdNotify"));
+}
+
+}  // namespace opencode_pty
