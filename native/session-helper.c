@@ -167,10 +167,11 @@ static void handle_signals(void) {
   while ((n = read(r.sigfd, &si, sizeof si)) == (ssize_t)sizeof si || (n < 0 && errno == EINTR)) {
     if (n < 0) continue;
     if (si.ssi_signo == SIGCHLD) reap(false);
-    // systemd's stop sends SIGTERM (and SIGHUP) to every process of the unit: the helper lives on to
-    // drain the last output, and passes a hang-up on so an interactive shell that ignores SIGTERM ends.
-    else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP) hangup_child();
-    // SIGINT, SIGQUIT: caught only so they do not end the helper; the terminal delivers ^C itself.
+    // A hang-up is passed on to the program's process group, as a closing terminal would.
+    else if (si.ssi_signo == SIGHUP) hangup_child();
+    // SIGTERM, SIGINT, SIGQUIT: caught only so they do not end the helper, which lives on to drain the
+    // program's last output. systemd signals every process of the unit itself (KillMode=control-group,
+    // SendSIGHUP=yes), so a client's SIGNAL reaches the program unchanged through KillUnit.
   }
 }
 

@@ -265,16 +265,17 @@ test('closing our end makes the helper end', async () => {
   assert.is(ended.signal, 'SIGHUP');
 });
 
-test('SIGINT, SIGQUIT, SIGPIPE leave the helper running; SIGTERM hangs the program up, then drain and same end', async () => {
+test('SIGINT, SIGQUIT, SIGPIPE, SIGTERM leave the helper running; SIGHUP hangs the program up, then drain and same end', async () => {
   // Like an interactive shell: ignores SIGTERM, ends on SIGHUP after a last word.
   const script = "trap '' TERM; trap 'echo bye; exit 3' HUP; echo ready; while read line; do echo \"got:$line\"; done";
   const session = new Session(sh(script));
   await session.waitFor('ready\r\n');
-  for (const signal of ['SIGINT', 'SIGQUIT', 'SIGPIPE'] as const) session.child.kill(signal);
+  for (const signal of ['SIGINT', 'SIGQUIT', 'SIGPIPE', 'SIGTERM'] as const) session.child.kill(signal);
   // The signals are pending before these bytes arrive: an answer means the helper lived through them.
   await session.send(frame(INPUT, 'x\n'));
   await session.waitFor('got:x\r\n');
-  session.child.kill('SIGTERM');
+  // A stop: systemd sends SIGTERM and then SIGHUP (SendSIGHUP=yes) to the unit's processes.
+  session.child.kill('SIGHUP');
   const ended = await session.ended;
   assert.is(ended.code, 3);
   assert.match(ended.output.toString(), /got:x\r\nbye\r\n$/);
