@@ -1,0 +1,346 @@
+// One non-blocking Unix stream socket driven by one native watcher, so fds riding on its bytes are never lost to libuv.
+// libuv reads stream sockets with plain read(), which drops SCM_RIGHTS fds, and pause() does not stop it: every
+// socket that may carry or must reject an fd goes through this class instead of net.Socket.
+import { EventEmitter } from 'node:events';
+import { native, type FdWatcher, type PollEvents } from '../native/binding.ts';
+import { ExactRequest, type ExactRead } from './exact-read.ts';
+import { closeQuietly } from './fds.ts';
+import { IoError, fromSystemError } from './io-error.ts';
+import { SocketWriter } from './socket-writer.ts';
+import { readChunk, type StreamRead } from './stream-read.ts';
+
+export type { ExactRead } from './exact-read.ts';
+
+export interface FdSocketOptions {
+  /** Most bytes write() may hold queued (default 8 MiB); beyond it write() throws QUEUE_FULL. */
+  maxQueuedBytes?: number;
+  /** Size of one streaming read (default 64 KiB). */
+  readBufferSize?: number;
+}
+
+const DEFAULT_MAX_QUEUED = 8 * 1024 * 1024;
+const DEFAULT_READ_BUFFER = 64 * 1024;
+/** Reads per readable event before yielding: uv_poll is level-triggered, so the rest comes on the next turn. */
+const READS_PER_EVENT = 16;
+
+export interface FdSocket {
+  /** 'end': EOF read while streaming. 'hangup': the peer shut its writing side or closed, reported once, even
+   * while paused, and at the latest just before 'end'. 'drain': a queue that had to wait for the kernel is empty.
+   * 'close': close() ran. */
+  on(event: 'end' | 'hangup' | 'drain' | 'close', listener: () => void): this;
+  on(event: 'error', listener: (error: IoError) => void): this;
+  once(event: 'end' | 'hangup' | 'drain' | 'close', listener: () => void): this;
+  once(event: 'error', listener: (error: IoError) => void): this;
+}
+
+export class FdSocket extends EventEmitter {
+  #fd: number;
+  #watcher: FdWatcher | undefined;
+  #interestKey = '';
+  #exact: ExactRequest | undefined;
+  #onData: ((chunk: Buffer) => void) | undefined;
+  #paused = false;
+  /** EOF was read: nothing more will ever be readable. */
+  #ended = false;
+  /** A fatal poll error: the watcher is gone for good. */
+  #dead = false;
+  #hangupReported = false;
+  #writer: SocketWriter;
+  #scratch: Buffer;
+
+  /** Takes ownership of `fd` (closed by close(), or here if it cannot be made non-blocking). */
+  constructor(fd: number, options: FdSocketOptions = {}) {
+    super();
+    this.#scratch = Buffer.allocUnsafe(options.readBufferSize ?? DEFAULT_READ_BUFFER);
+    try {
+      native().setNonBlocking(fd, true);
+    } catch (error) {
+      closeQuietly(fd);
+      throw fromSystemError(error, 'fcntl');
+    }
+    this.#fd = fd;
+    this.#writer = new SocketWriter(fd, options.maxQueuedBytes ?? DEFAULT_MAX_QUEUED, {
+      blockedChanged: () => this.#updateInterest(),
+      drained: () => this.#emitSafe('drain'),
+      // Reported on the next tick: a failed send may happen inside write(), under the caller.
+      failed: (error) =>
+        process.nextTick(() => {
+          if (this.#fd >= 0) this.#emitSafe('error', error);
+        }),
+    });
+  }
+
+  /** The descriptor, or -1 once closed. */
+  get fd(): number {
+    return this.#fd;
+  }
+
+  get closed(): boolean {
+    return this.#fd < 0;
+  }
+
+  /** Bytes queued and not yet taken by the kernel. */
+  get writableLength(): number {
+    return this.#writer.bytes;
+  }
+
+  get maxQueuedBytes(): number {
+    return this.#writer.max;
+  }
+
+  /** Reads exactly n bytes, never more, so bytes after them (and any fd riding on those) stay in the kernel
+   * for whoever reads next. fds are gathered across the partial reads; each recvmsg has control space for what
+   * is left of maxFds (at least one, so a stray fd is seen, never silently dropped): the caller checks the
+   * count. Rejects EOF, CLOSED, BUSY, PEER_GONE or SYSCALL, closing every fd received so far. */
+  readExact(n: number, maxFds: number): Promise<ExactRead> {
+    if (this.#fd < 0) return Promise.reject(new IoError('CLOSED', 'socket is closed'));
+    if (this.#exact || this.#onData) return Promise.reject(new IoError('BUSY', 'a read is already in progress'));
+    if (this.#dead) return Promise.reject(new IoError('PEER_GONE', 'the socket failed earlier'));
+    if (this.#ended) return Promise.reject(new IoError('EOF', 'the peer closed the connection'));
+    return new Promise<ExactRead>((resolve, reject) => {
+      this.#exact = new ExactRequest(n, maxFds, resolve, reject);
+      this.#readExactStep();
+      this.#updateInterest();
+    });
+  }
+
+  /** Streams every byte to onData from the event loop. An fd arriving here is closed at once and reported
+   * as 'error' UNEXPECTED_FD, and reading stops (those bytes are not delivered). */
+  startReading(onData: (chunk: Buffer) => void): void {
+    if (this.#fd < 0) throw new IoError('CLOSED', 'socket is closed');
+    if (this.#exact || this.#onData) throw new IoError('BUSY', 'a read is already in progress');
+    this.#onData = onData;
+    this.#paused = false;
+    this.#updateInterest();
+  }
+
+  /** Stops reading (the kernel buffer fills and the peer's writes block) but keeps watching for hang-up. */
+  pauseReading(): void {
+    this.#paused = true;
+    this.#updateInterest();
+  }
+
+  resumeReading(): void {
+    this.#paused = false;
+    this.#updateInterest();
+  }
+
+  get isPaused(): boolean {
+    return this.#paused;
+  }
+
+  /** Queues one write and sends what the kernel takes now. The queue owns `fds` from here on: they are
+   * attached to the first sendmsg of this data and closed once sent (or when the queue is dropped). A write
+   * carrying fds is never combined with other writes, so when the kernel has room its whole buffer and its
+   * fds go out in ONE sendmsg; if the kernel takes only part, the fds still ride on its first bytes.
+   * Throws CLOSED or QUEUE_FULL (and then `fds` stay the caller's). After a write failure was reported
+   * through 'error', later writes are dropped silently (their fds closed). */
+  write(data: Buffer, fds: number[] = []): void {
+    if (this.#fd < 0) throw new IoError('CLOSED', 'socket is closed');
+    this.#writer.write(data, fds);
+  }
+
+  /** Queues one complete frame ahead of all queued data not yet started (never inside a partly sent write),
+   * so control frames never wait behind data. */
+  writeUrgent(data: Buffer): void {
+    if (this.#fd < 0) throw new IoError('CLOSED', 'socket is closed');
+    this.#writer.writeUrgent(data);
+  }
+
+  /** shutdown(2). Does not wait for the queue: shut the writing side after 'drain'. ENOTCONN is ignored. */
+  shutdown(how: 'read' | 'write' | 'both'): void {
+    if (this.#fd < 0) return;
+    try {
+      native().shutdown(this.#fd, how);
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'ENOTCONN') throw fromSystemError(error, 'shutdown');
+    }
+  }
+
+  /** Idempotent: stops the watcher, fails a pending readExact with CLOSED, closes queued and received fds
+   * and the socket. */
+  close(): void {
+    if (this.#fd < 0) return;
+    const fd = this.#fd;
+    this.#fd = -1;
+    // The watcher must stop before its fd is closed (a later fd with the same number must not be polled).
+    this.#watcher?.close();
+    this.#watcher = undefined;
+    this.#writer.drop();
+    this.#onData = undefined;
+    this.#failExact(new IoError('CLOSED', 'socket closed'));
+    closeQuietly(fd);
+    this.#emitSafe('close');
+  }
+
+  #readExactStep(): void {
+    const request = this.#exact;
+    if (!request) return;
+    const outcome = request.step(this.#fd);
+    if (outcome === 'pending') return;
+    this.#exact = undefined;
+    if (outcome === 'eof') this.#ended = true;
+  }
+
+  #failExact(error: IoError): void {
+    const request = this.#exact;
+    this.#exact = undefined;
+    request?.fail(error);
+  }
+
+  #readStream(): void {
+    for (let i = 0; i < READS_PER_EVENT; i += 1) {
+      const onData = this.#onData;
+      if (!onData || this.#paused || this.#fd < 0 || this.#ended) return;
+      let read: StreamRead;
+      try {
+        read = readChunk(this.#fd, this.#scratch);
+      } catch (error) {
+        return this.#fatal(error as IoError);
+      }
+      switch (read.kind) {
+        case 'blocked':
+          return;
+        case 'control':
+          this.#onData = undefined;
+          this.#updateInterest();
+          return this.#emitSafe('error', new IoError(read.code, 'control data arrived on a data stream; reading stopped'));
+        case 'eof':
+          this.#ended = true;
+          this.#updateInterest();
+          if (!this.#hangupReported) {
+            this.#hangupReported = true;
+            this.#emitSafe('hangup');
+          }
+          return this.#emitSafe('end');
+        case 'data':
+          try {
+            onData(read.chunk);
+          } catch (error) {
+            rethrowLater(error);
+          }
+      }
+    }
+  }
+
+  /** The peer reset the connection: deliver what it sent before, even while paused (bounded by its
+   * socket buffer), so nothing it wrote is lost; stops at EOF, at the reset error, or when blocked. */
+  #readAfterReset(): void {
+    while (this.#fd >= 0 && !this.#ended) {
+      if (this.#exact) {
+        this.#readExactStep();
+        if (this.#exact) return;
+        continue;
+      }
+      const onData = this.#onData;
+      if (!onData) return;
+      let read: StreamRead;
+      try {
+        read = readChunk(this.#fd, this.#scratch);
+      } catch {
+        return;
+      }
+      if (read.kind === 'blocked' || read.kind === 'control') return;
+      if (read.kind === 'eof') {
+        this.#ended = true;
+        if (!this.#hangupReported) {
+          this.#hangupReported = true;
+          this.#emitSafe('hangup');
+        }
+        this.#emitSafe('end');
+        return;
+      }
+      try {
+        onData(read.chunk);
+      } catch (error) {
+        rethrowLater(error);
+      }
+    }
+  }
+
+  /** Nothing on this socket can progress any more; the owner closes it. */
+  #stop(): void {
+    this.#watcher?.close();
+    this.#watcher = undefined;
+    this.#dead = true;
+    this.#writer.drop();
+    this.#onData = undefined;
+    this.#updateInterest();
+  }
+
+  /** A poll error: nothing on this socket can progress any more; the owner closes it. */
+  #fatal(error: IoError): void {
+    this.#stop();
+    this.#failExact(error);
+    this.#emitSafe('error', error);
+  }
+
+  #onEvents = (events: PollEvents): void => {
+    try {
+      if (this.#fd < 0) return;
+      if (events.hangup && !this.#hangupReported) {
+        this.#hangupReported = true;
+        this.#updateInterest();
+        this.#emitSafe('hangup');
+        if (this.#fd < 0) return;
+      }
+      if (events.error || events.status < 0) {
+        // POLLERR on a Unix stream socket is a pending ECONNRESET: the peer closed with our bytes unread.
+        // What it sent before closing is still queued, and recvmsg returns that first (the kernel checks
+        // sk_err only once the queue is empty), so a reader gets every byte, e.g. a final EXIT frame.
+        // libuv stops the poll handle after it (uv__poll_io), so this socket is done either way.
+        this.#readAfterReset();
+        if (this.#fd < 0) return;
+        if (this.#ended) return this.#stop();
+        return this.#fatal(new IoError('PEER_GONE', `poll reported an error (status ${events.status})`));
+      }
+      if (events.writable && this.#writer.blocked) this.#writer.flush();
+      if (events.readable && this.#fd >= 0) {
+        if (this.#exact) this.#readExactStep();
+        else this.#readStream();
+      }
+      this.#updateInterest();
+    } catch (error) {
+      // Nothing may escape into the native callback; a bug here surfaces as an ordinary uncaught exception.
+      rethrowLater(error);
+    }
+  };
+
+  #updateInterest(): void {
+    if (this.#fd < 0 || this.#dead) return;
+    const readable = this.#exact !== undefined || (this.#onData !== undefined && !this.#paused && !this.#ended);
+    const writable = this.#writer.blocked;
+    // Level-triggered: once reported, POLLRDHUP would fire on every turn, so it is watched only until then.
+    const hangup = !this.#hangupReported && !this.#ended;
+    const key = `${+readable}${+writable}${+hangup}`;
+    if (key === this.#interestKey) return;
+    this.#interestKey = key;
+    try {
+      if (this.#watcher) this.#watcher.update({ readable, writable, hangup });
+      else if (readable || writable || hangup) {
+        this.#watcher = native().watch(this.#fd, { readable, writable, hangup }, this.#onEvents);
+      }
+    } catch (error) {
+      this.#interestKey = '';
+      const failure = fromSystemError(error, 'poll');
+      process.nextTick(() => {
+        if (this.#fd >= 0 && !this.#dead) this.#fatal(failure);
+      });
+    }
+  }
+
+  #emitSafe(event: string, ...args: unknown[]): void {
+    try {
+      this.emit(event, ...args);
+    } catch (error) {
+      // A throwing listener (or an 'error' nobody listens to) must not unwind through the native callback.
+      rethrowLater(error);
+    }
+  }
+}
+
+function rethrowLater(error: unknown): void {
+  process.nextTick(() => {
+    throw error;
+  });
+}
