@@ -1,0 +1,21 @@
+// The opencode-pty command: parses the command line and runs it; all diagnostics go to stderr.
+import { USAGE, USAGE_EXIT, parseCommandLine } from './client/cli-args.ts';
+import { runCommand } from './client/run-command.ts';
+
+async function main(args: string[]): Promise<number> {
+  const command = parseCommandLine(args, process.env);
+  switch (command.kind) {
+    case 'help':
+      process.stdout.write(USAGE);
+      return 0;
+    case 'usage':
+      process.stderr.write(`opencode-pty: ${command.message}\n\n${USAGE}`);
+      return USAGE_EXIT;
+    case 'run':
+      return runCommand(command, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+  }
+}
+
+const status = await main(process.argv.slice(2));
+// Exit explicitly (stdin may still hold the loop open), once what was written to stdout has been handed over.
+process.stdout.write('', () => process.exit(status));

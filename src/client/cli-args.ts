@@ -1,0 +1,102 @@
+// The CLI's command line as a pure function: arguments and environment in, a command or a usage error out.
+
+export const DEFAULT_SOCKET = '/run/opencode-pty/supervisor.sock';
+
+/** Exit status for a command line we cannot understand (as getopt-style tools do). */
+export const USAGE_EXIT = 2;
+/** Exit status when the supervisor could not run the program or the connection failed (as `env` and
+ * container runners use 125 for "the runner itself failed"). */
+export const FAILURE_EXIT = 125;
+
+export const USAGE = `Usage:
+  opencode-pty run [--socket PATH] [--cwd DIR] [--env NAME=VALUE]... [--] COMMAND [ARG]...
+  opencode-pty --help
+
+Commands:
+  run        Run COMMAND in a terminal session of the opencode-pty supervisor and relay it to this
+             terminal. When standard input is a terminal it is put in raw mode (and restored on every
+             exit), and window size changes are forwarded; otherwise standard input is passed through
+             as input until it ends. Standard output carries only the session's output.
+
+Options of run:
+  --socket PATH      The supervisor's socket (default: $OPENCODE_PTY_SOCKET, else ${DEFAULT_SOCKET}).
+  --cwd DIR          Directory to run in (default: the current one). It is opened here and handed over,
+                     so the session runs exactly where this process could go.
+  --env NAME=VALUE   Set a variable for the program (repeatable). Only TERM is taken from this
+                     process's environment; the supervisor applies its own allowlist.
+  --                 End of options: everything after it is COMMAND and its arguments.
+  -h, --help         Show this help.
+
+Signals: SIGINT and SIGQUIT are forwarded to the session; SIGTERM and SIGHUP stop it.
+
+Exit status: COMMAND's own status, or 128+N when it was killed by signal N (as a shell reports it);
+128+N also when this command was ended by signal N; ${FAILURE_EXIT} when the supervisor refused or failed the
+session or the connection broke; ${USAGE_EXIT} for a command line error.
+`;
+
+export interface RunCommand {
+  kind: 'run';
+  socket: string;
+  /** Undefined: the current directory. */
+  cwd: string | undefined;
+  env: Record<string, string>;
+  argv: string[];
+}
+
+export type CliCommand = RunCommand | { kind: 'help' } | { kind: 'usage'; message: string };
+
+/** Parses `args` (without node and the script); `env` supplies OPENCODE_PTY_SOCKET and TERM. */
+export function parseCommandLine(args: readonly string[], env: Readonly<Record<string, string | undefined>>): CliCommand {
+  const [command, ...rest] = args;
+  if (command === undefined) return usage('missing command');
+  if (command === '-h' || command === '--help' || command === 'help') return { kind: 'help' };
+  if (command !== 'run') return usage(`unknown command ${JSON.stringify(command)}`);
+  return parseRun(rest, env);
+}
+
+function parseRun(args: readonly string[], env: Readonly<Record<string, string | undefined>>): CliCommand {
+  let socket = env.OPENCODE_PTY_SOCKET || DEFAULT_SOCKET;
+  let cwd: string | undefined;
+  const sessionEnv: Record<string, string> = {};
+  if (env.TERM !== undefined && env.TERM !== '') sessionEnv.TERM = env.TERM;
+  let index = 0;
+  for (; index < args.length; index++) {
+    const arg = args[index]!;
+    if (arg === '--') {
+      index++;
+      break;
+    }
+    // The first word that is not an option starts COMMAND: its own options are not ours.
+    if (!arg.startsWith('-') || arg === '-') break;
+    if (arg === '-h' || arg === '--help') return { kind: 'help' };
+    const equals = arg.indexOf('=');
+    const name = equals > 0 && arg.startsWith('--') ? arg.slice(0, equals) : arg;
+    if (name !== '--socket' && name !== '--cwd' && name !== '--env') return usage(`unknown option ${arg}`);
+    let value: string;
+    if (equals > 0 && arg.startsWith('--')) value = arg.slice(equals + 1);
+    else {
+      const next = args[index + 1];
+      if (next === undefined) return usage(`${name} needs a value`);
+      value = next;
+      index++;
+    }
+    if (name === '--socket') {
+      if (value === '') return usage('--socket needs a path');
+      socket = value;
+    } else if (name === '--cwd') {
+      if (value === '') return usage('--cwd needs a directory');
+      cwd = value;
+    } else {
+      const split = value.indexOf('=');
+      if (split <= 0) return usage(`--env needs NAME=VALUE, got ${JSON.stringify(value)}`);
+      sessionEnv[value.slice(0, split)] = value.slice(split + 1);
+    }
+  }
+  const argv = args.slice(index);
+  if (argv.length === 0) return usage('missing COMMAND to run');
+  return { kind: 'run', socket, cwd, env: sessionEnv, argv };
+}
+
+function usage(message: string): CliCommand {
+  return { kind: 'usage', message };
+}

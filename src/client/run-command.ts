@@ -1,0 +1,143 @@
+// `opencode-pty run`: one session attached to this process's stdio, ending with a shell-like exit status.
+import { once } from 'node:events';
+import { constants } from 'node:os';
+import type { ReadStream } from 'node:tty';
+import { FAILURE_EXIT, type RunCommand } from './cli-args.ts';
+import { connect } from './client.ts';
+import { isClientError } from './client-error.ts';
+import { exitStatus } from './exit-status.ts';
+import type { Session, SessionEnd } from './session.ts';
+import { enterRawMode, terminalSize } from './terminal.ts';
+
+export interface Stdio {
+  stdin: NodeJS.ReadStream;
+  stdout: NodeJS.WriteStream;
+  stderr: NodeJS.WriteStream;
+}
+
+/** Passed on to the session's processes, which decide what they mean. */
+const FORWARDED = ['SIGINT', 'SIGQUIT'] as const;
+/** End the session (STOP, then wait for STOPPED); a second one drops the connection at once. */
+const STOPPING = ['SIGTERM', 'SIGHUP'] as const;
+const SIGPIPE_STATUS = 128 + constants.signals.SIGPIPE;
+
+/** Runs the command; resolves with the status to exit with. Never rejects: failures go to stderr. */
+export async function runCommand(command: RunCommand, stdio: Stdio): Promise<number> {
+  const cleanups: (() => void)[] = [];
+  try {
+    return await new Run(command, stdio, cleanups).run();
+  } catch (error) {
+    stdio.stderr.write(`opencode-pty: ${describe(error)}\n`);
+    return FAILURE_EXIT;
+  } finally {
+    for (const cleanup of cleanups.splice(0).reverse()) cleanup();
+  }
+}
+
+class Run {
+  readonly #command: RunCommand;
+  readonly #stdio: Stdio;
+  readonly #cleanups: (() => void)[];
+  readonly #abort = new AbortController();
+  #session: Session | undefined;
+  /** 128+N once a signal N decided how this command ends. */
+  #signalStatus: number | undefined;
+  #stopping = false;
+
+  constructor(command: RunCommand, stdio: Stdio, cleanups: (() => void)[]) {
+    this.#command = command;
+    this.#stdio = stdio;
+    this.#cleanups = cleanups;
+  }
+
+  async run(): Promise<number> {
+    this.#trapSignals();
+    const { stdin, stdout, stderr } = this.#stdio;
+    let session: Session;
+    try {
+      const client = await connect(this.#command.socket, { signal: this.#abort.signal });
+      session = await client.start({
+        argv: this.#command.argv,
+        ...(this.#command.cwd === undefined ? {} : { cwd: this.#command.cwd }),
+        env: this.#command.env,
+        ...terminalSize([stdout, stderr]),
+        signal: this.#abort.signal,
+      });
+    } catch (error) {
+      if (this.#signalStatus !== undefined) return this.#signalStatus;
+      throw error;
+    }
+    this.#session = session;
+    const outputEnded = once(session.output, 'end');
+    let brokenPipe = false;
+    const onStdoutError = () => {
+      brokenPipe = true;
+      session.close();
+    };
+    stdout.on('error', onStdoutError);
+    this.#cleanups.push(() => stdout.off('error', onStdoutError));
+    // end: false — the session's end is not the end of our stdout, nor is the end of stdin the session's.
+    session.output.pipe(stdout, { end: false });
+    this.#attachInput(session, stdin);
+
+    let end: SessionEnd;
+    try {
+      end = await session.exit;
+    } catch (error) {
+      if (brokenPipe) return SIGPIPE_STATUS;
+      if (this.#signalStatus !== undefined) return this.#signalStatus;
+      throw error;
+    }
+    await outputEnded;
+    return this.#signalStatus ?? exitStatus(end);
+  }
+
+  #attachInput(session: Session, stdin: NodeJS.ReadStream): void {
+    if (stdin.isTTY) {
+      this.#cleanups.push(enterRawMode(stdin as ReadStream));
+      const onResize = () => {
+        const { rows, cols } = terminalSize([this.#stdio.stdout, this.#stdio.stderr]);
+        if (!session.ended) session.resize(rows, cols);
+      };
+      process.on('SIGWINCH', onResize);
+      this.#cleanups.push(() => process.off('SIGWINCH', onResize));
+    }
+    // Not a terminal: pass bytes through until stdin ends, then just stop sending (a terminal has no EOF).
+    stdin.pipe(session.input, { end: false });
+    this.#cleanups.push(() => {
+      stdin.unpipe(session.input);
+      stdin.pause();
+    });
+  }
+
+  #trapSignals(): void {
+    for (const signal of [...FORWARDED, ...STOPPING]) {
+      const handler = () => this.#onSignal(signal);
+      process.on(signal, handler);
+      this.#cleanups.push(() => process.off(signal, handler));
+    }
+  }
+
+  #onSignal(signal: (typeof FORWARDED)[number] | (typeof STOPPING)[number]): void {
+    const signo = constants.signals[signal];
+    const session = this.#session;
+    if (!session) {
+      // Not started yet: give up the handshake; run() returns this status.
+      this.#signalStatus = 128 + signo;
+      this.#abort.abort();
+      return;
+    }
+    if (session.ended) return;
+    if ((FORWARDED as readonly string[]).includes(signal)) return session.signal(signo);
+    this.#signalStatus ??= 128 + signo;
+    if (this.#stopping) return session.close();
+    this.#stopping = true;
+    // Failures surface through session.exit, which run() awaits.
+    session.stop().catch(() => {});
+  }
+}
+
+function describe(error: unknown): string {
+  if (isClientError(error)) return `${error.message} (${error.code})`;
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,232 @@
+// One running session seen from the client: output as a stream with credit, input with backpressure, one end.
+import { Readable, Writable } from 'node:stream';
+import { Limits, type Frame, type FrameOf } from '../protocol/index.ts';
+import { ClientError } from './client-error.ts';
+import { InputWindow, OutputWindow } from './credit.ts';
+import type { ChannelHandler, FrameChannel } from './frame-channel.ts';
+
+/**
+ * How a session ended. `reason: 'exit'`: the program ended; code/status/result are systemd's
+ * ExecMainCode (1 exited, 2 killed, 3 dumped), ExecMainStatus and Result. `reason: 'stopped'`: ended on
+ * our STOP; code and status are 0 and result is 'stopped' (no program status exists then).
+ */
+export interface SessionEnd {
+  reason: 'exit' | 'stopped';
+  code: number;
+  status: number;
+  result: string;
+}
+
+/** INPUT frames are encoded only while the socket holds less than this, so input waits in the stream. */
+const SOCKET_INPUT_HIGH_WATER = 256 * 1024;
+/** The output stream's buffer mark: credit is granted as it is read below this. */
+const OUTPUT_HIGH_WATER = 64 * 1024;
+
+interface PendingInput {
+  data: Buffer;
+  offset: number;
+  done: (error?: Error | null) => void;
+}
+
+export class Session {
+  readonly unit: string;
+  readonly mainPid: number;
+  /** The terminal's output. Ends after EXIT or STOPPED (all output delivered) and also on failure, when
+   * `exit` rejects: check `exit` to tell. Credit goes back to the server only as this stream is read. */
+  readonly output: Readable;
+  /** The terminal's input; write() returns false while input waits for credit or the socket, like any stream. */
+  readonly input: Writable;
+  /** Resolves at EXIT or STOPPED; rejects with a ClientError on ERROR, a protocol violation or hang-up. */
+  readonly exit: Promise<SessionEnd>;
+
+  #channel: FrameChannel;
+  #outputWindow = new OutputWindow();
+  #inputWindow = new InputWindow();
+  #pending: PendingInput[] = [];
+  #ended = false;
+  #resolveExit!: (end: SessionEnd) => void;
+  #rejectExit!: (error: ClientError) => void;
+  #stopping: Promise<void> | undefined;
+
+  /** Made by Client.start() when STARTED arrives; takes over the channel. */
+  constructor(channel: FrameChannel, started: FrameOf<'started'>) {
+    this.unit = started.unit;
+    this.mainPid = started.mainPid;
+    this.#channel = channel;
+    this.exit = new Promise<SessionEnd>((resolve, reject) => {
+      this.#resolveExit = resolve;
+      this.#rejectExit = reject;
+    });
+    // Rejection is reported through `exit`; a caller that never looks must not crash the process.
+    this.exit.catch(() => {});
+    this.output = new OutputStream(() => this.#grantCredit());
+    this.input = new Writable({
+      highWaterMark: Limits.MAX_IO_PAYLOAD,
+      write: (chunk: Buffer, _encoding, done) => this.#queueInput(chunk, done),
+      final: (done) => done(),
+    });
+    const handler: ChannelHandler = {
+      frame: (frame) => this.#onFrame(frame),
+      end: () => this.#fail(new ClientError('HANGUP', 'the server closed the connection before the session ended')),
+      fail: (error) => this.#fail(error),
+    };
+    channel.setHandler(handler);
+    channel.onDrain(() => this.#pumpInput());
+  }
+
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  /** Sends bytes to the terminal; false means "wait for the input stream's 'drain'". Nothing is dropped
+   * while the session runs: bytes beyond the server's credit wait here. */
+  write(data: string | Uint8Array): boolean {
+    return this.input.write(data);
+  }
+
+  resize(rows: number, cols: number): void {
+    if (!isInRange(rows, 1, 0xffff) || !isInRange(cols, 1, 0xffff)) {
+      throw new ClientError('INVALID_ARGUMENT', `terminal size ${rows}x${cols} is outside 1..65535`);
+    }
+    this.#control({ type: 'resize', rows, cols });
+  }
+
+  /** Sends a signal (1..64) to the session's processes. */
+  signal(signo: number): void {
+    if (!isInRange(signo, 1, Limits.MAX_SIGNAL)) {
+      throw new ClientError('INVALID_ARGUMENT', `signal ${signo} is outside 1..${Limits.MAX_SIGNAL}`);
+    }
+    this.#control({ type: 'signal', signal: signo });
+  }
+
+  /** Asks the server to end the session; resolves once it has (STOPPED, or EXIT if the program ended
+   * first), rejects like `exit` on failure. Idempotent. */
+  stop(): Promise<void> {
+    this.#stopping ??= (() => {
+      if (!this.#ended) this.#control({ type: 'stop' });
+      return this.exit.then(() => undefined);
+    })();
+    return this.#stopping;
+  }
+
+  /** Drops the connection without a STOP; the server treats it as the client gone and stops the unit. */
+  close(): void {
+    this.#fail(new ClientError('CLOSED', 'the session was closed locally'));
+  }
+
+  #control(frame: Frame): void {
+    if (this.#ended) return;
+    this.#channel.sendUrgent(frame);
+  }
+
+  #onFrame(frame: Frame): void {
+    switch (frame.type) {
+      case 'output':
+        if (!this.#outputWindow.receive(frame.data.length)) {
+          return this.#fail(
+            new ClientError(
+              'FLOW',
+              `the server sent ${frame.data.length} bytes of OUTPUT with ${this.#outputWindow.serverWindow} of credit`,
+            ),
+          );
+        }
+        this.output.push(frame.data);
+        // In flowing mode push() hands the bytes to the consumer at once: that is a read, so credit may be due.
+        return this.#grantCredit();
+      case 'credit':
+        if (!this.#inputWindow.add(frame.bytes)) {
+          return this.#fail(new ClientError('PROTOCOL', `the server granted credit beyond ${Limits.MAX_WINDOW} bytes`));
+        }
+        return this.#pumpInput();
+      case 'exit':
+        return this.#end({ reason: 'exit', code: frame.code, status: frame.status, result: frame.result });
+      case 'stopped':
+        return this.#end({ reason: 'stopped', code: 0, status: 0, result: 'stopped' });
+      case 'error':
+        return this.#fail(ClientError.fromWire(frame.code, frame.message));
+      default:
+        return this.#fail(new ClientError('PROTOCOL', `the server sent ${frame.type.toUpperCase()} during a session`));
+    }
+  }
+
+  #grantCredit(): void {
+    if (this.#ended) return;
+    const grant = this.#outputWindow.grant(this.output.readableLength);
+    if (grant > 0) this.#channel.sendUrgent({ type: 'credit', bytes: grant });
+  }
+
+  #queueInput(chunk: Buffer, done: (error?: Error | null) => void): void {
+    if (this.#ended) return done();
+    if (chunk.length === 0) return done();
+    this.#pending.push({ data: chunk, offset: 0, done });
+    this.#pumpInput();
+  }
+
+  /** Frames waiting input as far as credit and the socket's bound allow; the stream's own buffer holds the
+   * rest, so write() returns false until credit comes. */
+  #pumpInput(): void {
+    while (!this.#ended && this.#pending.length > 0 && this.#channel.queuedBytes < SOCKET_INPUT_HIGH_WATER) {
+      const head = this.#pending[0]!;
+      const wanted = Math.min(head.data.length - head.offset, Limits.MAX_IO_PAYLOAD);
+      const size = this.#inputWindow.take(wanted);
+      if (size === 0) return;
+      this.#channel.send({ type: 'input', data: head.data.subarray(head.offset, head.offset + size) });
+      head.offset += size;
+      if (head.offset === head.data.length) {
+        this.#pending.shift();
+        head.done();
+      }
+    }
+  }
+
+  /** The one place a session ends well: output ends (all of it was delivered before EXIT/STOPPED). */
+  #end(end: SessionEnd): void {
+    if (this.#ended) return;
+    this.#finish();
+    this.#resolveExit(end);
+  }
+
+  /** The one place a session ends badly. */
+  #fail(error: ClientError): void {
+    if (this.#ended) return;
+    this.#finish();
+    this.#rejectExit(error);
+  }
+
+  #finish(): void {
+    this.#ended = true;
+    this.#channel.close();
+    // Input that never reached the server is void once the program is gone; its writers are released.
+    for (const pending of this.#pending.splice(0)) pending.done();
+    this.input.destroy();
+    this.output.push(null);
+  }
+}
+
+/**
+ * The output stream. Readable calls _read() before it takes the bytes out of its buffer, and not again
+ * until the next push(), so _read alone would see every read too early; credit is checked after each
+ * read() instead (flowing mode, pipe() and async iteration all go through read()).
+ */
+class OutputStream extends Readable {
+  readonly #consumed: () => void;
+
+  constructor(consumed: () => void) {
+    super({ highWaterMark: OUTPUT_HIGH_WATER });
+    this.#consumed = consumed;
+  }
+
+  override _read(): void {
+    this.#consumed();
+  }
+
+  override read(size?: number): any {
+    const chunk: unknown = super.read(size);
+    this.#consumed();
+    return chunk;
+  }
+}
+
+function isInRange(value: number, min: number, max: number): boolean {
+  return Number.isInteger(value) && value >= min && value <= max;
+}

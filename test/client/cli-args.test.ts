@@ -1,0 +1,62 @@
+// The CLI's command line parser: defaults, every option form, and each usage error.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { DEFAULT_SOCKET, parseCommandLine } from '../../src/client/cli-args.ts';
+
+test('run with defaults takes TERM only from the environment', () => {
+  assert.equal(parseCommandLine(['run', '--', 'bash', '-l'], { TERM: 'xterm', HOME: '/root' }), {
+    kind: 'run',
+    socket: DEFAULT_SOCKET,
+    cwd: undefined,
+    env: { TERM: 'xterm' },
+    argv: ['bash', '-l'],
+  });
+});
+
+test('options in both spellings; --env repeats and overrides TERM; the environment names the socket', () => {
+  const command = parseCommandLine(
+    ['run', '--cwd=/srv', '--env', 'A=1', '--env=TERM=dumb', '--env', 'B=x=y', 'ls', '--all'],
+    { TERM: 'xterm', OPENCODE_PTY_SOCKET: '/tmp/s.sock' },
+  );
+  assert.equal(command, {
+    kind: 'run',
+    socket: '/tmp/s.sock',
+    cwd: '/srv',
+    env: { TERM: 'dumb', A: '1', B: 'x=y' },
+    argv: ['ls', '--all'],
+  });
+  const explicit = parseCommandLine(['run', '--socket', '/a.sock', 'x'], { OPENCODE_PTY_SOCKET: '/tmp/s.sock' });
+  assert.is(explicit.kind === 'run' && explicit.socket, '/a.sock', '--socket wins over the environment');
+});
+
+test('help in every form', () => {
+  for (const args of [['--help'], ['-h'], ['help'], ['run', '--help']]) {
+    assert.equal(parseCommandLine(args, {}), { kind: 'help' }, args.join(' '));
+  }
+});
+
+test('usage errors', () => {
+  const cases: [string[], string][] = [
+    [[], 'missing command'],
+    [['walk'], 'unknown command'],
+    [['run', '--bogus', 'x'], 'unknown option --bogus'],
+    [['run', '-x'], 'unknown option -x'],
+    [['run', '--socket'], '--socket needs a value'],
+    [['run', '--env', 'NOVALUE', 'x'], '--env needs NAME=VALUE'],
+    [['run', '--env', '=v', 'x'], '--env needs NAME=VALUE'],
+    [['run', '--cwd', '/'], 'missing COMMAND'],
+    [['run', '--'], 'missing COMMAND'],
+  ];
+  for (const [args, message] of cases) {
+    const command = parseCommandLine(args, {});
+    assert.is(command.kind, 'usage', args.join(' '));
+    assert.match((command as { message: string }).message, message);
+  }
+});
+
+test('after -- everything is the command, even option-like words', () => {
+  const command = parseCommandLine(['run', '--', '--socket', 'x'], {});
+  assert.equal(command.kind === 'run' && command.argv, ['--socket', 'x']);
+});
+
+test.run();
