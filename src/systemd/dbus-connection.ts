@@ -1,0 +1,256 @@
+// One D-Bus connection to systemd: fd passing asserted, every call bounded by a timeout, one broad
+// match rule and our own dispatch of the few systemd signals we use. The only user of dbus-next.
+import dbus, { type Message, type MessageBus, type SessionBusOptions, type Variant } from 'dbus-next';
+import { SystemdError } from './errors.ts';
+import type { PropertyTuple } from './unit-limits.ts';
+
+export const DEFAULT_SYSTEM_BUS_ADDRESS = 'unix:path=/run/dbus/system_bus_socket';
+export const SYSTEMD_BUS_NAME = 'org.freedesktop.systemd1';
+export const MANAGER_PATH = '/org/freedesktop/systemd1';
+export const MANAGER_INTERFACE = 'org.freedesktop.systemd1.Manager';
+const PROPERTIES_INTERFACE = 'org.freedesktop.DBus.Properties';
+const UNIT_PATH_PREFIX = '/org/freedesktop/systemd1/unit/';
+const DEFAULT_CALL_TIMEOUT_MS = 10_000;
+
+/** The systemd signals we act on, already unpacked (Variants unwrapped). */
+export type SystemdSignal =
+  | { kind: 'properties-changed'; path: string; interface: string; changed: Record<string, unknown>; invalidated: string[] }
+  | { kind: 'job-removed'; id: number; job: string; unit: string; result: string }
+  | { kind: 'unit-removed'; unit: string; path: string };
+
+export interface CallSpec {
+  path: string;
+  interface: string;
+  member: string;
+  signature?: string;
+  body?: unknown[];
+  /** Defaults to systemd. */
+  destination?: string;
+}
+
+export interface OpenOptions {
+  /** Deadline of each call without its own; also bounds connecting. */
+  timeoutMs?: number;
+}
+
+/** Fields of dbus-next we rely on that its typings do not declare (lib/bus.js, lib/connection.js). */
+interface BusInternals {
+  _connection: { stream: { supportsUnixFd?: boolean; on(event: string, listener: () => void): void }; on(event: string, listener: () => void): void };
+  _methodReturnHandlers: Record<number, unknown>;
+}
+
+/** dbus-next hands Variants back for `v`; our callers want plain values. */
+export function unwrapVariants(value: unknown): unknown {
+  if (value instanceof dbus.Variant) return unwrapVariants(value.value);
+  if (Array.isArray(value)) return value.map(unwrapVariants);
+  if (value !== null && typeof value === 'object' && !Buffer.isBuffer(value)) {
+    return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, unwrapVariants(inner)]));
+  }
+  return value;
+}
+
+/** Property tuples as StartTransientUnit's `a(sv)`: Variants are made here, at the edge. */
+export function toVariantProperties(tuples: readonly PropertyTuple[]): Array<[string, Variant]> {
+  return tuples.map(([name, signature, value]) => [name, new dbus.Variant(signature, value)]);
+}
+
+function timeout(what: string, ms: number): SystemdError {
+  return new SystemdError('DBUS_TIMEOUT', `${what}: no reply within ${ms} ms`);
+}
+
+export class DbusConnection {
+  #bus: MessageBus;
+  #timeoutMs: number;
+  #systemdOwner = '';
+  #listeners = new Set<(signal: SystemdSignal) => void>();
+  #closeListeners = new Set<(error: SystemdError) => void>();
+  /** Rejecters of calls in flight, so a lost connection fails them at once rather than at their timeout. */
+  #pending = new Set<(error: SystemdError) => void>();
+  #closed: SystemdError | undefined;
+
+  private constructor(bus: MessageBus, timeoutMs: number) {
+    this.#bus = bus;
+    this.#timeoutMs = timeoutMs;
+  }
+
+  /**
+   * Connects, asserts fd passing, adds the match rule and learns systemd's unique name. dbus-next's
+   * systemBus() ignores a custom address, so the bus is made through sessionBus({ busAddress }).
+   */
+  static async open(address: string = DEFAULT_SYSTEM_BUS_ADDRESS, options: OpenOptions = {}): Promise<DbusConnection> {
+    const timeoutMs = options.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+    let bus: MessageBus;
+    try {
+      // negotiateUnixFd is read by lib/connection.js but missing from the typings.
+      bus = dbus.sessionBus({ busAddress: address, negotiateUnixFd: true } as SessionBusOptions);
+    } catch (cause) {
+      throw new SystemdError('DBUS_CONNECT_FAILED', `cannot connect to ${address}`, { cause });
+    }
+    const connection = new DbusConnection(bus, timeoutMs);
+    try {
+      await connection.#handshake(address);
+      // Without fd passing a call carrying an fd is never answered; refuse the connection instead.
+      const internals = bus as unknown as BusInternals;
+      if (internals._connection.stream.supportsUnixFd !== true) {
+        throw new SystemdError('DBUS_NO_FD_PASSING', `the bus at ${address} did not agree to pass file descriptors (is usocket built?)`);
+      }
+      // One broad rule for the connection's lifetime: dbus-next never removes the rules it adds.
+      await connection.call({
+        destination: 'org.freedesktop.DBus',
+        path: '/org/freedesktop/DBus',
+        interface: 'org.freedesktop.DBus',
+        member: 'AddMatch',
+        signature: 's',
+        body: [`type='signal',sender='${SYSTEMD_BUS_NAME}',path_namespace='${MANAGER_PATH}'`],
+      });
+      // Anyone on the bus may send us a directed signal; only ones from systemd's own connection count.
+      const [owner] = await connection.call({
+        destination: 'org.freedesktop.DBus',
+        path: '/org/freedesktop/DBus',
+        interface: 'org.freedesktop.DBus',
+        member: 'GetNameOwner',
+        signature: 's',
+        body: [SYSTEMD_BUS_NAME],
+      });
+      connection.#systemdOwner = String(owner);
+    } catch (error) {
+      connection.close();
+      throw error;
+    }
+    return connection;
+  }
+
+  #handshake(address: string): Promise<void> {
+    const bus = this.#bus;
+    const internals = bus as unknown as BusInternals;
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => fail(timeout(`connecting to ${address}`, this.#timeoutMs)), this.#timeoutMs);
+      const fail = (error: SystemdError): void => {
+        clearTimeout(timer);
+        reject(error);
+      };
+      bus.once('connect', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      // Before 'connect' an error is a failed connect; after it, the connection is lost.
+      bus.on('error', (cause: unknown) => {
+        const error = new SystemdError('DBUS_CONNECT_FAILED', `D-Bus connection to ${address} failed`, { cause });
+        fail(error);
+        this.#markClosed(new SystemdError('DBUS_CLOSED', 'D-Bus connection failed', { cause }));
+      });
+      internals._connection.on('end', () => this.#markClosed(new SystemdError('DBUS_CLOSED', 'D-Bus connection closed by the bus')));
+      bus.on('message', (message) => this.#dispatch(message));
+    });
+  }
+
+  /** Sends a method call and resolves with the reply body; a D-Bus error becomes code 'DBUS_ERROR'. */
+  call(spec: CallSpec, timeoutMs: number = this.#timeoutMs): Promise<unknown[]> {
+    if (this.#closed) return Promise.reject(this.#closed);
+    const message = new dbus.Message({
+      destination: spec.destination ?? SYSTEMD_BUS_NAME,
+      path: spec.path,
+      interface: spec.interface,
+      member: spec.member,
+      signature: spec.signature ?? '',
+      body: spec.body ?? [],
+    });
+    const what = `${spec.interface}.${spec.member}`;
+    return new Promise<unknown[]>((resolve, reject) => {
+      const settle = (error?: SystemdError, body?: unknown[]): void => {
+        clearTimeout(timer);
+        this.#pending.delete(abort);
+        if (error) reject(error);
+        else resolve(body ?? []);
+      };
+      const abort = (error: SystemdError): void => settle(error);
+      const timer = setTimeout(() => {
+        // dbus-next keeps a reply handler per serial forever; drop ours so a late reply is ignored.
+        delete (this.#bus as unknown as BusInternals)._methodReturnHandlers[message.serial ?? -1];
+        settle(timeout(what, timeoutMs));
+      }, timeoutMs);
+      this.#pending.add(abort);
+      this.#bus.call(message).then(
+        (reply) => settle(undefined, reply?.body ?? []),
+        (cause: unknown) => {
+          if (cause instanceof dbus.DBusError) {
+            settle(new SystemdError('DBUS_ERROR', `${what}: ${cause.text || cause.type}`, { dbusName: cause.type, cause }));
+          } else {
+            settle(new SystemdError('DBUS_CLOSED', `${what}: ${String(cause)}`, { cause }));
+          }
+        },
+      );
+    });
+  }
+
+  /** Properties.Get, unwrapped. */
+  async getProperty(path: string, iface: string, name: string, timeoutMs?: number): Promise<unknown> {
+    const [value] = await this.call(
+      { path, interface: PROPERTIES_INTERFACE, member: 'Get', signature: 'ss', body: [iface, name] },
+      timeoutMs,
+    );
+    return unwrapVariants(value);
+  }
+
+  /** Listens to systemd's signals; returns the function that stops listening. */
+  onSignal(listener: (signal: SystemdSignal) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Called once when the connection is lost or closed. */
+  onClose(listener: (error: SystemdError) => void): () => void {
+    if (this.#closed) queueMicrotask(() => listener(this.#closed!));
+    else this.#closeListeners.add(listener);
+    return () => this.#closeListeners.delete(listener);
+  }
+
+  get closed(): boolean {
+    return this.#closed !== undefined;
+  }
+
+  /** Ends the connection; systemd then drops our Subscribe and every AddRef we took. Idempotent. */
+  close(): void {
+    if (this.#closed) return;
+    this.#markClosed(new SystemdError('DBUS_CLOSED', 'D-Bus connection closed'));
+    this.#bus.disconnect();
+  }
+
+  #markClosed(error: SystemdError): void {
+    if (this.#closed) return;
+    this.#closed = error;
+    for (const abort of [...this.#pending]) abort(error);
+    for (const listener of [...this.#closeListeners]) listener(error);
+    this.#closeListeners.clear();
+    this.#listeners.clear();
+  }
+
+  #dispatch(message: Message): void {
+    if (message.type !== dbus.MessageType.SIGNAL || message.sender !== this.#systemdOwner) return;
+    const signal = parseSignal(message);
+    if (!signal) return;
+    for (const listener of [...this.#listeners]) listener(signal);
+  }
+}
+
+function parseSignal(message: Message): SystemdSignal | undefined {
+  const body = message.body;
+  if (message.interface === PROPERTIES_INTERFACE && message.member === 'PropertiesChanged') {
+    if (!message.path.startsWith(UNIT_PATH_PREFIX) || message.signature !== 'sa{sv}as') return undefined;
+    return {
+      kind: 'properties-changed',
+      path: message.path,
+      interface: String(body[0]),
+      changed: unwrapVariants(body[1]) as Record<string, unknown>,
+      invalidated: (body[2] as string[]).map(String),
+    };
+  }
+  if (message.interface !== MANAGER_INTERFACE || message.path !== MANAGER_PATH) return undefined;
+  if (message.member === 'JobRemoved' && message.signature === 'uoss') {
+    return { kind: 'job-removed', id: Number(body[0]), job: String(body[1]), unit: String(body[2]), result: String(body[3]) };
+  }
+  if (message.member === 'UnitRemoved' && message.signature === 'so') {
+    return { kind: 'unit-removed', unit: String(body[0]), path: String(body[1]) };
+  }
+  return undefined;
+}

@@ -1,0 +1,247 @@
+// Session units through systemd's Manager over D-Bus: start, wait for exit, signal, stop, list, inspect.
+import { constants as osConstants } from 'node:os';
+import {
+  DbusConnection,
+  MANAGER_INTERFACE,
+  MANAGER_PATH,
+  toVariantProperties,
+  type OpenOptions,
+  type SystemdSignal,
+} from './dbus-connection.ts';
+import { isUnitGone, SystemdError } from './errors.ts';
+import { validatePrefix, validateUnitName } from './unit-names.ts';
+import { sessionUnitProperties, type SessionUnitSpec } from './unit-properties.ts';
+import { readExit, readProperties, readSnapshot, SERVICE_INTERFACE, UNIT_INTERFACE, unitPath } from './unit-state.ts';
+import { unitPhase, watchUnit, type ExitStatus, type WatchOptions } from './unit-watch.ts';
+
+export interface ManagerOptions extends OpenOptions {
+  /** Deadline for a start job to finish; Type=exec jobs end once the helper has exec'd. */
+  startTimeoutMs?: number;
+}
+
+export interface StartedSession {
+  /** PID of the helper (ExecMainPID: still set when a fast program has already exited). */
+  mainPid: number;
+  /** The unit's InvocationID as 32 hex digits, as the journal shows it (_SYSTEMD_INVOCATION_ID). */
+  invocationId: string;
+}
+
+export interface ServiceState {
+  activeState: string;
+  subState: string;
+  mainPid: number;
+  controlGroup: string;
+  invocationId: Buffer;
+}
+
+const DEFAULT_START_TIMEOUT_MS = 30_000;
+
+function manager(member: string, signature: string, body: unknown[]) {
+  return { path: MANAGER_PATH, interface: MANAGER_INTERFACE, member, signature, body };
+}
+
+/** Awaits an optional step whose D-Bus error only means "nothing to do" (unit gone, not referenced…). */
+async function ignoreDbusError(step: Promise<unknown>): Promise<void> {
+  try {
+    await step;
+  } catch (error) {
+    if (!(error instanceof SystemdError) || error.code !== 'DBUS_ERROR') throw error;
+  }
+}
+
+function signalNumber(signal: number | NodeJS.Signals): number {
+  const value = typeof signal === 'number' ? signal : osConstants.signals[signal];
+  if (!Number.isInteger(value) || value <= 0 || value > 64) throw new SystemdError('PROPERTY_INVALID', `not a signal: ${signal}`);
+  return value;
+}
+
+export class UnitManager {
+  #connection: DbusConnection;
+  #startTimeoutMs: number;
+
+  private constructor(connection: DbusConnection, startTimeoutMs: number) {
+    this.#connection = connection;
+    this.#startTimeoutMs = startTimeoutMs;
+  }
+
+  /** Connects and subscribes at once, so no unit we start later can change state unseen. */
+  static async connect(address?: string, options: ManagerOptions = {}): Promise<UnitManager> {
+    const connection = await DbusConnection.open(address, options);
+    try {
+      // Without Subscribe systemd emits no unit signals to us (org.freedesktop.systemd1(5)).
+      await connection.call(manager('Subscribe', '', []));
+    } catch (error) {
+      connection.close();
+      throw error;
+    }
+    return new UnitManager(connection, options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS);
+  }
+
+  /**
+   * Starts the session unit and waits for its start job. On failure nothing is left behind and the
+   * error (code 'UNIT_START_FAILED') carries the job result and, when systemd recorded one, the exit.
+   */
+  async startSession(name: string, spec: SessionUnitSpec): Promise<StartedSession> {
+    validateUnitName(name);
+    const properties = toVariantProperties(sessionUnitProperties(spec));
+    // Listen before asking, so the job's end cannot arrive before we look for it.
+    const job = this.#awaitJob(name);
+    let jobPath: string;
+    try {
+      // Mode "fail": never replace or queue behind another job on a unit of the same name.
+      const [path] = await this.#connection.call(manager('StartTransientUnit', 'ssa(sv)a(sa(sv))', [name, 'fail', properties, []]));
+      jobPath = String(path);
+    } catch (error) {
+      job.cancel();
+      if (error instanceof SystemdError && error.code === 'DBUS_ERROR') {
+        throw new SystemdError('UNIT_START_FAILED', `${name}: ${error.message}`, { dbusName: error.dbusName, unit: name, cause: error });
+      }
+      throw error;
+    }
+    let result: string;
+    try {
+      result = await job.result(jobPath);
+    } catch (error) {
+      await this.#discard(name);
+      throw error;
+    }
+    if (result !== 'done') {
+      const exit = await readExit(this.#connection, name).catch(() => undefined);
+      await this.#discard(name);
+      throw new SystemdError('UNIT_START_FAILED', `${name}: start job ended "${result}"`, { jobResult: result, exit, unit: name });
+    }
+    const path = await unitPath(this.#connection, name);
+    if (path === undefined) throw new SystemdError('NO_SUCH_UNIT', `${name} vanished after starting`, { unit: name });
+    const [[mainPid], [invocationId]] = await Promise.all([
+      readProperties(this.#connection, path, SERVICE_INTERFACE, ['ExecMainPID']),
+      readProperties(this.#connection, path, UNIT_INTERFACE, ['InvocationID']),
+    ]);
+    return { mainPid: Number(mainPid), invocationId: Buffer.from(invocationId as Buffer).toString('hex') };
+  }
+
+  /** The JobRemoved result of the unit's job at `jobPath`, remembering results that came early. */
+  #awaitJob(name: string): { result(jobPath: string): Promise<string>; cancel(): void } {
+    const seen = new Map<string, string>();
+    let wanted: { path: string; resolve: (result: string) => void } | undefined;
+    const stop = this.#connection.onSignal((signal: SystemdSignal) => {
+      if (signal.kind !== 'job-removed' || signal.unit !== name) return;
+      if (wanted?.path === signal.job) wanted.resolve(signal.result);
+      else seen.set(signal.job, signal.result);
+    });
+    return {
+      cancel: stop,
+      result: (jobPath) =>
+        new Promise<string>((resolve, reject) => {
+          const finish = (error: unknown, result?: string): void => {
+            stop();
+            stopClose();
+            clearTimeout(timer);
+            if (error) reject(error);
+            else resolve(result!);
+          };
+          const stopClose = this.#connection.onClose((error) => finish(error));
+          const timer = setTimeout(
+            () => finish(new SystemdError('UNIT_START_FAILED', `${name}: start job not finished within ${this.#startTimeoutMs} ms`, { jobResult: 'timeout', unit: name })),
+            this.#startTimeoutMs,
+          );
+          const early = seen.get(jobPath);
+          if (early !== undefined) finish(undefined, early);
+          else wanted = { path: jobPath, resolve: (result) => finish(undefined, result) };
+        }),
+    };
+  }
+
+  /** Best-effort removal after a failed start; the start error is what the caller needs to see. */
+  async #discard(name: string): Promise<void> {
+    await this.stopAndWait(name, this.#startTimeoutMs).catch(() => undefined);
+  }
+
+  /**
+   * Resolves when the unit is inactive or failed with no job pending, with how its main process
+   * ended. Every signal about the unit re-reads its state; unitPhase() alone decides.
+   */
+  waitForExit(name: string, options: WatchOptions = {}): Promise<ExitStatus> {
+    validateUnitName(name);
+    return watchUnit(
+      this.#connection,
+      name,
+      async () => {
+        const phase = unitPhase(await readSnapshot(this.#connection, name));
+        if (phase === 'gone') throw new SystemdError('NO_SUCH_UNIT', `${name} is not loaded`, { unit: name });
+        return phase === 'finished' ? readExit(this.#connection, name) : undefined;
+      },
+      options,
+    );
+  }
+
+  /** Signals every process of the unit (KillUnit who="all"); never kill(pid) as root, the PID may be reused. */
+  async kill(name: string, signal: number | NodeJS.Signals): Promise<void> {
+    validateUnitName(name);
+    await this.#connection.call(manager('KillUnit', 'ssi', [name, 'all', signalNumber(signal)]));
+  }
+
+  /**
+   * Stops the unit and resolves once no unit of that name is loaded: StopUnit (a unit already gone
+   * is fine), then once it is finished ResetFailedUnit if it failed and drop our AddRef, so systemd
+   * collects it (CollectMode=inactive-or-failed).
+   */
+  async stopAndWait(name: string, timeoutMs: number): Promise<void> {
+    validateUnitName(name);
+    const started = Date.now();
+    try {
+      await this.#connection.call(manager('StopUnit', 'ss', [name, 'replace']), timeoutMs);
+    } catch (error) {
+      if (!isUnitGone(error)) throw error;
+    }
+    let released = false;
+    await watchUnit(
+      this.#connection,
+      name,
+      async () => {
+        const snapshot = await readSnapshot(this.#connection, name);
+        const phase = unitPhase(snapshot);
+        if (phase === 'gone') return true;
+        if (phase === 'finished' && !released) {
+          released = true;
+          if (snapshot!.activeState === 'failed') await ignoreDbusError(this.#connection.call(manager('ResetFailedUnit', 's', [name])));
+          // NotReferenced when we never held a reference (a unit we did not start): nothing to drop.
+          await ignoreDbusError(this.#connection.call(manager('UnrefUnit', 's', [name])));
+          // Collection comes as UnitRemoved, which re-runs this check; read again in case it already happened.
+          return unitPhase(await readSnapshot(this.#connection, name)) === 'gone' ? true : undefined;
+        }
+        return undefined;
+      },
+      { timeoutMs: Math.max(0, timeoutMs - (Date.now() - started)) },
+    );
+  }
+
+  /** Loaded units whose names start with the prefix, for cleaning up after a crash. */
+  async listUnitsByPrefix(prefix: string): Promise<string[]> {
+    validatePrefix(prefix);
+    const [units] = await this.#connection.call(manager('ListUnitsByPatterns', 'asas', [[], [`${prefix}*`]]));
+    return (units as unknown[][]).map((row) => String(row[0]));
+  }
+
+  /** State of any service (e.g. the client's), to match a peer against its MainPID and cgroup. */
+  async serviceState(unit: string): Promise<ServiceState> {
+    validateUnitName(unit);
+    const path = await unitPath(this.#connection, unit);
+    if (path === undefined) throw new SystemdError('NO_SUCH_UNIT', `${unit} is not loaded`, { unit });
+    const [[activeState, subState, invocationId], [mainPid, controlGroup]] = await Promise.all([
+      readProperties(this.#connection, path, UNIT_INTERFACE, ['ActiveState', 'SubState', 'InvocationID']),
+      readProperties(this.#connection, path, SERVICE_INTERFACE, ['MainPID', 'ControlGroup']),
+    ]);
+    return {
+      activeState: String(activeState),
+      subState: String(subState),
+      mainPid: Number(mainPid),
+      controlGroup: String(controlGroup),
+      invocationId: Buffer.from(invocationId as Buffer),
+    };
+  }
+
+  /** Closes the connection; systemd drops every reference it held. Idempotent. */
+  close(): void {
+    this.#connection.close();
+  }
+}

@@ -1,0 +1,72 @@
+// Session unit names and their D-Bus object paths: pure, so name rules are tested without a bus.
+import { SystemdError } from './errors.ts';
+
+export const DEFAULT_UNIT_PREFIX = 'opencode-pty-';
+
+/** systemd's UNIT_NAME_MAX is 256 including the terminating NUL (src/basic/unit-name.h). */
+const UNIT_NAME_MAX = 255;
+/** Fewer random bytes would make collisions between live sessions plausible. */
+const MIN_RANDOM_BYTES = 8;
+/** Long enough for any sensible deployment, short enough to leave room for the random part. */
+const MAX_PREFIX = 64;
+
+/**
+ * A prefix starts with an alphanumeric and uses only characters systemd accepts in a unit name
+ * (unit-name.c VALID_CHARS) minus "\\" (escape sequences) and "@" (template instances), so it can
+ * never form a glob or a template when used in ListUnitsByPatterns.
+ */
+const PREFIX_PATTERN = /^[A-Za-z0-9][A-Za-z0-9:_.-]*$/;
+
+export function validatePrefix(prefix: string): string {
+  if (prefix.length > MAX_PREFIX || !PREFIX_PATTERN.test(prefix)) {
+    throw new SystemdError('INVALID_UNIT_NAME', `unit prefix ${JSON.stringify(prefix)} is not allowed`);
+  }
+  return prefix;
+}
+
+/** `${prefix}session-${hex}.service` from caller-supplied random bytes (pure: the caller owns the randomness). */
+export function unitNameFor(randomBytes: Buffer, prefix: string = DEFAULT_UNIT_PREFIX): string {
+  validatePrefix(prefix);
+  if (randomBytes.length < MIN_RANDOM_BYTES) {
+    throw new SystemdError('INVALID_UNIT_NAME', `a unit name needs at least ${MIN_RANDOM_BYTES} random bytes`);
+  }
+  const name = `${prefix}session-${randomBytes.toString('hex')}.service`;
+  if (name.length > UNIT_NAME_MAX) {
+    throw new SystemdError('INVALID_UNIT_NAME', `unit name is longer than ${UNIT_NAME_MAX} characters`);
+  }
+  return name;
+}
+
+/** True for a name `unitNameFor` could have produced with this prefix. */
+export function isSessionUnitName(name: string, prefix: string = DEFAULT_UNIT_PREFIX): boolean {
+  return (
+    name.length <= UNIT_NAME_MAX &&
+    name.startsWith(prefix) &&
+    /^session-[0-9a-f]+\.service$/.test(name.slice(prefix.length))
+  );
+}
+
+/** Refuses names that are not a plain service name we could have made (guards every bus call by name). */
+export function validateUnitName(name: string): string {
+  if (name.length > UNIT_NAME_MAX || !/^[A-Za-z0-9:_.@\\-]+\.service$/.test(name)) {
+    throw new SystemdError('INVALID_UNIT_NAME', `unit name ${JSON.stringify(name)} is not a plain service name`);
+  }
+  return name;
+}
+
+/**
+ * The object path systemd gives a unit: "/org/freedesktop/systemd1/unit/" plus the name escaped as
+ * bus_label_escape() does (src/basic/bus-label.c): letters kept, digits kept except first,
+ * every other byte as "_" and two lower-case hex digits.
+ */
+export function unitObjectPath(name: string): string {
+  const bytes = Buffer.from(name, 'utf8');
+  if (bytes.length === 0) return '/org/freedesktop/systemd1/unit/_';
+  let label = '';
+  bytes.forEach((byte, index) => {
+    const letter = (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a);
+    const digit = byte >= 0x30 && byte <= 0x39;
+    label += letter || (digit && index > 0) ? String.fromCharCode(byte) : `_${byte.toString(16).padStart(2, '0')}`;
+  });
+  return `/org/freedesktop/systemd1/unit/${label}`;
+}

@@ -1,0 +1,139 @@
+// Builds the StartTransientUnit property list of a session unit from a typed spec (pure, no I/O),
+// one small function per group as systemd-run does (src/run/run.c transient_*_set_properties).
+import { SystemdError } from './errors.ts';
+import { limitProperties, type PropertyTuple } from './unit-limits.ts';
+
+export type { PropertyTuple, PropertyValue } from './unit-limits.ts';
+export { ALLOWED_LIMIT_NAMES } from './unit-limits.ts';
+export { unitNameFor, validatePrefix, DEFAULT_UNIT_PREFIX } from './unit-names.ts';
+
+/** Where the supervisor's socket lives; session programs share the client's uid and must not reach it. */
+export const DEFAULT_INACCESSIBLE_PATHS: readonly string[] = ['/run/opencode-pty'];
+
+export interface SessionUnitSpec {
+  description: string;
+  /** Absolute path of the session helper; it becomes argv[0] too. */
+  helperPath: string;
+  /** Arguments after argv[0], e.g. [rows, cols, ...program argv]; passed byte for byte. */
+  helperArgs: string[];
+  user: string;
+  group: string;
+  /** Directory fd the helper fchdir()s into; handed over as its stdin. */
+  cwdFd: number;
+  /** One end of the relay socketpair; the helper's stdout. */
+  stdoutFd: number;
+  /** Exactly the environment the session gets (TERM and what the caller allows), nothing more. */
+  environment: Readonly<Record<string, string>>;
+  slice?: string;
+  /** How long a stop may take before SIGKILL. */
+  stopTimeoutSec: number;
+  /** Operator limits and hardening, by allowlisted name (see unit-limits.ts). */
+  limits?: Readonly<Record<string, unknown>>;
+  /** Paths the session may not reach; defaults to the supervisor's runtime directory. */
+  inaccessiblePaths?: readonly string[];
+}
+
+/** systemd.service(5) "ExecStart=" flags: only this one; never "+", "!", "@" or ambient variants. */
+const NO_ENV_EXPAND = 'no-env-expand';
+
+function check(condition: boolean, message: string): void {
+  if (!condition) throw new SystemdError('PROPERTY_INVALID', message);
+}
+
+/** D-Bus strings cannot carry NUL, and a NUL would truncate an argument at the exec. */
+function checkString(value: string, what: string): void {
+  check(typeof value === 'string' && !value.includes('\0'), `${what} must be a string without NUL`);
+}
+
+function checkFd(fd: number, what: string): void {
+  check(Number.isInteger(fd) && fd >= 0 && fd <= 0x7fffffff, `${what} must be a file descriptor`);
+}
+
+/** Unit-level settings (run.c transient_unit_set_properties). */
+function unitProperties(spec: SessionUnitSpec): PropertyTuple[] {
+  checkString(spec.description, 'description');
+  const tuples: PropertyTuple[] = [
+    ['Description', 's', spec.description],
+    // AddRef rather than RemainAfterExit: the unit stays loaded after its process ends so we can read
+    // how it ended, yet it still goes inactive (the state we wait for), and if our process dies the
+    // bus connection closes, the reference goes with it and systemd collects the unit by itself.
+    ['AddRef', 'b', true],
+    // The default ("inactive") would keep a failed session unit loaded until someone resets it.
+    ['CollectMode', 's', 'inactive-or-failed'],
+  ];
+  if (spec.slice !== undefined) {
+    check(/^[A-Za-z0-9:_.\\-]+\.slice$/.test(spec.slice), `slice ${JSON.stringify(spec.slice)} is not a slice name`);
+    tuples.push(['Slice', 's', spec.slice]);
+  }
+  return tuples;
+}
+
+/** How the session ends (run.c transient_kill_set_properties). */
+function killProperties(spec: SessionUnitSpec): PropertyTuple[] {
+  check(Number.isFinite(spec.stopTimeoutSec) && spec.stopTimeoutSec > 0, 'stopTimeoutSec must be positive');
+  return [
+    // Interactive shells ignore SIGTERM; SIGHUP after it ends them as a hang-up would.
+    ['SendSIGHUP', 'b', true],
+    ['KillMode', 's', 'control-group'],
+    ['TimeoutStopUSec', 't', BigInt(Math.round(spec.stopTimeoutSec * 1_000_000))],
+  ];
+}
+
+/** The process: who, where, with what (run.c transient_service_set_properties). */
+function serviceProperties(spec: SessionUnitSpec): PropertyTuple[] {
+  check(spec.helperPath.startsWith('/'), 'helperPath must be absolute');
+  checkString(spec.helperPath, 'helperPath');
+  spec.helperArgs.forEach((arg, index) => checkString(arg, `helperArgs[${index}]`));
+  for (const [what, name] of [['user', spec.user], ['group', spec.group]] as const) {
+    checkString(name, what);
+    check(name.length > 0, `${what} must not be empty`);
+  }
+  checkFd(spec.cwdFd, 'cwdFd');
+  checkFd(spec.stdoutFd, 'stdoutFd');
+  return [
+    // "exec": the start job fails when the exec fails (missing binary, unknown user) instead of
+    // reporting a started session that is already dead.
+    ['Type', 's', 'exec'],
+    ['User', 's', spec.user],
+    ['Group', 's', spec.group],
+    ['StandardInputFileDescriptor', 'h', spec.cwdFd],
+    ['StandardOutputFileDescriptor', 'h', spec.stdoutFd],
+    ['StandardError', 's', 'journal'],
+    ['Environment', 'as', environmentEntries(spec.environment)],
+    // Programs in a terminal expect SIGPIPE to kill them (`yes | head`); systemd ignores it by default.
+    ['IgnoreSIGPIPE', 'b', false],
+    ['ExecStartEx', 'a(sasas)', [[spec.helperPath, [spec.helperPath, ...spec.helperArgs], [NO_ENV_EXPAND]]]],
+  ];
+}
+
+/** "NAME=value" entries, exactly those given; names as env_name_is_valid() accepts portably. */
+export function environmentEntries(environment: Readonly<Record<string, string>>): string[] {
+  return Object.entries(environment).map(([name, value]) => {
+    check(/^[A-Za-z_][A-Za-z0-9_]*$/.test(name), `environment name ${JSON.stringify(name)} is not valid`);
+    checkString(value, `environment value of ${name}`);
+    return `${name}=${value}`;
+  });
+}
+
+/** What the session may not reach (systemd.exec(5) "Sandboxing"). */
+function sandboxProperties(spec: SessionUnitSpec): PropertyTuple[] {
+  const paths = spec.inaccessiblePaths ?? DEFAULT_INACCESSIBLE_PATHS;
+  paths.forEach((path) => {
+    checkString(path, 'inaccessible path');
+    check(path.startsWith('/'), `inaccessible path ${JSON.stringify(path)} must be absolute`);
+  });
+  // "-": a path that does not exist (the supervisor not yet started) is nothing to hide, not an error
+  // that would fail every session with 226/NAMESPACE.
+  return paths.length === 0 ? [] : [['InaccessiblePaths', 'as', paths.map((path) => `-${path}`)]];
+}
+
+/** The full `a(sv)` list for StartTransientUnit, as plain tuples; Variants are made at the bus edge. */
+export function sessionUnitProperties(spec: SessionUnitSpec): PropertyTuple[] {
+  return [
+    ...unitProperties(spec),
+    ...killProperties(spec),
+    ...serviceProperties(spec),
+    ...sandboxProperties(spec),
+    ...limitProperties(spec.limits ?? {}),
+  ];
+}

@@ -1,0 +1,60 @@
+// Reads of a unit's state over the bus: by name first (GetUnit never loads a unit), then its properties.
+import { MANAGER_INTERFACE, MANAGER_PATH, type DbusConnection } from './dbus-connection.ts';
+import { isUnitGone, SystemdError } from './errors.ts';
+import type { ExitStatus, UnitSnapshot } from './unit-watch.ts';
+
+export const UNIT_INTERFACE = 'org.freedesktop.systemd1.Unit';
+export const SERVICE_INTERFACE = 'org.freedesktop.systemd1.Service';
+
+/**
+ * The unit's object path, or undefined when it is not loaded. GetUnit rather than a property read on
+ * the computed path: systemd loads a unit named by an object path it does not know, leaving a stub.
+ */
+export async function unitPath(connection: DbusConnection, name: string): Promise<string | undefined> {
+  try {
+    const [path] = await connection.call({
+      path: MANAGER_PATH,
+      interface: MANAGER_INTERFACE,
+      member: 'GetUnit',
+      signature: 's',
+      body: [name],
+    });
+    return String(path);
+  } catch (error) {
+    if (isUnitGone(error)) return undefined;
+    throw error;
+  }
+}
+
+/** Reads properties of one interface in parallel (each Get is one small reply; GetAll of a service is ~250). */
+export async function readProperties(
+  connection: DbusConnection,
+  path: string,
+  iface: string,
+  names: readonly string[],
+): Promise<unknown[]> {
+  return Promise.all(names.map((name) => connection.getProperty(path, iface, name)));
+}
+
+/** What unitPhase() needs, or undefined when the unit is not loaded (or went away while we read). */
+export async function readSnapshot(connection: DbusConnection, name: string): Promise<UnitSnapshot | undefined> {
+  const path = await unitPath(connection, name);
+  if (path === undefined) return undefined;
+  try {
+    const [loadState, activeState, job] = await readProperties(connection, path, UNIT_INTERFACE, ['LoadState', 'ActiveState', 'Job']);
+    // Job is "(uo)": the pending job's id and path, id 0 when there is none.
+    const jobId = Array.isArray(job) ? Number(job[0]) : 0;
+    return { loadState: String(loadState), activeState: String(activeState), jobId };
+  } catch (error) {
+    if (isUnitGone(error)) return undefined;
+    throw error;
+  }
+}
+
+/** ExecMainCode, ExecMainStatus and Result of a loaded service. */
+export async function readExit(connection: DbusConnection, name: string): Promise<ExitStatus> {
+  const path = await unitPath(connection, name);
+  if (path === undefined) throw new SystemdError('NO_SUCH_UNIT', `${name} is not loaded`, { unit: name });
+  const [code, status, result] = await readProperties(connection, path, SERVICE_INTERFACE, ['ExecMainCode', 'ExecMainStatus', 'Result']);
+  return { code: Number(code), status: Number(status), result: String(result) };
+}

@@ -1,0 +1,126 @@
+// DbusConnection against a scripted peer: fd negotiation asserted, call timeouts, D-Bus errors by
+// name, signal dispatch only from systemd's own connection, loss of the connection.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import dbus from 'dbus-next';
+import { DbusConnection, toVariantProperties, unwrapVariants, type SystemdSignal } from '../../src/systemd/dbus-connection.ts';
+import { FakeBus } from './fake-bus.ts';
+import { rejectsCode } from './helpers.ts';
+
+const UNIT_PATH = '/org/freedesktop/systemd1/unit/x_2eservice';
+
+function nextSignal(connection: DbusConnection): Promise<SystemdSignal> {
+  return new Promise((resolve) => {
+    const stop = connection.onSignal((signal) => {
+      stop();
+      resolve(signal);
+    });
+  });
+}
+
+test('unwrapVariants turns nested Variants into plain values and keeps Buffers', () => {
+  const value = unwrapVariants({ a: new dbus.Variant('v', new dbus.Variant('s', 'x')), b: [new dbus.Variant('u', 3)], c: Buffer.from([1, 2]) });
+  assert.equal(value, { a: 'x', b: [3], c: Buffer.from([1, 2]) });
+});
+
+test('toVariantProperties wraps each tuple value with its signature', () => {
+  const [[name, variant]] = toVariantProperties([['ExecStartEx', 'a(sasas)', [['/bin/true', ['/bin/true'], ['no-env-expand']]]]]);
+  assert.is(name, 'ExecStartEx');
+  assert.ok(variant instanceof dbus.Variant);
+  assert.is(variant.signature, 'a(sasas)');
+  assert.equal(variant.value, [['/bin/true', ['/bin/true'], ['no-env-expand']]]);
+});
+
+test('a bus that refuses fd passing is refused with DBUS_NO_FD_PASSING', async () => {
+  const bus = await FakeBus.start({ refuseFds: true });
+  try {
+    await rejectsCode(DbusConnection.open(bus.address, { timeoutMs: 5000 }), 'DBUS_NO_FD_PASSING');
+    assert.not.ok(bus.calls.some((call) => call.member === 'AddMatch'), 'nothing sent past Hello');
+  } finally {
+    await bus.stop();
+  }
+});
+
+test('a call without a reply fails with DBUS_TIMEOUT', async () => {
+  const bus = await FakeBus.start({ silentAfterHello: true });
+  try {
+    await rejectsCode(DbusConnection.open(bus.address, { timeoutMs: 50 }), 'DBUS_TIMEOUT');
+    assert.ok(bus.calls.some((call) => call.member === 'AddMatch'));
+  } finally {
+    await bus.stop();
+  }
+});
+
+test('a missing socket fails with DBUS_CONNECT_FAILED', async () => {
+  const bus = await FakeBus.start();
+  const address = bus.address;
+  await bus.stop();
+  await rejectsCode(DbusConnection.open(address, { timeoutMs: 5000 }), 'DBUS_CONNECT_FAILED');
+});
+
+test('calls resolve with the reply body; D-Bus errors carry their name under DBUS_ERROR', async () => {
+  const bus = await FakeBus.start();
+  bus.replies.set('Echo', (call) => bus.methodReturn(call, 'su', ['pong', 7]));
+  bus.replies.set('Boom', (call) => bus.error(call, 'org.freedesktop.systemd1.NoSuchUnit', 'Unit x.service not loaded.'));
+  const connection = await DbusConnection.open(bus.address, { timeoutMs: 5000 });
+  try {
+    assert.equal(await connection.call({ path: '/', interface: 'test.Iface', member: 'Echo' }), ['pong', 7]);
+    const error = await rejectsCode(connection.call({ path: '/', interface: 'test.Iface', member: 'Boom' }), 'DBUS_ERROR');
+    assert.is(error.dbusName, 'org.freedesktop.systemd1.NoSuchUnit');
+  } finally {
+    connection.close();
+    await bus.stop();
+  }
+});
+
+test('signals are dispatched unpacked, and only when sent by systemd\'s connection', async () => {
+  const bus = await FakeBus.start();
+  const connection = await DbusConnection.open(bus.address, { timeoutMs: 5000 });
+  try {
+    const received = nextSignal(connection);
+    // A forged signal first (another sender), then the real ones: the first one seen must be real.
+    bus.signal('/org/freedesktop/systemd1', 'org.freedesktop.systemd1.Manager', 'UnitRemoved', 'so', ['forged.service', UNIT_PATH], ':1.66');
+    bus.signal(UNIT_PATH, 'org.freedesktop.DBus.Properties', 'PropertiesChanged', 'sa{sv}as', [
+      'org.freedesktop.systemd1.Unit',
+      { ActiveState: new dbus.Variant('s', 'inactive') },
+      ['Job'],
+    ]);
+    assert.equal(await received, {
+      kind: 'properties-changed',
+      path: UNIT_PATH,
+      interface: 'org.freedesktop.systemd1.Unit',
+      changed: { ActiveState: 'inactive' },
+      invalidated: ['Job'],
+    });
+    const job = nextSignal(connection);
+    bus.signal('/org/freedesktop/systemd1', 'org.freedesktop.systemd1.Manager', 'JobRemoved', 'uoss', [9, '/org/freedesktop/systemd1/job/9', 'x.service', 'done']);
+    assert.equal(await job, { kind: 'job-removed', id: 9, job: '/org/freedesktop/systemd1/job/9', unit: 'x.service', result: 'done' });
+    const removed = nextSignal(connection);
+    bus.signal('/org/freedesktop/systemd1', 'org.freedesktop.systemd1.Manager', 'UnitRemoved', 'so', ['x.service', UNIT_PATH]);
+    assert.equal(await removed, { kind: 'unit-removed', unit: 'x.service', path: UNIT_PATH });
+  } finally {
+    connection.close();
+    await bus.stop();
+  }
+});
+
+test('losing the connection fails calls in flight with DBUS_CLOSED and tells onClose', async () => {
+  const bus = await FakeBus.start();
+  const connection = await DbusConnection.open(bus.address, { timeoutMs: 60_000 });
+  try {
+    const closed = new Promise((resolve) => connection.onClose(resolve));
+    const pending = connection.call({ path: '/', interface: 'test.Iface', member: 'NeverAnswered' });
+    // Hang up only once the call has reached the peer, so it is truly in flight.
+    while (!bus.calls.some((call) => call.member === '?')) await new Promise(setImmediate);
+    bus.hangUp();
+    await rejectsCode(pending, 'DBUS_CLOSED');
+    await closed;
+    assert.ok(connection.closed);
+    await rejectsCode(connection.call({ path: '/', interface: 'test.Iface', member: 'Later' }), 'DBUS_CLOSED');
+  } finally {
+    connection.close();
+    await bus.stop();
+  }
+});
+
+test.run();

@@ -1,0 +1,234 @@
+// UnitManager against a real systemd in the test sandbox: exits as systemd reports them, start
+// failures, stop and collection, listing by prefix, literal argv, and the unit's sandboxing.
+import { randomBytes } from 'node:crypto';
+import { closeSync, constants, openSync } from 'node:fs';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { native } from '../../src/native/binding.ts';
+import { DbusConnection, MANAGER_INTERFACE, MANAGER_PATH } from '../../src/systemd/dbus-connection.ts';
+import { UnitManager } from '../../src/systemd/unit-manager.ts';
+import { unitNameFor, unitObjectPath } from '../../src/systemd/unit-names.ts';
+import type { SessionUnitSpec } from '../../src/systemd/unit-properties.ts';
+import { bootSandbox, sandboxUnavailable, type Sandbox } from '../sandbox/index.ts';
+import { rejectsCode } from './helpers.ts';
+
+const PREFIX = 'ocp-itest-';
+const STOP_MS = 10_000;
+/** A deadline so a bug fails the test instead of hanging the run. */
+const WAIT = { timeoutMs: 10_000 };
+
+let sandbox: Sandbox;
+let manager: UnitManager;
+/** Units started by the current test, stopped after it even when an assertion failed midway. */
+const live = new Set<string>();
+
+interface Session {
+  name: string;
+  /** Our end of the socketpair that is the unit's stdout. */
+  output: number;
+}
+
+/** Starts argv as the client account, stdin a directory fd of its home, stdout a socketpair end. */
+async function start(argv: string[], overrides: Partial<SessionUnitSpec> = {}, prefix = PREFIX): Promise<Session & { mainPid: number; invocationId: string }> {
+  const name = unitNameFor(randomBytes(8), prefix);
+  const cwdFd = openSync(`${sandbox.root}${sandbox.client.home}`, constants.O_RDONLY | constants.O_DIRECTORY);
+  const [output, unitEnd] = native().socketpair();
+  try {
+    const started = await manager.startSession(name, {
+      description: `test ${argv.join(' ')}`,
+      helperPath: argv[0]!,
+      helperArgs: argv.slice(1),
+      user: sandbox.client.user,
+      group: sandbox.client.group,
+      cwdFd,
+      stdoutFd: unitEnd,
+      environment: { TERM: 'dumb' },
+      stopTimeoutSec: 5,
+      ...overrides,
+    });
+    live.add(name);
+    return { name, output, ...started };
+  } catch (error) {
+    closeSync(output);
+    throw error;
+  } finally {
+    // systemd holds its own copies now; ours would keep the socket open past the unit's end.
+    closeSync(cwdFd);
+    closeSync(unitEnd);
+  }
+}
+
+/** Everything the unit wrote, once it has exited (all its copies of the socket are closed). */
+function drain(fd: number): string {
+  const chunks: Buffer[] = [];
+  const buffer = Buffer.alloc(64 * 1024);
+  for (;;) {
+    const received = native().recvmsg(fd, buffer, 0, buffer.length, 0);
+    assert.ok(received, 'the unit has exited, so the socket is readable: data or EOF');
+    if (received.bytes === 0) break;
+    chunks.push(Buffer.from(buffer.subarray(0, received.bytes)));
+  }
+  closeSync(fd);
+  return Buffer.concat(chunks).toString();
+}
+
+async function assertGone(name: string): Promise<void> {
+  await rejectsCode(manager.serviceState(name), 'NO_SUCH_UNIT');
+}
+
+const unavailable = sandboxUnavailable();
+if (unavailable) {
+  console.log(`# skipped: ${unavailable}`);
+  test.skip('real systemd suites need the sandbox', () => undefined);
+} else {
+  test.before(async () => {
+    sandbox = await bootSandbox({ name: 'ocp-systemd-units' });
+    manager = await UnitManager.connect(sandbox.busAddress);
+  });
+
+  test.after.each(async () => {
+    for (const name of live) await manager.stopAndWait(name, STOP_MS);
+    live.clear();
+  });
+
+  test.after(async () => {
+    manager?.close();
+    await sandbox?.stop();
+  });
+
+  test('exit 7: code 1, status 7, result exit-code; then stopped and collected', async () => {
+    const session = await start(['/bin/sh', '-c', 'exit 7']);
+    assert.ok(session.mainPid > 0, 'ExecMainPID is known even when the program already ended');
+    assert.match(session.invocationId, /^[0-9a-f]{32}$/);
+    assert.equal(await manager.waitForExit(session.name, WAIT), { code: 1, status: 7, result: 'exit-code' });
+    assert.is(drain(session.output), '');
+    await manager.stopAndWait(session.name, STOP_MS);
+    await assertGone(session.name);
+  });
+
+  test('killed by its own SIGINT: code 2 (killed), status 2, result success', async () => {
+    const session = await start(['/bin/sh', '-c', 'kill -INT $$']);
+    assert.equal(await manager.waitForExit(session.name, WAIT), { code: 2, status: 2, result: 'success' });
+    drain(session.output);
+    await manager.stopAndWait(session.name, STOP_MS);
+    await assertGone(session.name);
+  });
+
+  test('missing binary: UNIT_START_FAILED with exit status 203, nothing left behind', async () => {
+    const error = await rejectsCode(start(['/nonexistent/program']), 'UNIT_START_FAILED');
+    assert.is(error.jobResult, 'failed');
+    assert.is(error.exit?.status, 203);
+    assert.ok(error.unit);
+    await assertGone(error.unit!);
+  });
+
+  test('unknown user: UNIT_START_FAILED with exit status 217, nothing left behind', async () => {
+    const error = await rejectsCode(start(['/bin/true'], { user: 'ocpty-nobody-here', group: 'ocpty-nobody-here' }), 'UNIT_START_FAILED');
+    assert.is(error.exit?.status, 217);
+    await assertGone(error.unit!);
+  });
+
+  test('a refused property fails before anything reaches systemd', async () => {
+    const before = await manager.listUnitsByPrefix(PREFIX);
+    await rejectsCode(start(['/bin/true'], { limits: { KillMode: 'none' } }), 'PROPERTY_NOT_ALLOWED');
+    assert.equal(await manager.listUnitsByPrefix(PREFIX), before);
+  });
+
+  test('stopAndWait on a running sleep: the unit is stopped, unreferenced and gone', async () => {
+    const session = await start(['/bin/sleep', '1000']);
+    const state = await manager.serviceState(session.name);
+    assert.is(state.activeState, 'active');
+    assert.is(state.mainPid, session.mainPid);
+    assert.ok(state.controlGroup.endsWith(`/${session.name}`), state.controlGroup);
+    assert.is(state.invocationId.toString('hex'), session.invocationId);
+    const begun = performance.now();
+    await manager.stopAndWait(session.name, STOP_MS);
+    console.log(`# stopAndWait(sleep 1000): ${(performance.now() - begun).toFixed(1)} ms`);
+    await assertGone(session.name);
+    assert.is(drain(session.output), '');
+  });
+
+  test('kill sends the signal to the unit: SIGTERM ends sleep as code 2, status 15', async () => {
+    const session = await start(['/bin/sleep', '1000']);
+    await manager.kill(session.name, 'SIGTERM');
+    assert.equal(await manager.waitForExit(session.name, WAIT), { code: 2, status: 15, result: 'success' });
+    drain(session.output);
+    await manager.stopAndWait(session.name, STOP_MS);
+    await assertGone(session.name);
+  });
+
+  test('listUnitsByPrefix finds exactly the units of a prefix', async () => {
+    const prefix = 'ocp-list-';
+    const a = await start(['/bin/sleep', '1000'], {}, prefix);
+    const b = await start(['/bin/sleep', '1000'], {}, prefix);
+    const other = await start(['/bin/sleep', '1000']);
+    try {
+      assert.equal((await manager.listUnitsByPrefix(prefix)).sort(), [a.name, b.name].sort());
+    } finally {
+      for (const session of [a, b, other]) {
+        await manager.stopAndWait(session.name, STOP_MS);
+        drain(session.output);
+      }
+    }
+    assert.equal(await manager.listUnitsByPrefix(prefix), []);
+  });
+
+  test('argv reaches the program literally: no $, ${X} or $$ expansion', async () => {
+    const literal = '$HOME ${X} $$ %n \\ \'q\' "dq"\nnext line';
+    const session = await start(['/bin/sh', '-c', 'printf %s "$1"', 'x', literal]);
+    assert.equal(await manager.waitForExit(session.name, WAIT), { code: 1, status: 0, result: 'success' });
+    assert.is(drain(session.output), literal);
+    await manager.stopAndWait(session.name, STOP_MS);
+  });
+
+  test('the unit runs as the client in the given directory, with our environment, SIGPIPE default and the supervisor path hidden', async () => {
+    const script = [
+      // The session helper fchdir()s into stdin; here it is enough that stdin is the directory.
+      'echo "uid=$(id -u) stdin=$(readlink /proc/$$/fd/0) term=$TERM odd=$ODD"',
+      // A killed writer (141) means SIGPIPE has its default action, as in a terminal.
+      'yes | head -n1 >/dev/null; echo "pipe=${PIPESTATUS[0]}"',
+      'if ls /run/opencode-pty >/dev/null 2>&1; then echo run=visible; else echo run=hidden; fi',
+    ].join('\n');
+    const session = await start(['/bin/bash', '-c', script], { environment: { TERM: 'xterm-256color', ODD: '${X} $$' } });
+    assert.equal(await manager.waitForExit(session.name, WAIT), { code: 1, status: 0, result: 'success' });
+    assert.is(
+      drain(session.output),
+      `uid=${sandbox.client.uid} stdin=${sandbox.client.home} term=xterm-256color odd=\${X} $$\npipe=141\nrun=hidden\n`,
+    );
+    await manager.stopAndWait(session.name, STOP_MS);
+  });
+
+  test('unitObjectPath is the path systemd gives the unit', async () => {
+    const session = await start(['/bin/sleep', '1000']);
+    const connection = await DbusConnection.open(sandbox.busAddress);
+    try {
+      const [path] = await connection.call({ path: MANAGER_PATH, interface: MANAGER_INTERFACE, member: 'GetUnit', signature: 's', body: [session.name] });
+      assert.is(path, unitObjectPath(session.name));
+    } finally {
+      connection.close();
+      await manager.stopAndWait(session.name, STOP_MS);
+      drain(session.output);
+    }
+  });
+
+  test('stopAndWait on a unit that never existed resolves at once', async () => {
+    await manager.stopAndWait(unitNameFor(randomBytes(8), PREFIX), STOP_MS);
+  });
+
+  test('timings: start to exit of /bin/true, n = 20 (printed, not asserted)', async () => {
+    const figures: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const begun = performance.now();
+      const session = await start(['/bin/true']);
+      await manager.waitForExit(session.name, WAIT);
+      figures.push(performance.now() - begun);
+      await manager.stopAndWait(session.name, STOP_MS);
+      drain(session.output);
+    }
+    figures.sort((x, y) => x - y);
+    console.log(`# startSession + waitForExit(/bin/true): ${figures[0]!.toFixed(1)} / ${figures[10]!.toFixed(1)} / ${figures[19]!.toFixed(1)} ms`);
+    assert.equal(await manager.listUnitsByPrefix(PREFIX), [], 'no session unit is left');
+  });
+}
+
+test.run();

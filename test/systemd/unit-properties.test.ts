@@ -1,0 +1,135 @@
+// sessionUnitProperties: the exact a(sv) tuples, argv and environment passed unchanged, refusals by code.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import {
+  environmentEntries,
+  sessionUnitProperties,
+  type PropertyTuple,
+  type SessionUnitSpec,
+} from '../../src/systemd/unit-properties.ts';
+import { throwsCode } from './helpers.ts';
+
+function spec(overrides: Partial<SessionUnitSpec> = {}): SessionUnitSpec {
+  return {
+    description: 'opencode-pty session',
+    helperPath: '/usr/lib/opencode-pty/opencode-pty-session',
+    helperArgs: ['24', '80', '/bin/bash', '-l'],
+    user: 'agent',
+    group: 'agent',
+    cwdFd: 17,
+    stdoutFd: 18,
+    environment: { TERM: 'xterm-256color', LANG: 'C.UTF-8' },
+    stopTimeoutSec: 5,
+    ...overrides,
+  };
+}
+
+function byName(tuples: PropertyTuple[]): Map<string, PropertyTuple> {
+  const map = new Map<string, PropertyTuple>();
+  for (const tuple of tuples) {
+    assert.not.ok(map.has(tuple[0]), `${tuple[0]} appears once`);
+    map.set(tuple[0], tuple);
+  }
+  return map;
+}
+
+test('builds exactly the expected tuples, in group order', () => {
+  assert.equal(sessionUnitProperties(spec({ slice: 'opencode-pty.slice' })), [
+    ['Description', 's', 'opencode-pty session'],
+    ['AddRef', 'b', true],
+    ['CollectMode', 's', 'inactive-or-failed'],
+    ['Slice', 's', 'opencode-pty.slice'],
+    ['SendSIGHUP', 'b', true],
+    ['KillMode', 's', 'control-group'],
+    ['TimeoutStopUSec', 't', 5_000_000n],
+    ['Type', 's', 'exec'],
+    ['User', 's', 'agent'],
+    ['Group', 's', 'agent'],
+    ['StandardInputFileDescriptor', 'h', 17],
+    ['StandardOutputFileDescriptor', 'h', 18],
+    ['StandardError', 's', 'journal'],
+    ['Environment', 'as', ['TERM=xterm-256color', 'LANG=C.UTF-8']],
+    ['IgnoreSIGPIPE', 'b', false],
+    [
+      'ExecStartEx',
+      'a(sasas)',
+      [['/usr/lib/opencode-pty/opencode-pty-session', ['/usr/lib/opencode-pty/opencode-pty-session', '24', '80', '/bin/bash', '-l'], ['no-env-expand']]],
+    ],
+    ['InaccessiblePaths', 'as', ['-/run/opencode-pty']],
+  ]);
+});
+
+test('without a slice there is no Slice property', () => {
+  assert.not.ok(byName(sessionUnitProperties(spec())).has('Slice'));
+});
+
+test('ExecStartEx carries only the no-env-expand flag and no ExecStart is set', () => {
+  const tuples = byName(sessionUnitProperties(spec()));
+  assert.not.ok(tuples.has('ExecStart'));
+  const exec = tuples.get('ExecStartEx')![2] as Array<[string, string[], string[]]>;
+  assert.is(exec.length, 1);
+  assert.equal(exec[0]![2], ['no-env-expand']);
+});
+
+test('argv with $, ${X}, %, backslash, quotes, spaces and a newline passes unchanged', () => {
+  const hostile = ['$HOME', '${X}', '$$', '%n %i %%', 'back\\slash', "it's", '"dq"', 'two  spaces', 'line\nbreak', '', ' '];
+  const exec = byName(sessionUnitProperties(spec({ helperArgs: ['24', '80', '/bin/sh', '-c', ...hostile] }))).get('ExecStartEx')![2] as Array<
+    [string, string[], string[]]
+  >;
+  assert.equal(exec[0]![1], ['/usr/lib/opencode-pty/opencode-pty-session', '24', '80', '/bin/sh', '-c', ...hostile]);
+});
+
+test('environment holds exactly the given entries, values verbatim', () => {
+  const environment = { TERM: 'dumb', WEIRD: '$X ${Y} a=b\nc', EMPTY: '' };
+  const tuples = byName(sessionUnitProperties(spec({ environment })));
+  assert.equal(tuples.get('Environment'), ['Environment', 'as', ['TERM=dumb', 'WEIRD=$X ${Y} a=b\nc', 'EMPTY=']]);
+  assert.equal(byName(sessionUnitProperties(spec({ environment: {} }))).get('Environment'), ['Environment', 'as', []]);
+});
+
+test('environment names must be shell-style identifiers', () => {
+  for (const name of ['', '1X', 'A=B', 'A B', 'A-B', 'Ä']) {
+    throwsCode(() => environmentEntries({ [name]: 'x' }), 'PROPERTY_INVALID');
+  }
+  throwsCode(() => environmentEntries({ X: 'nul\0inside' }), 'PROPERTY_INVALID');
+});
+
+test('NUL anywhere in argv, description or paths is refused', () => {
+  throwsCode(() => sessionUnitProperties(spec({ helperArgs: ['a\0b'] })), 'PROPERTY_INVALID');
+  throwsCode(() => sessionUnitProperties(spec({ description: 'x\0' })), 'PROPERTY_INVALID');
+  throwsCode(() => sessionUnitProperties(spec({ inaccessiblePaths: ['/run/x\0'] })), 'PROPERTY_INVALID');
+});
+
+test('bad helper path, identity, fds, timeout and slice are refused', () => {
+  throwsCode(() => sessionUnitProperties(spec({ helperPath: 'relative/helper' })), 'PROPERTY_INVALID');
+  throwsCode(() => sessionUnitProperties(spec({ user: '' })), 'PROPERTY_INVALID');
+  throwsCode(() => sessionUnitProperties(spec({ group: '' })), 'PROPERTY_INVALID');
+  throwsCode(() => sessionUnitProperties(spec({ cwdFd: -1 })), 'PROPERTY_INVALID');
+  throwsCode(() => sessionUnitProperties(spec({ stdoutFd: 1.5 })), 'PROPERTY_INVALID');
+  throwsCode(() => sessionUnitProperties(spec({ stopTimeoutSec: 0 })), 'PROPERTY_INVALID');
+  throwsCode(() => sessionUnitProperties(spec({ slice: 'not a slice' })), 'PROPERTY_INVALID');
+});
+
+test('inaccessible paths: parameter replaces the default, "-" tolerates a missing path, empty list sets none', () => {
+  const tuples = byName(sessionUnitProperties(spec({ inaccessiblePaths: ['/run/a', '/srv/b'] })));
+  assert.equal(tuples.get('InaccessiblePaths'), ['InaccessiblePaths', 'as', ['-/run/a', '-/srv/b']]);
+  assert.not.ok(byName(sessionUnitProperties(spec({ inaccessiblePaths: [] }))).has('InaccessiblePaths'));
+  throwsCode(() => sessionUnitProperties(spec({ inaccessiblePaths: ['run/a'] })), 'PROPERTY_INVALID');
+});
+
+test('allowed limits are appended with their D-Bus names and signatures', () => {
+  const tuples = sessionUnitProperties(spec({ limits: { MemoryMax: '512M', CPUQuota: '50%', NoNewPrivileges: true, RuntimeMaxSec: 3600 } }));
+  assert.equal(tuples.slice(-4), [
+    ['MemoryMax', 't', 512n * 1024n * 1024n],
+    ['CPUQuotaPerSecUSec', 't', 500_000n],
+    ['NoNewPrivileges', 'b', true],
+    ['RuntimeMaxUSec', 't', 3_600_000_000n],
+  ]);
+});
+
+test('identity, command, kill and privilege properties are refused as limits', () => {
+  for (const name of ['User', 'Group', 'ExecStart', 'ExecStartEx', 'ExecStartPre', 'KillMode', 'DynamicUser', 'AmbientCapabilities', 'CapabilityBoundingSet', 'Environment', 'InaccessiblePaths', 'ReadWritePaths', 'StandardInputFileDescriptor', 'AddRef', 'Slice', 'constructor', '__proto__']) {
+    throwsCode(() => sessionUnitProperties(spec({ limits: { [name]: 'x' } })), 'PROPERTY_NOT_ALLOWED');
+  }
+});
+
+test.run();
