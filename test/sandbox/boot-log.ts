@@ -1,0 +1,40 @@
+// Collects what PID 1 writes to its console (a pty) and what the first stage prints into one log file.
+import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { Readable } from 'node:stream';
+
+export class BootLog {
+  readonly path: string;
+  #text = '';
+  #file: number;
+
+  constructor(path: string) {
+    this.path = path;
+    mkdirSync(dirname(path), { recursive: true });
+    this.#file = openSync(path, 'w', 0o644);
+  }
+
+  get text(): string {
+    return this.#text;
+  }
+
+  append(chunk: Buffer | string): void {
+    // The console is a terminal: drop the carriage returns systemd and the line discipline (ONLCR) add.
+    const text = chunk.toString().replace(/\r+\n/g, '\n');
+    this.#text += text;
+    if (this.#file >= 0) writeSync(this.#file, text);
+  }
+
+  /** Copies a stream (the console's master side, the launcher's stderr) into the log. */
+  follow(stream: Readable | null): void {
+    stream?.on('data', (chunk: Buffer) => this.append(chunk));
+  }
+
+  /** Closes the file; call once the followed streams have closed. The text stays readable. */
+  finish(): void {
+    if (this.#file >= 0) {
+      closeSync(this.#file);
+      this.#file = -1;
+    }
+  }
+}

@@ -1,0 +1,73 @@
+// Installs the built supervisor into a sandbox the way a host would have it: the bundle, a config,
+// the shipped units (under the project prefix) plus drop-ins, and the socket started.
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Config } from '../../src/config/schema.ts';
+import type { Sandbox } from './sandbox.ts';
+
+export const INSTALL_DIR = '/opt/opencode-pty';
+export const CONFIG_PATH = `${INSTALL_DIR}/config.json`;
+export const SOCKET_PATH = '/run/opencode-pty/supervisor.sock';
+export const SOCKET_UNIT = 'opencode-pty-supervisor.socket';
+export const BROKER_UNIT = 'opencode-pty-supervisor@broker.service';
+export const AGENT_SERVICE = 'opencode-pty-agent.service';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const BUNDLE = ['broker.js', 'worker.js', 'cli.js', 'opencode_pty.node', 'uwrap.node', 'opencode-pty-session'];
+
+/** The config file a deployment gets: the sandbox's client account, its agent service, and overrides. */
+export function deployConfig(sandbox: Sandbox, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return { client: { user: sandbox.client.user, group: sandbox.client.group, service: AGENT_SERVICE }, ...overrides };
+}
+
+export async function deploy(sandbox: Sandbox, config: Record<string, unknown> | Partial<Config> = deployConfig(sandbox)): Promise<void> {
+  const missing = BUNDLE.filter((name) => !existsSync(`${root}dist/${name}`));
+  if (missing.length) throw new Error(`dist/ lacks ${missing.join(', ')}: run node build.mjs`);
+  await sandbox.install([
+    ...BUNDLE.map((name) => ({ from: `${root}dist/${name}`, to: `${INSTALL_DIR}/${name}`, mode: name.endsWith('.js') || name.endsWith('.node') ? 0o644 : 0o755 })),
+    { content: `${JSON.stringify(config, null, 2)}\n`, to: CONFIG_PATH, mode: 0o644 },
+  ]);
+  // /usr is the host's, read-only: the bundle lives in /opt here, so a drop-in points the unit at it.
+  const units: Record<string, string> = {
+    [SOCKET_UNIT]: readFileSync(`${root}units/supervisor.socket`, 'utf8'),
+    'opencode-pty-supervisor@.service': readFileSync(`${root}units/supervisor@.service`, 'utf8'),
+    [`${SOCKET_UNIT}.d/group.conf`]: `[Socket]\nSocketGroup=${sandbox.client.group}\n`,
+    'opencode-pty-supervisor@.service.d/paths.conf': [
+      '[Service]',
+      'ExecStart=',
+      `ExecStart=/usr/bin/node ${INSTALL_DIR}/broker.js`,
+      `Environment=OPENCODE_PTY_CONFIG=${CONFIG_PATH}`,
+      '',
+    ].join('\n'),
+  };
+  await sandbox.install(Object.entries(units).map(([name, content]) => ({ to: `/etc/systemd/system/${name}`, content })));
+  const reload = await sandbox.systemctl('daemon-reload');
+  if (reload.code !== 0) throw new Error(`daemon-reload: ${reload.stderr}`);
+  const started = await sandbox.systemctl('start', SOCKET_UNIT);
+  if (started.code !== 0) throw new Error(`cannot start ${SOCKET_UNIT}: ${started.stderr}`);
+}
+
+/** argv that runs the CLI as the agent service's main process, attached to stdio (--pty or --pipe). */
+export function agentRun(sandbox: Sandbox, command: string[], options: { tty?: boolean; unit?: string; cwd?: string } = {}): string[] {
+  return [
+    'systemd-run',
+    '--quiet',
+    '--wait',
+    '--collect',
+    options.tty ? '--pty' : '--pipe',
+    `--unit=${options.unit ?? AGENT_SERVICE}`,
+    '--service-type=exec',
+    `--uid=${sandbox.client.user}`,
+    `--gid=${sandbox.client.group}`,
+    `--working-directory=${options.cwd ?? sandbox.client.home}`,
+    '--setenv=TERM=' + (process.env.TERM ?? 'xterm-256color'),
+    '--',
+    '/usr/bin/node',
+    `${INSTALL_DIR}/cli.js`,
+    'run',
+    '--socket',
+    SOCKET_PATH,
+    '--',
+    ...command,
+  ];
+}
