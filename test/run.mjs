@@ -68,6 +68,14 @@ let passed = 0;
 let failed = 0;
 let skipped = 0;
 const failures = [];
+
+// Integration suites install the bundles: build them first (esbuild, about a second).
+console.log('# node build.mjs');
+const built = await run([process.execPath, join(root, 'build.mjs')]);
+if (built.code !== 0) {
+  failed += 1;
+  failures.push('node build.mjs');
+}
 const files = findTests(join(root, 'test')).filter(
   (file) => filters.length === 0 || filters.some((f) => file.includes(f)),
 );

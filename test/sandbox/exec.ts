@@ -15,6 +15,8 @@ export interface ExecOptions {
   as?: 'root' | 'client' | 'other';
   uid?: number;
   gid?: number;
+  /** Supplementary groups instead of the account's own (e.g. to reach a 0660 socket with a wrong gid). */
+  groups?: number[];
   input?: string | Buffer;
   env?: Record<string, string>;
   cwd?: string;
@@ -35,7 +37,7 @@ export function execArgv(pid1: number, argv: string[], options: ExecOptions, acc
   const privileges = ['setpriv', '--pdeathsig', 'KILL'];
   if (uid !== 0 || gid !== 0) {
     // --init-groups needs the account's own primary group; any other gid gets no supplementary groups.
-    const groups = account && account.gid === gid ? '--init-groups' : '--clear-groups';
+    const groups = options.groups ? `--groups=${options.groups.join(',')}` : account && account.gid === gid ? '--init-groups' : '--clear-groups';
     privileges.push('--reuid', String(uid), '--regid', String(gid), groups);
   }
   const home = account?.home ?? '/';

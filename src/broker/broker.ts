@@ -1,0 +1,303 @@
+// The accept-broker: identity, admission and hand-off for every connection, in the earlier
+// supervisor's order; session slots; idle exit; shutdown; the first fatal error ends it all.
+import type { Config } from '../config/schema.ts';
+import { FdSocket } from '../io/fd-socket.ts';
+import { closeQuietly } from '../io/fds.ts';
+import type { Logger } from '../log.ts';
+import { native, type FdWatcher } from '../native/binding.ts';
+import { ErrorCode, encodeFrame, errorFrame, type ErrorCodeValue } from '../protocol/index.ts';
+import type { UnitManager } from '../systemd/unit-manager.ts';
+import { SessionError } from '../worker/session-error.ts';
+import { Admission, SessionSlots, type Slot } from './admission.ts';
+import { chooseVersion, readHello } from './handshake.ts';
+import type { Listener } from './listener.ts';
+import { ClientServiceCache, credentialsMatch, peerInService, peerPidfd, serviceIsLive, ticksSinceBoot } from './peer-identity.ts';
+import type { WorkerHandle, WorkerPool } from './worker-pool.ts';
+
+export const ADMISSION_REFUSED = 'authentication admission limit reached';
+/** Connections accepted per readable event before yielding to the event loop. */
+const ACCEPTS_PER_EVENT = 64;
+
+export interface BrokerDeps {
+  config: Config;
+  listener: Listener;
+  manager: UnitManager;
+  pool: WorkerPool;
+  log: Logger;
+  notify(state: string): void;
+}
+
+export class Broker {
+  #deps: BrokerDeps;
+  #admission: Admission;
+  #slots: SessionSlots;
+  #service: ClientServiceCache | undefined;
+  #pendingLookups = 0;
+  #handshakes = new Set<FdSocket>();
+  #sessions = new Set<WorkerHandle>();
+  #watcher: FdWatcher | undefined;
+  #idleTimer: NodeJS.Timeout | undefined;
+  #nextId = 1;
+  #stopping = false;
+  #fatal: Error | undefined;
+  #finished: (code: number) => void = () => undefined;
+  /** Resolves with the exit code once every session is gone. */
+  readonly done = new Promise<number>((resolve) => (this.#finished = resolve));
+
+  constructor(deps: BrokerDeps) {
+    this.#deps = deps;
+    const { limits, client } = deps.config;
+    this.#admission = new Admission(limits);
+    this.#slots = new SessionSlots(limits.maxSessions);
+    if (client.service) this.#service = new ClientServiceCache(() => deps.manager.serviceState(client.service!));
+  }
+
+  /** Stops what an earlier run left behind, then serves. A failed cleanup is fatal (nothing is accepted). */
+  async start(): Promise<void> {
+    const { manager, config, log, pool, listener } = this.#deps;
+    const orphans = await manager.listUnitsByPrefix(`${config.unitPrefix}session-`);
+    for (const unit of orphans) {
+      log('notice', `stopping ${unit}, left by an earlier run`);
+      await manager.stopAndWait(unit, config.limits.operationTimeoutMs);
+    }
+    pool.warm();
+    this.#watcher = native().watch(listener.fd, { readable: true }, () => this.#acceptSome());
+    this.#deps.notify('READY=1');
+    this.#status();
+    this.#checkIdle();
+    log('info', `serving ${listener.fromSystemd ? 'the socket systemd passed' : config.socketPath} for ${config.client.user}`);
+  }
+
+  /** SIGTERM: accept nothing more, end every session and wait until their units are gone. */
+  shutdown(): void {
+    if (this.#stopping) return;
+    this.#stopping = true;
+    this.#deps.notify('STOPPING=1');
+    this.#stopAccepting();
+    for (const socket of this.#handshakes) this.#refuse(socket, ErrorCode.SHUTDOWN, 'supervisor is shutting down');
+    for (const worker of this.#sessions) worker.shutdown();
+    this.#maybeFinish();
+  }
+
+  #stopAccepting(): void {
+    this.#watcher?.close();
+    this.#watcher = undefined;
+    clearTimeout(this.#idleTimer);
+    this.#deps.pool.stop();
+    if (!this.#deps.listener.fromSystemd) closeQuietly(this.#deps.listener.fd);
+  }
+
+  #fail(error: Error): void {
+    if (this.#fatal) return;
+    this.#fatal = error;
+    this.#deps.log('error', `fatal: ${error.message}`);
+    this.#deps.notify(`STATUS=fatal: ${error.message}`);
+    this.shutdown();
+  }
+
+  #maybeFinish(): void {
+    if (this.#stopping && this.#sessions.size === 0 && this.#handshakes.size === 0 && this.#pendingLookups === 0) {
+      this.#finished(this.#fatal ? 1 : 0);
+    }
+  }
+
+  #acceptSome(): void {
+    for (let i = 0; i < ACCEPTS_PER_EVENT && !this.#stopping; i += 1) {
+      let fd: number;
+      try {
+        fd = native().accept(this.#deps.listener.fd);
+      } catch (error) {
+        // EMFILE and the like: leave the connection queued and try again on the next event.
+        this.#deps.log('warning', `accept: ${(error as Error).message}`);
+        return;
+      }
+      if (fd < 0) return;
+      clearTimeout(this.#idleTimer);
+      this.#handle(fd).catch((error: Error) => this.#deps.log('error', `connection: ${error.message}`));
+    }
+  }
+
+  async #handle(fd: number): Promise<void> {
+    const { config, log } = this.#deps;
+    const acceptedAt = Date.now();
+    const acceptedTicks = ticksSinceBoot();
+    let credentials;
+    try {
+      credentials = native().peerCredentials(fd);
+    } catch (error) {
+      closeQuietly(fd);
+      return log('warning', `peer credentials: ${(error as Error).message}`);
+    }
+    if (!credentialsMatch(credentials, config)) {
+      log('notice', `refused pid ${credentials.pid} uid ${credentials.uid} gid ${credentials.gid}: not the client account`);
+      return this.#refuseFd(fd, ErrorCode.ADMISSION, ADMISSION_REFUSED);
+    }
+    if (!this.#admission.anySlotPossible(this.#pendingLookups)) {
+      log('notice', `refused pid ${credentials.pid}: admission limit`);
+      return this.#refuseFd(fd, ErrorCode.ADMISSION, ADMISSION_REFUSED);
+    }
+    this.#pendingLookups += 1;
+    let likelyMainPid = false;
+    try {
+      const state = await this.#service?.state();
+      likelyMainPid = !!state && serviceIsLive(state, config.client.service!) && state.mainPid === credentials.pid;
+    } finally {
+      this.#pendingLookups -= 1;
+    }
+    const admitted = this.#admission.admit(likelyMainPid, Date.now());
+    if (!admitted.admitted || this.#stopping) {
+      log('notice', `refused pid ${credentials.pid}: ${admitted.admitted ? 'shutting down' : admitted.reason}`);
+      if (admitted.admitted) this.#admission.release(admitted.slot);
+      return this.#refuseFd(fd, ErrorCode.ADMISSION, ADMISSION_REFUSED);
+    }
+    await this.#authenticate(fd, credentials, admitted.slot, acceptedAt, acceptedTicks);
+  }
+
+  async #authenticate(
+    fd: number,
+    credentials: { pid: number; uid: number; gid: number },
+    slot: Slot,
+    acceptedAt: number,
+    acceptedTicks: number,
+  ): Promise<void> {
+    const { config, log, pool } = this.#deps;
+    const socket = new FdSocket(fd);
+    this.#handshakes.add(socket);
+    this.#status();
+    let admissionHeld = true;
+    let pidfd = -1;
+    const deadline = setTimeout(() => this.#refuse(socket, ErrorCode.HANDSHAKE_TIMEOUT, 'handshake timeout'), config.limits.handshakeTimeoutMs);
+    try {
+      const hello = await readHello(socket);
+      const version = chooseVersion(hello);
+      if (version === undefined) throw new SessionError(ErrorCode.VERSION, 'unsupported protocol version');
+      pidfd = peerPidfd(socket.fd, credentials.pid, acceptedTicks);
+      let cgroup: string | null = null;
+      if (config.requireClientUnit) {
+        const state = await this.#service!.state();
+        if (!peerInService(pidfd, state, config.client.service!)) {
+          log('notice', `refused pid ${credentials.pid}: not inside ${config.client.service}`);
+          throw new SessionError(ErrorCode.AUTHENTICATION, 'authentication failed');
+        }
+        cgroup = state!.controlGroup;
+      }
+      this.#admission.release(slot);
+      admissionHeld = false;
+      if (!this.#slots.tryTake()) throw new SessionError(ErrorCode.SESSION_LIMIT, 'session limit reached');
+      let worker: WorkerHandle;
+      try {
+        worker = await pool.take();
+      } catch (error) {
+        this.#slots.release();
+        throw new SessionError(ErrorCode.INTERNAL, `no worker: ${(error as Error).message}`);
+      }
+      if (socket.closed) {
+        // The deadline passed (or shutdown began) while a worker was found: give the worker back by ending it.
+        this.#slots.release();
+        worker.shutdown();
+        return;
+      }
+      socket.writeUrgent(encodeFrame({ type: 'welcome', version }));
+      // A fresh socket takes seven bytes at once; anything else means the peer is already gone.
+      if (socket.writableLength > 0) {
+        this.#slots.release();
+        worker.shutdown();
+        throw new SessionError(ErrorCode.INTERNAL, 'could not send WELCOME');
+      }
+      const handed = native().dupCloexec(socket.fd);
+      const remaining = config.limits.handshakeTimeoutMs - (Date.now() - acceptedAt);
+      worker.handOff(this.#nextId++, handed, pidfd, { ...credentials, cgroup }, Math.max(remaining, 1));
+      pidfd = -1;
+      this.#adopt(worker);
+      socket.close();
+    } catch (error) {
+      const refusal = error instanceof SessionError ? error : new SessionError(ErrorCode.PROTOCOL, 'client closed during the handshake');
+      if (!socket.closed) log('notice', `pid ${credentials.pid}: ${refusal.message}`);
+      this.#refuse(socket, refusal.wireCode, refusal.message);
+    } finally {
+      clearTimeout(deadline);
+      if (admissionHeld) this.#admission.release(slot);
+      if (pidfd >= 0) closeQuietly(pidfd);
+      this.#handshakes.delete(socket);
+      this.#status();
+      this.#checkIdle();
+      this.#maybeFinish();
+    }
+  }
+
+  /** A session now lives in `worker`; when the worker exits, its unit must be gone too. */
+  #adopt(worker: WorkerHandle): void {
+    this.#sessions.add(worker);
+    this.#status();
+    void worker.exited.then(async () => {
+      const { manager, config, log } = this.#deps;
+      // A worker reports 'ended' only after its unit is gone, unless that cleanup failed.
+      const cleanedUp = worker.endReason !== undefined && worker.endReason !== 'cleanup-failed';
+      if (worker.unit && !cleanedUp) {
+        log('warning', `worker ${worker.child.pid} exited without cleaning up; stopping ${worker.unit}`);
+        try {
+          await manager.stopAndWait(worker.unit, config.limits.operationTimeoutMs);
+        } catch (error) {
+          this.#fail(new Error(`cannot stop ${worker.unit}: ${(error as Error).message}`));
+        }
+      }
+      this.#sessions.delete(worker);
+      this.#slots.release();
+      this.#status();
+      this.#checkIdle();
+      this.#maybeFinish();
+    });
+  }
+
+  #refuseFd(fd: number, code: ErrorCodeValue, message: string): void {
+    sendErrorNow(fd, code, message);
+    closeQuietly(fd);
+  }
+
+  #refuse(socket: FdSocket, code: ErrorCodeValue, message: string): void {
+    if (socket.closed) return;
+    sendErrorNow(socket.fd, code, message);
+    socket.close();
+  }
+
+  #status(): void {
+    this.#deps.notify(`STATUS=${this.#sessions.size} sessions, ${this.#handshakes.size} handshakes`);
+  }
+
+  #checkIdle(): void {
+    const idleMs = this.#deps.config.limits.idleExitMs;
+    if (this.#stopping || idleMs === 0 || this.#sessions.size > 0 || this.#handshakes.size > 0 || this.#pendingLookups > 0) return;
+    clearTimeout(this.#idleTimer);
+    this.#idleTimer = setTimeout(() => {
+      this.#deps.log('info', `idle for ${idleMs} ms; exiting (systemd keeps the socket)`);
+      this.shutdown();
+    }, idleMs);
+  }
+}
+
+/** Best effort and never blocking: a refused peer may not be reading. */
+function sendErrorNow(fd: number, code: ErrorCodeValue, message: string): void {
+  try {
+    const frame = encodeFrame(errorFrame(code, message));
+    native().sendmsg(fd, frame, 0, frame.length);
+  } catch {}
+  discardInput(fd);
+}
+
+const discardBuffer = Buffer.alloc(16 * 1024);
+
+/** Reads away what the peer already sent (closing any fds on it): closing a Unix socket with unread
+ * input resets the peer's side, and it could then lose the ERROR frame before reading it. */
+function discardInput(fd: number): void {
+  for (let i = 0; i < 4; i += 1) {
+    let message;
+    try {
+      message = native().recvmsg(fd, discardBuffer, 0, discardBuffer.length, 1);
+    } catch {
+      return;
+    }
+    if (!message) return;
+    for (const received of message.fds) closeQuietly(received);
+    if (message.bytes === 0) return;
+  }
+}

@@ -1,0 +1,69 @@
+// Broker process: configuration, the listening socket, the bus, signals; the Broker does the rest.
+import { statSync } from 'node:fs';
+import { checkSessionProperty } from '../config/properties.ts';
+import { loadConfig } from '../config/load.ts';
+import type { Config } from '../config/schema.ts';
+import { createLogger } from '../log.ts';
+import { notify, watchdogIntervalMs } from '../systemd/notify.ts';
+import { UnitManager } from '../systemd/unit-manager.ts';
+import { Broker } from './broker.ts';
+import { createListener, takeSystemdListener, type Listener } from './listener.ts';
+import { WorkerPool, workerCommand, workerEnvironment } from './worker-pool.ts';
+
+const log = createLogger('broker');
+const BUS_ADDRESS_ENV = 'OPENCODE_PTY_BUS_ADDRESS';
+
+/** The socket unit sets the group and mode; a mismatch with the config means the install is wrong. */
+function checkSocketPermissions(listener: Listener, config: Config): void {
+  if (!listener.fromSystemd) return;
+  const stat = statSync(config.socketPath, { throwIfNoEntry: false });
+  if (!stat?.isSocket()) throw new Error(`${config.socketPath} is not the socket systemd passed`);
+  if (stat.gid !== config.client.gid || (stat.mode & 0o777) !== 0o660) {
+    throw new Error(`${config.socketPath} must be mode 0660 with group ${config.client.group} (gid ${config.client.gid}); it has gid ${stat.gid} mode ${(stat.mode & 0o777).toString(8)}`);
+  }
+}
+
+async function main(): Promise<number> {
+  if (process.geteuid?.() !== 0) throw new Error('supervisor must run as root');
+  let config: Config;
+  try {
+    config = loadConfig({ checkProperty: checkSessionProperty });
+  } catch (error) {
+    notify(`STATUS=${(error as Error).message}`);
+    throw error;
+  }
+  const listener = takeSystemdListener() ?? createListener(config.socketPath, config.client.gid);
+  checkSocketPermissions(listener, config);
+  const busAddress = process.env[BUS_ADDRESS_ENV] || undefined;
+  let manager: UnitManager;
+  try {
+    manager = await UnitManager.connect(busAddress, { timeoutMs: config.limits.operationTimeoutMs });
+  } catch (error) {
+    throw new Error(`cannot reach systemd over D-Bus: ${(error as Error).message}`);
+  }
+  const pool = new WorkerPool(workerCommand(), workerEnvironment(process.env, config, busAddress), log);
+  const broker = new Broker({ config, listener, manager, pool, log, notify: (state) => void notify(state) });
+  process.on('SIGTERM', () => broker.shutdown());
+  process.on('SIGINT', () => broker.shutdown());
+  try {
+    await broker.start();
+  } catch (error) {
+    pool.stop();
+    manager.close();
+    throw new Error(`startup orphan cleanup: ${(error as Error).message}`);
+  }
+  const watchdogMs = watchdogIntervalMs();
+  const watchdog = watchdogMs ? setInterval(() => notify('WATCHDOG=1'), watchdogMs / 2) : undefined;
+  const code = await broker.done;
+  clearInterval(watchdog);
+  manager.close();
+  return code;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: Error) => {
+    log('error', error.message);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,138 @@
+// Worker processes: one warm spare always ready (Node takes ~100 ms to start), one process per session.
+// A worker tells us its unit's name before starting it; if the worker dies, we stop that unit.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Config } from '../config/schema.ts';
+import { FdSocket } from '../io/fd-socket.ts';
+import type { Logger } from '../log.ts';
+import { native } from '../native/binding.ts';
+import { ControlDecoder, encodeControl, type PeerIdentity, type WorkerMessage } from '../worker/control.ts';
+
+/** How a worker is started: the bundle beside this one, or the TypeScript entry through tsx in a checkout. */
+export function workerCommand(): string[] {
+  const here = import.meta.url;
+  if (here.endsWith('.ts')) return ['--import', 'tsx', fileURLToPath(new URL('../worker/main.ts', here))];
+  return [fileURLToPath(new URL('./worker.js', here))];
+}
+
+/** The environment a worker gets: nothing systemd meant for the broker alone. */
+export function workerEnvironment(env: NodeJS.ProcessEnv, config: Config, busAddress: string | undefined): NodeJS.ProcessEnv {
+  const clean: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (/^(LISTEN_|NOTIFY_SOCKET$|WATCHDOG_)/.test(name)) continue;
+    clean[name] = value;
+  }
+  clean.OPENCODE_PTY_WORKER_CONFIG = JSON.stringify(config);
+  if (busAddress) clean.OPENCODE_PTY_BUS_ADDRESS = busAddress;
+  else delete clean.OPENCODE_PTY_BUS_ADDRESS;
+  return clean;
+}
+
+export class WorkerHandle {
+  readonly child: ChildProcess;
+  readonly control: FdSocket;
+  /** Set when the worker names its unit, before it starts it. */
+  unit: string | undefined;
+  endReason: string | undefined;
+  readonly ready: Promise<void>;
+  readonly exited: Promise<void>;
+  #onMessage: (message: WorkerMessage) => void = () => undefined;
+
+  constructor(command: string[], env: NodeJS.ProcessEnv, log: Logger) {
+    const [ours, theirs] = native().socketpair();
+    try {
+      this.child = spawn(process.execPath, command, { stdio: ['ignore', 'inherit', 'inherit', theirs], env });
+    } finally {
+      closeSync(theirs);
+    }
+    this.control = new FdSocket(ours);
+    let readyResolve: () => void = () => undefined;
+    let readyReject: (error: Error) => void = () => undefined;
+    this.ready = new Promise((resolve, reject) => {
+      readyResolve = resolve;
+      readyReject = reject;
+    });
+    this.ready.catch(() => undefined);
+    this.exited = new Promise((resolve) =>
+      this.child.once('exit', (code, signal) => {
+        readyReject(new Error(`worker ${this.child.pid} exited (${signal ?? code}) before it was ready`));
+        this.control.close();
+        resolve();
+      }),
+    );
+    const decoder = new ControlDecoder();
+    this.control.startReading((chunk) => {
+      let messages: unknown[];
+      try {
+        messages = decoder.push(chunk);
+      } catch (error) {
+        log('error', `worker ${this.child.pid}: ${(error as Error).message}`);
+        this.child.kill('SIGKILL');
+        return;
+      }
+      for (const message of messages as WorkerMessage[]) {
+        if (message.type === 'ready') readyResolve();
+        if (message.type === 'unit') this.unit = message.name;
+        if (message.type === 'ended') this.endReason = message.reason;
+        this.#onMessage(message);
+      }
+    });
+    this.control.on('error', () => undefined);
+  }
+
+  onMessage(listener: (message: WorkerMessage) => void): void {
+    this.#onMessage = listener;
+  }
+
+  /** Hands over the connection and the peer's pidfd; the control socket closes our copies once sent. */
+  handOff(id: number, clientFd: number, pidfd: number, peer: PeerIdentity, deadlineMs: number): void {
+    this.control.write(encodeControl({ type: 'session', id, peer, deadlineMs }), [clientFd, pidfd]);
+  }
+
+  shutdown(): void {
+    if (!this.control.closed) this.control.write(encodeControl({ type: 'shutdown' }));
+  }
+}
+
+export class WorkerPool {
+  #command: string[];
+  #env: NodeJS.ProcessEnv;
+  #log: Logger;
+  #spare: WorkerHandle | undefined;
+  #stopped = false;
+
+  constructor(command: string[], env: NodeJS.ProcessEnv, log: Logger) {
+    this.#command = command;
+    this.#env = env;
+    this.#log = log;
+  }
+
+  /** Starts the spare if there is none. */
+  warm(): void {
+    if (this.#stopped || this.#spare) return;
+    const spare = new WorkerHandle(this.#command, this.#env, this.#log);
+    this.#spare = spare;
+    spare.ready.catch((error: Error) => {
+      this.#log('warning', error.message);
+      if (this.#spare === spare) this.#spare = undefined;
+    });
+  }
+
+  /** The ready spare (waiting for it if it is still starting); a new spare starts at once. */
+  async take(): Promise<WorkerHandle> {
+    this.warm();
+    const worker = this.#spare!;
+    this.#spare = undefined;
+    await worker.ready;
+    this.warm();
+    return worker;
+  }
+
+  /** Ends the spare (it holds no session) and starts no more. */
+  stop(): void {
+    this.#stopped = true;
+    this.#spare?.shutdown();
+    this.#spare = undefined;
+  }
+}

@@ -1,0 +1,52 @@
+// A stand-in for the agent service, run as its main process inside the sandbox: it takes JSON
+// commands on a Unix socket and runs them from inside the service's cgroup, either in-process
+// (so the peer is the real MainPID) or as child processes (so they share its cgroup).
+// Command (one JSON line per connection): {"peers": {count, mode, hold}} | {"run": [argv...], "background": bool}
+// | {"release": true} (closes held connections, ends background children)
+// Answer: one JSON line.
+import { spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import net from 'node:net';
+import { runPeers } from './peer.mjs';
+
+const [listenPath, supervisorSocket] = process.argv.slice(2);
+const held = [];
+const children = new Set();
+
+function run(argv, background) {
+  const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+  if (background) {
+    children.add(child);
+    child.on('exit', () => children.delete(child));
+    return Promise.resolve({ pid: child.pid });
+  }
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => (stdout += chunk));
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  return new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
+}
+
+rmSync(listenPath, { force: true });
+net
+  .createServer({ allowHalfOpen: true }, (connection) => {
+    let text = '';
+    connection.on('data', async (chunk) => {
+      text += chunk;
+      if (!text.includes('\n')) return;
+      const command = JSON.parse(text);
+      let answer;
+      if (command.peers) {
+        const { count, mode, hold } = command.peers;
+        answer = { reports: await runPeers(supervisorSocket, count, mode, hold, held) };
+      } else if (command.release) {
+        for (const socket of held.splice(0)) socket.destroy();
+        for (const child of children) child.kill('SIGTERM');
+        answer = { released: true };
+      } else {
+        answer = await run(command.run, command.background);
+      }
+      connection.end(`${JSON.stringify(answer)}\n`);
+    });
+  })
+  .listen(listenPath);

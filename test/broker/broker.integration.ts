@@ -1,0 +1,128 @@
+// The accept-broker against real systemd: socket activation, identity, admission, limits, deadlines.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ErrorCode } from '../../src/protocol/index.ts';
+import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
+import { agentRun, SOCKET_PATH } from '../sandbox/deploy.ts';
+import { sessionUnits } from '../worker/harness.ts';
+import { Agent, brokerProperty, deployBroker, peersAs, stopBroker, until } from './harness.ts';
+
+const REFUSED = { frame: 'error', code: ErrorCode.ADMISSION, message: 'authentication admission limit reached' };
+
+let sandbox: Sandbox;
+let agent: Agent;
+
+test.before(async () => {
+  sandbox = await bootSandbox({ name: 'broker' });
+  await deployBroker(sandbox, { limits: { idleExitMs: 600_000 } });
+  agent = await Agent.start(sandbox);
+});
+
+test.after.each(async () => {
+  await agent.release();
+  // A fresh broker per test: admission counts and rate windows start empty.
+  await stopBroker(sandbox);
+});
+
+test.after(async () => {
+  await sandbox?.stop();
+});
+
+test('socket activation: a session through the real supervisor as the agent service', async () => {
+  assert.is(await brokerProperty(sandbox, 'ActiveState'), 'inactive');
+  const run = await sandbox.exec(agentRun(sandbox, ['sh', '-c', 'echo hi; id -u; exit 3'], { unit: 'opencode-pty-agent-run.service' }), { timeoutMs: 30_000 });
+  // This unit is not the configured agent service, so the supervisor must refuse it...
+  assert.is(run.code, 125, run.stderr);
+  assert.match(run.stderr, 'authentication failed');
+  // ...while a child of the agent service gets its session.
+  const session = await agent.session(['sh', '-c', 'echo hi; id -u; exit 3']);
+  assert.is(session.code, 3, session.stderr);
+  assert.is(session.stdout, `hi\r\n${sandbox.client.uid}\r\n`);
+  assert.is(await brokerProperty(sandbox, 'ActiveState'), 'active');
+  // The worker exits just after its client saw EXIT; the broker then frees the slot.
+  await until(async () => (await brokerProperty(sandbox, 'StatusText')) === '0 sessions, 0 handshakes', 5000, 'the slot to be freed');
+  assert.equal(await sessionUnits(sandbox), []);
+});
+
+test('wrong uid and wrong gid are refused before anything is read', async () => {
+  // Both can reach the 0660 socket through the client's group, as a member of it could.
+  const socketGroup = [sandbox.client.gid];
+  const [other] = await peersAs(sandbox, { as: 'other', groups: socketGroup }, 1, 'silent');
+  assert.equal({ frame: other!.frame, code: other!.code, message: other!.message }, REFUSED);
+  const [wrongGid] = await peersAs(sandbox, { uid: sandbox.client.uid, gid: sandbox.other.gid, groups: socketGroup }, 1, 'silent');
+  assert.equal({ frame: wrongGid!.frame, code: wrongGid!.code, message: wrongGid!.message }, REFUSED);
+  // The right account is admitted: it is not refused at once but waits for its HELLO.
+  const [right] = await peersAs(sandbox, { as: 'client' }, 1, 'silent');
+  assert.equal({ frame: right!.frame, code: right!.code }, { frame: 'error', code: ErrorCode.HANDSHAKE_TIMEOUT });
+});
+
+test('the right account outside the agent service fails authentication', async () => {
+  const [report] = await peersAs(sandbox, { as: 'client' }, 1, 'hello');
+  assert.is(report!.frame, 'error');
+  assert.is(report!.code, ErrorCode.AUTHENTICATION);
+  assert.is(report!.message, 'authentication failed');
+});
+
+test('a silent peer and a peer sending one byte a second are cut at the handshake deadline', async () => {
+  const [silent, drip] = await Promise.all([
+    peersAs(sandbox, { as: 'client' }, 1, 'silent'),
+    peersAs(sandbox, { as: 'client' }, 1, 'drip'),
+  ]);
+  for (const [report] of [silent, drip]) {
+    assert.is(report!.frame, 'error');
+    assert.is(report!.code, ErrorCode.HANDSHAKE_TIMEOUT);
+    assert.ok(report!.ms >= 4900, `cut after ${report!.ms} ms`);
+  }
+});
+
+test('32 idle connections fill the ordinary slots; the real MainPID still gets in, a 33rd peer does not', async () => {
+  const idle = await agent.command<{ pid: number }>({ run: ['/usr/bin/node', '/opt/opencode-pty/test/peer.mjs', SOCKET_PATH, '32', 'silent', 'hold'], background: true });
+  assert.ok(idle.pid > 0);
+  await until(async () => (await brokerProperty(sandbox, 'StatusText')).includes('32 handshakes'), 4000, '32 held handshakes');
+  const [outsider] = await peersAs(sandbox, { as: 'client' }, 1, 'silent');
+  assert.equal({ frame: outsider!.frame, code: outsider!.code }, { frame: 'error', code: ErrorCode.ADMISSION });
+  const { reports } = await agent.peers(1, 'hello');
+  assert.equal({ frame: reports[0]!.frame, version: (reports[0] as { version?: number }).version }, { frame: 'welcome', version: 1 });
+});
+
+test('the 121st admission within a minute is refused', async () => {
+  const reports = await peersAs(sandbox, { as: 'client' }, 121, 'hello');
+  // Each of the first 120 was admitted and then failed authentication (not the agent service).
+  assert.ok(reports.slice(0, 120).every((report) => report.code === ErrorCode.AUTHENTICATION), JSON.stringify(reports.find((r) => r.code !== ErrorCode.AUTHENTICATION)));
+  assert.equal({ frame: reports[120]!.frame, code: reports[120]!.code }, { frame: 'error', code: ErrorCode.ADMISSION });
+});
+
+test('the 17th session is refused; SIGTERM with 16 live sessions leaves no session unit', async () => {
+  for (let i = 0; i < 16; i += 1) await agent.session(['sleep', '1000'], true);
+  await until(async () => (await sessionUnits(sandbox)).length === 16, 30_000, '16 session units');
+  const refused = await agent.session(['true']);
+  assert.is(refused.code, 125);
+  assert.match(refused.stderr, 'session limit reached');
+  await stopBroker(sandbox);
+  assert.equal(await sessionUnits(sandbox), []);
+});
+
+test('a worker killed mid-session leaves no unit', async () => {
+  await agent.session(['sleep', '1000'], true);
+  await until(async () => (await sessionUnits(sandbox)).length === 1, 10_000, 'one session unit');
+  const workers = await sandbox.exec(['pgrep', '-f', '/opt/opencode-pty/worker.js']);
+  // The busy worker is the one whose session exists: kill every worker; the spare is replaced.
+  for (const pid of workers.stdout.trim().split('\n').filter(Boolean)) await sandbox.exec(['kill', '-KILL', pid]);
+  await until(async () => (await sessionUnits(sandbox)).length === 0, 10_000, 'the session unit to be stopped');
+  assert.is(await brokerProperty(sandbox, 'ActiveState'), 'active');
+});
+
+test('SIGKILL of the whole broker unit leaves session units that the next activation cleans up', async () => {
+  // A program that ignores hang-ups outlives its worker; only the broker's cleanup ends it.
+  await agent.session(['sh', '-c', 'trap "" HUP TERM; while :; do sleep 1; done'], true);
+  await until(async () => (await sessionUnits(sandbox)).length === 1, 10_000, 'one session unit');
+  await sandbox.systemctl('kill', '--signal=SIGKILL', 'opencode-pty-supervisor@broker.service');
+  await until(async () => (await brokerProperty(sandbox, 'ActiveState')) !== 'active', 10_000, 'the broker to die');
+  assert.is((await sessionUnits(sandbox)).length, 1);
+  // The next connection activates a new broker, which stops the orphan before accepting.
+  const session = await agent.session(['true']);
+  assert.is(session.code, 0, session.stderr);
+  assert.equal(await sessionUnits(sandbox), []);
+});
+
+test.run();

@@ -1,0 +1,71 @@
+// A test peer run inside the sandbox (plain Node, no dependencies): opens connections to the
+// supervisor socket and reports, per connection, the first frame the broker answered with.
+// As a command: node peer.mjs SOCKET COUNT MODE [hold]; each report is one JSON line on stdout.
+//   MODE: silent (send nothing) | hello (send HELLO) | drip (one HELLO byte a second)
+//   hold: keep every connection open (reported as "connected") until the process is killed.
+import net from 'node:net';
+import { pathToFileURL } from 'node:url';
+
+export const HELLO = Buffer.from('01000000084f43505400010001', 'hex');
+
+function describe(buffer) {
+  if (buffer.length < 5) return { frame: 'none' };
+  const type = buffer[0];
+  const payload = buffer.subarray(5, 5 + buffer.readUInt32BE(1));
+  if (type === 0x02) return { frame: 'welcome', version: payload.readUInt16BE(0) };
+  if (type === 0x0c) return { frame: 'error', code: payload.readUInt16BE(0), message: payload.subarray(2).toString() };
+  return { frame: `type-${type}` };
+}
+
+/** Opens one connection; resolves with its report. `hold` resolves once connected and keeps it open. */
+export function connectOne(socketPath, mode, hold, sockets = []) {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const socket = net.createConnection(socketPath);
+    sockets.push(socket);
+    let received = Buffer.alloc(0);
+    let reported = false;
+    const report = (extra) => {
+      if (reported) return;
+      reported = true;
+      resolve({ ms: Date.now() - started, ...describe(received), ...extra });
+    };
+    socket.on('connect', () => {
+      if (mode === 'hello') socket.write(HELLO);
+      if (mode === 'drip') {
+        let sent = 0;
+        const timer = setInterval(() => {
+          if (sent >= HELLO.length - 1 || socket.destroyed) return clearInterval(timer);
+          socket.write(HELLO.subarray(sent, sent + 1));
+          sent += 1;
+        }, 1000);
+        socket.on('close', () => clearInterval(timer));
+      }
+      if (hold) report({ frame: 'connected' });
+    });
+    socket.on('data', (chunk) => {
+      received = Buffer.concat([received, chunk]);
+      if (received.length >= 5 && received.length >= 5 + received.readUInt32BE(1)) report({});
+    });
+    // 'close' follows 'error': report then, with whatever arrived before the error.
+    let failure;
+    socket.on('error', (error) => (failure = error.code));
+    socket.on('close', () => report(failure ? { closed: true, error: failure } : { closed: true }));
+  });
+}
+
+/** Opens `count` connections one after another, each reported before the next opens. */
+export async function runPeers(socketPath, count, mode, hold, sockets = []) {
+  const reports = [];
+  for (let i = 0; i < count; i += 1) reports.push(await connectOne(socketPath, mode, hold, sockets));
+  if (!hold) for (const socket of sockets) socket.destroy();
+  return reports;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const [socketPath, count, mode, hold] = process.argv.slice(2);
+  const reports = await runPeers(socketPath, Number(count), mode, hold === 'hold');
+  for (const report of reports) process.stdout.write(`${JSON.stringify(report)}\n`);
+  // Held connections stay open until this process is killed.
+  if (hold === 'hold') setInterval(() => undefined, 1 << 30);
+}

@@ -1,0 +1,171 @@
+// Test harness for worker processes: starts a real worker against a sandbox's bus, hands it a
+// connection the way the broker does, and speaks the protocol to it through a raw client.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { closeSync, constants, fstatSync, openSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { DEFAULT_LIMITS, DEFAULT_SESSION, type Config } from '../../src/config/schema.ts';
+import { FdSocket } from '../../src/io/fd-socket.ts';
+import { native } from '../../src/native/binding.ts';
+import { FrameDecoder, encodeFrame, type Frame, type FrameName, type FrameOf } from '../../src/protocol/index.ts';
+import { ControlDecoder, encodeControl, type PeerIdentity, type WorkerMessage } from '../../src/worker/control.ts';
+import type { Sandbox } from '../sandbox/index.ts';
+
+export const HELPER_INSIDE = '/opt/opencode-pty/opencode-pty-session';
+const WORKER_MAIN = fileURLToPath(new URL('../../src/worker/main.ts', import.meta.url));
+const HELPER_BUILT = fileURLToPath(new URL('../../build/Release/opencode-pty-session', import.meta.url));
+
+export async function installHelper(sandbox: Sandbox): Promise<void> {
+  await sandbox.install([{ from: HELPER_BUILT, to: HELPER_INSIDE, mode: 0o755 }]);
+}
+
+export function workerConfig(sandbox: Sandbox, overrides: Partial<Config> = {}): Config {
+  return {
+    client: { ...sandbox.client, service: null },
+    requireClientUnit: false,
+    socketPath: '/run/opencode-pty/supervisor.sock',
+    unitPrefix: 'opencode-pty-',
+    helperPath: HELPER_INSIDE,
+    limits: { ...DEFAULT_LIMITS },
+    session: { ...DEFAULT_SESSION, environmentAllowlist: ['LANG', 'OCPTY_ALLOWED'] },
+    ...overrides,
+  };
+}
+
+/** A worker process and its control channel. */
+export class WorkerProcess {
+  readonly child: ChildProcess;
+  readonly control: FdSocket;
+  readonly messages: WorkerMessage[] = [];
+  readonly exited: Promise<number | null>;
+  stderr = '';
+  #waiters: Array<() => void> = [];
+
+  constructor(sandbox: Sandbox, config: Config) {
+    const [ours, theirs] = native().socketpair();
+    this.child = spawn(process.execPath, ['--import', 'tsx', WORKER_MAIN], {
+      stdio: ['ignore', 'inherit', process.env.WORKER_STDERR ? 'inherit' : 'pipe', theirs],
+      env: { ...process.env, OPENCODE_PTY_WORKER_CONFIG: JSON.stringify(config), OPENCODE_PTY_BUS_ADDRESS: sandbox.busAddress },
+    });
+    closeSync(theirs);
+    this.child.stderr?.on('data', (chunk) => (this.stderr += chunk));
+    this.exited = once(this.child, 'exit').then(([code]) => code as number | null);
+    this.control = new FdSocket(ours);
+    const decoder = new ControlDecoder();
+    this.control.startReading((chunk) => {
+      for (const message of decoder.push(chunk)) this.messages.push(message as WorkerMessage);
+      for (const waiter of this.#waiters.splice(0)) waiter();
+    });
+    this.control.on('end', () => this.control.close());
+  }
+
+  async waitFor<T extends WorkerMessage['type']>(type: T): Promise<Extract<WorkerMessage, { type: T }>> {
+    for (;;) {
+      const found = this.messages.find((message) => message.type === type);
+      if (found) return found as Extract<WorkerMessage, { type: T }>;
+      if (this.child.exitCode !== null) throw new Error(`worker exited before '${type}': ${this.stderr}`);
+      await new Promise<void>((resolve) => {
+        this.#waiters.push(resolve);
+        this.child.once('exit', () => resolve());
+      });
+    }
+  }
+
+  /** Hands a connection over as the broker does: the fd and our own pidfd on one message. */
+  handOff(clientFd: number, peer: Partial<PeerIdentity> = {}, deadlineMs = 5000): void {
+    const pidfd = native().pidfdOpen(process.pid);
+    const full: PeerIdentity = { pid: process.pid, uid: process.getuid!(), gid: process.getgid!(), cgroup: null, ...peer };
+    this.control.write(encodeControl({ type: 'session', id: 1, peer: full, deadlineMs }), [clientFd, pidfd]);
+  }
+
+  shutdown(): void {
+    this.control.write(encodeControl({ type: 'shutdown' }));
+  }
+}
+
+/** The client side of a handed-off connection, speaking the protocol by hand. */
+export class RawClient {
+  readonly socket: FdSocket;
+  readonly frames: Frame[] = [];
+  output = Buffer.alloc(0);
+  ended = false;
+  #decoder = new FrameDecoder('to-client');
+  #waiters: Array<() => void> = [];
+  /** Grant credit back as output arrives (a reading consumer). */
+  autoCredit = true;
+  /** The worker serving this connection, for its log in failure messages. */
+  worker: WorkerProcess | undefined;
+
+  constructor(fd: number) {
+    this.socket = new FdSocket(fd);
+    this.socket.startReading((chunk) => {
+      for (const frame of this.#decoder.push(chunk)) {
+        this.frames.push(frame);
+        if (frame.type === 'output') {
+          this.output = Buffer.concat([this.output, frame.data]);
+          if (this.autoCredit) this.send({ type: 'credit', bytes: frame.data.length });
+        }
+      }
+      this.#wake();
+    });
+    const ended = () => {
+      this.ended = true;
+      this.socket.close();
+      this.#wake();
+    };
+    this.socket.on('end', ended);
+    this.socket.on('error', ended);
+  }
+
+  #wake(): void {
+    for (const waiter of this.#waiters.splice(0)) waiter();
+  }
+
+  send(frame: Frame, fds: number[] = []): void {
+    this.socket.write(encodeFrame(frame), fds);
+  }
+
+  /** Sends START for `dir` with its fd attached (or the given fds instead). */
+  start(dir: string, argv: string[], options: { env?: Record<string, string>; rows?: number; cols?: number; fds?: number[]; statOf?: number } = {}): void {
+    const dirFd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+    const stat = fstatSync(options.statOf ?? dirFd, { bigint: true });
+    const env = Object.entries(options.env ?? {}).map(([name, value]) => ({ name, value }));
+    const frame: Frame = { type: 'start', rows: options.rows ?? 24, cols: options.cols ?? 80, cwdDev: stat.dev, cwdIno: stat.ino, argv, env };
+    this.send(frame, options.fds ?? [dirFd]);
+  }
+
+  /** Resolves with the first frame of that type, or rejects when the connection ends first. */
+  async waitFor<T extends FrameName>(type: T): Promise<FrameOf<T>> {
+    for (;;) {
+      const found = this.frames.find((frame) => frame.type === type);
+      if (found) return found as FrameOf<T>;
+      if (this.ended) throw new Error(`connection ended before ${type}; got ${this.frames.map((f) => f.type).join(',')}`);
+      await new Promise<void>((resolve) => this.#waiters.push(resolve));
+    }
+  }
+
+  /** Resolves once the output contains `text`. */
+  async waitForOutput(text: string): Promise<string> {
+    for (;;) {
+      const seen = this.output.toString('utf8');
+      if (seen.includes(text)) return seen;
+      if (this.ended) throw new Error(`connection ended before output ${JSON.stringify(text)}; output: ${JSON.stringify(seen)}`);
+      await new Promise<void>((resolve) => this.#waiters.push(resolve));
+    }
+  }
+
+  /** Resolves when the server closed the connection. */
+  async closed(): Promise<void> {
+    while (!this.ended) await new Promise<void>((resolve) => this.#waiters.push(resolve));
+  }
+
+  close(): void {
+    this.socket.close();
+  }
+}
+
+/** Session units of the supervisor's prefix still loaded in the sandbox. */
+export async function sessionUnits(sandbox: Sandbox): Promise<string[]> {
+  const result = await sandbox.systemctl('list-units', '--all', '--plain', '--no-legend', 'opencode-pty-session-*');
+  return result.stdout.split('\n').map((line) => line.trim().split(/\s+/)[0]!).filter(Boolean);
+}
