@@ -21,6 +21,19 @@ function findTests(dir) {
 
 // A suite that hangs fails instead of stalling the run; its whole process group is ended by PID.
 const FILE_TIMEOUT_MS = Number(process.env.TEST_FILE_TIMEOUT_MS || 300_000);
+let running;
+
+// If the run itself is stopped, the suite in progress (and the sandbox it owns) goes with it.
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(signal, () => {
+    if (running) {
+      try {
+        process.kill(-running.pid, 'SIGTERM');
+      } catch {}
+    }
+    process.exit(130);
+  });
+}
 
 function run(argv) {
   return new Promise((resolve) => {
@@ -30,6 +43,7 @@ function run(argv) {
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });
+    running = child;
     const timer = setTimeout(() => {
       process.stdout.write(`\n# timed out after ${FILE_TIMEOUT_MS} ms: ${argv.join(' ')}\n`);
       try {

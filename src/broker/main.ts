@@ -1,5 +1,8 @@
 // Broker process: configuration, the listening socket, the bus, signals; the Broker does the rest.
 import { statSync } from 'node:fs';
+import { closeQuietly } from '../io/fds.ts';
+import { native } from '../native/binding.ts';
+import { ErrorCode, encodeFrame, errorFrame } from '../protocol/index.ts';
 import { checkSessionProperty } from '../config/properties.ts';
 import { loadConfig } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
@@ -23,16 +26,37 @@ function checkSocketPermissions(listener: Listener, config: Config): void {
   }
 }
 
+/** Accepts every queued connection and sends it an ERROR (never blocking), then closes it. */
+function refuseQueued(listenFd: number, message: string): void {
+  const frame = encodeFrame(errorFrame(ErrorCode.INTERNAL, message));
+  for (;;) {
+    let fd: number;
+    try {
+      fd = native().accept(listenFd);
+    } catch {
+      return;
+    }
+    if (fd < 0) return;
+    try {
+      native().sendmsg(fd, frame, 0, frame.length);
+    } catch {}
+    closeQuietly(fd);
+  }
+}
+
 async function main(): Promise<number> {
   if (process.geteuid?.() !== 0) throw new Error('supervisor must run as root');
+  const systemdListener = takeSystemdListener();
   let config: Config;
   try {
     config = loadConfig({ checkProperty: checkSessionProperty });
   } catch (error) {
     notify(`STATUS=${(error as Error).message}`);
+    // Answer what is queued, or systemd would start us again for it at once, fail after fail.
+    if (systemdListener) refuseQueued(systemdListener.fd, 'supervisor is misconfigured; see its journal');
     throw error;
   }
-  const listener = takeSystemdListener() ?? createListener(config.socketPath, config.client.gid);
+  const listener = systemdListener ?? createListener(config.socketPath, config.client.gid);
   checkSocketPermissions(listener, config);
   const busAddress = process.env[BUS_ADDRESS_ENV] || undefined;
   let manager: UnitManager;

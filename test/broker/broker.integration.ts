@@ -3,7 +3,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ErrorCode } from '../../src/protocol/index.ts';
 import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
-import { agentRun, SOCKET_PATH } from '../sandbox/deploy.ts';
+import { agentRun, BROKER_UNIT as BROKER, CONFIG_PATH, deployConfig, SOCKET_PATH } from '../sandbox/deploy.ts';
 import { sessionUnits } from '../worker/harness.ts';
 import { Agent, brokerProperty, deployBroker, peersAs, stopBroker, until } from './harness.ts';
 
@@ -75,14 +75,22 @@ test('a silent peer and a peer sending one byte a second are cut at the handshak
   }
 });
 
+/** The next broker (each test gets a fresh one) reads this config. */
+async function configure(overrides: Record<string, unknown>): Promise<void> {
+  await sandbox.install([{ content: JSON.stringify(deployConfig(sandbox, overrides)), to: CONFIG_PATH }]);
+}
+
 test('32 idle connections fill the ordinary slots; the real MainPID still gets in, a 33rd peer does not', async () => {
+  // Long enough a deadline that the 32 idle connections are all still held when the others come.
+  await configure({ limits: { idleExitMs: 600_000, handshakeTimeoutMs: 30_000 } });
   const idle = await agent.command<{ pid: number }>({ run: ['/usr/bin/node', '/opt/opencode-pty/test/peer.mjs', SOCKET_PATH, '32', 'silent', 'hold'], background: true });
   assert.ok(idle.pid > 0);
-  await until(async () => (await brokerProperty(sandbox, 'StatusText')).includes('32 handshakes'), 4000, '32 held handshakes');
+  await until(async () => (await brokerProperty(sandbox, 'StatusText')).includes('32 handshakes'), 20_000, '32 held handshakes');
   const [outsider] = await peersAs(sandbox, { as: 'client' }, 1, 'silent');
   assert.equal({ frame: outsider!.frame, code: outsider!.code }, { frame: 'error', code: ErrorCode.ADMISSION });
   const { reports } = await agent.peers(1, 'hello');
   assert.equal({ frame: reports[0]!.frame, version: (reports[0] as { version?: number }).version }, { frame: 'welcome', version: 1 });
+  await configure({ limits: { idleExitMs: 600_000 } });
 });
 
 test('the 121st admission within a minute is refused', async () => {
@@ -116,13 +124,17 @@ test('SIGKILL of the whole broker unit leaves session units that the next activa
   // A program that ignores hang-ups outlives its worker; only the broker's cleanup ends it.
   await agent.session(['sh', '-c', 'trap "" HUP TERM; while :; do sleep 1; done'], true);
   await until(async () => (await sessionUnits(sandbox)).length === 1, 10_000, 'one session unit');
-  await sandbox.systemctl('kill', '--signal=SIGKILL', 'opencode-pty-supervisor@broker.service');
+  await sandbox.systemctl('kill', '--signal=SIGKILL', BROKER);
   await until(async () => (await brokerProperty(sandbox, 'ActiveState')) !== 'active', 10_000, 'the broker to die');
-  assert.is((await sessionUnits(sandbox)).length, 1);
-  // The next connection activates a new broker, which stops the orphan before accepting.
+  const orphans = await sessionUnits(sandbox);
+  assert.is(orphans.length, 1);
+  // The next connection activates a new broker, which stops the orphan before it accepts anything.
   const session = await agent.session(['true']);
   assert.is(session.code, 0, session.stderr);
-  assert.equal(await sessionUnits(sandbox), []);
+  assert.not.ok((await sessionUnits(sandbox)).includes(orphans[0]!), 'the orphan is gone before the new session ran');
+  assert.match(await sandbox.journal(BROKER), `stopping ${orphans[0]}, left by an earlier run`);
+  // The new session's own unit goes once its worker has stopped it.
+  await until(async () => (await sessionUnits(sandbox)).length === 0, 10_000, 'no session unit');
 });
 
 test.run();

@@ -1,0 +1,65 @@
+// The broker's life under systemd: idle exit, re-activation (also racing the exit), bad configs.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
+import { BROKER_UNIT, CONFIG_PATH, deployConfig } from '../sandbox/deploy.ts';
+import { Agent, brokerProperty, deployBroker, until } from './harness.ts';
+
+const IDLE_MS = 300;
+let sandbox: Sandbox;
+let agent: Agent;
+
+test.before(async () => {
+  sandbox = await bootSandbox({ name: 'broker-life' });
+  await deployBroker(sandbox, { limits: { idleExitMs: IDLE_MS } });
+  agent = await Agent.start(sandbox);
+});
+
+test.after(async () => {
+  await sandbox?.stop();
+});
+
+async function brokerRuns(): Promise<number> {
+  return (await sandbox.journal(BROKER_UNIT)).split('\n').filter((line) => line.includes('serving the socket systemd passed')).length;
+}
+
+test('the broker exits by itself when idle and comes back for the next connection', async () => {
+  const first = await agent.session(['sh', '-c', 'echo one']);
+  assert.is(first.stdout, 'one\r\n');
+  await until(async () => (await brokerProperty(sandbox, 'ActiveState')) === 'inactive', 10_000, 'the idle exit');
+  assert.is(await brokerProperty(sandbox, 'Result'), 'success');
+  assert.match(await sandbox.journal(BROKER_UNIT), `idle for ${IDLE_MS} ms; exiting`);
+  const runs = await brokerRuns();
+  const second = await agent.session(['sh', '-c', 'echo two']);
+  assert.is(second.stdout, 'two\r\n');
+  assert.is(await brokerRuns(), runs + 1);
+});
+
+test('connections racing the idle exit are served by the next activation, none dropped', async () => {
+  const before = await brokerRuns();
+  // Pauses around the idle period put some connections right into the exit.
+  for (let i = 0; i < 24; i += 1) {
+    const session = await agent.session(['true']);
+    assert.is(session.code, 0, `session ${i}: ${session.stderr}`);
+    await new Promise((resolve) => setTimeout(resolve, IDLE_MS - 40 + (i % 8) * 10));
+  }
+  assert.ok((await brokerRuns()) > before + 1, 'the broker did exit and come back in between');
+});
+
+test('a bad config keeps the broker from starting, with the reason in the journal and its status', async () => {
+  await sandbox.install([{ content: JSON.stringify(deployConfig(sandbox, { limits: { maxSessions: 0 } })), to: CONFIG_PATH }]);
+  const refused = await agent.session(['true']);
+  assert.is(refused.code, 125);
+  assert.match(refused.stderr, 'supervisor is misconfigured; see its journal');
+  await until(async () => (await brokerProperty(sandbox, 'ActiveState')) === 'failed', 10_000, 'the broker to fail');
+  assert.match(await sandbox.journal(BROKER_UNIT), 'config: limits.maxSessions: must be an integer from 1 to 1024');
+  assert.match(await brokerProperty(sandbox, 'StatusText'), 'limits.maxSessions');
+  await sandbox.install([{ content: JSON.stringify(deployConfig(sandbox, { limits: { idleExitMs: IDLE_MS } })), to: CONFIG_PATH }]);
+  await sandbox.systemctl('reset-failed', BROKER_UNIT);
+  // The queued connection was answered, so systemd did not loop on it: the socket still listens.
+  assert.is((await sandbox.systemctl('is-active', 'opencode-pty-supervisor.socket')).stdout.trim(), 'active');
+  const fixed = await agent.session(['sh', '-c', 'echo back']);
+  assert.is(fixed.stdout, 'back\r\n', fixed.stderr);
+});
+
+test.run();
