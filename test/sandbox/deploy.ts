@@ -68,6 +68,8 @@ export function agentRun(sandbox: Sandbox, command: string[], options: { tty?: b
     '--socket',
     SOCKET_PATH,
     '--',
-    ...command,
+    // systemd 252's systemd-run has no --expand-environment=no: ExecStart would turn $$ into $ and
+    // expand $X, so every $ is doubled to reach the CLI unchanged.
+    ...command.map((arg) => arg.replaceAll('$', '$$$$')),
   ];
 }

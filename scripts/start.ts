@@ -1,0 +1,71 @@
+// npm start -- [CMD…]: builds if needed, boots a private systemd, installs the supervisor with its
+// units, and runs CMD (default: a login shell) as the client account through the real
+// socket-activated supervisor, attached to this terminal. Exits with the session's status.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { constants } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { bootSandbox, sandboxUnavailable, type Sandbox } from '../test/sandbox/index.ts';
+import { agentRun, deploy } from '../test/sandbox/deploy.ts';
+import { execArgv } from '../test/sandbox/exec.ts';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+function say(message: string): void {
+  process.stderr.write(`opencode-pty start: ${message}\n`);
+}
+
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+/** Rebuilds the bundles when a source is newer than them (the addon is built by npm ci). */
+function buildIfNeeded(): void {
+  if (!existsSync(join(root, 'build/Release/opencode_pty.node'))) throw new Error('the native addon is not built: run npm ci');
+  const bundle = join(root, 'dist/broker.js');
+  const stale = !existsSync(bundle) || newestMtime(join(root, 'src')) > statSync(bundle).mtimeMs;
+  if (!stale) return;
+  const built = spawnSync(process.execPath, [join(root, 'build.mjs')], { stdio: ['ignore', 2, 2] });
+  if (built.status !== 0) throw new Error('build failed');
+}
+
+async function main(): Promise<number> {
+  const unavailable = sandboxUnavailable();
+  if (unavailable) throw new Error(`${unavailable.replace('integration tests need', 'npm start needs')}; it boots a private systemd to run the supervisor in`);
+  buildIfNeeded();
+  const command = process.argv.slice(2);
+  const sandbox: Sandbox = await bootSandbox({ name: 'opencode-pty-start' });
+  let stopping = false;
+  try {
+    await deploy(sandbox);
+    const tty = Boolean(process.stdin.isTTY && process.stdout.isTTY);
+    const argv = agentRun(sandbox, command.length ? command : ['/bin/bash', '-l'], { tty });
+    const [file, ...args] = execArgv(sandbox.pid1, argv, {}, sandbox);
+    const child = spawn(file!, args, { stdio: 'inherit' });
+    // The terminal's ^C goes to the session in raw mode; a signal to us ends the session through the CLI.
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+      process.on(signal, () => {
+        if (!stopping) child.kill(signal);
+        stopping = true;
+      });
+    }
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('exit', (c, s) => resolve([c, s])));
+    return code ?? 128 + (signal ? constants.signals[signal] : 0);
+  } finally {
+    await sandbox.stop();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: Error) => {
+    say(error.message);
+    process.exit(1);
+  },
+);
