@@ -37,25 +37,5 @@ export class OutputWindow {
   }
 }
 
-/** INPUT credit: INITIAL_WINDOW after STARTED plus every CREDIT the server grants. */
-export class InputWindow {
-  #available: number = Limits.INITIAL_WINDOW;
-
-  get available(): number {
-    return this.#available;
-  }
-
-  /** Adds a CREDIT grant; false when it would exceed MAX_WINDOW (a protocol violation). */
-  add(bytes: number): boolean {
-    if (this.#available + bytes > Limits.MAX_WINDOW) return false;
-    this.#available += bytes;
-    return true;
-  }
-
-  /** Takes up to `wanted` bytes of credit; returns how many may be sent now. */
-  take(wanted: number): number {
-    const taken = Math.min(wanted, this.#available);
-    this.#available -= taken;
-    return taken;
-  }
-}
+/** INPUT credit is the protocol's send window. */
+export { SendWindow as InputWindow } from '../protocol/credit.ts';

@@ -134,7 +134,7 @@ export class Session {
         // In flowing mode push() hands the bytes to the consumer at once: that is a read, so credit may be due.
         return this.#grantCredit();
       case 'credit':
-        if (!this.#inputWindow.add(frame.bytes)) {
+        if (!this.#inputWindow.grant(frame.bytes)) {
           return this.#fail(new ClientError('PROTOCOL', `the server granted credit beyond ${Limits.MAX_WINDOW} bytes`));
         }
         return this.#pumpInput();

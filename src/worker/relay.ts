@@ -5,7 +5,7 @@
 // Input is bounded by the credit we grant, and granted back only once the helper has taken it.
 import type { FdSocket } from '../io/fd-socket.ts';
 import { ErrorCode, FrameDecoder, Limits, encodeFrame, isProtocolError, type ErrorCodeValue, type Frame } from '../protocol/index.ts';
-import { FlowError, ReceiveWindow, SendWindow } from './credit.ts';
+import { FlowError, ReceiveWindow, SendWindow } from '../protocol/credit.ts';
 import { writeFinalFrame } from './final-frame.ts';
 import { SessionError } from './session-error.ts';
 
@@ -144,7 +144,7 @@ export class Relay {
         if (!this.#inputClosed) this.#events.stop();
         return;
       case 'credit':
-        this.#send.grant(frame.bytes);
+        if (!this.#send.grant(frame.bytes)) return this.#fail(ErrorCode.FLOW, `credit beyond the ${Limits.MAX_WINDOW}-byte window`);
         return this.#pump();
       default:
         return this.#fail(ErrorCode.PROTOCOL, `protocol error: unexpected ${frame.type.toUpperCase()} frame during a session`);

@@ -88,8 +88,9 @@ export class Session {
 
   async #start(): Promise<{ exit: Promise<ExitStatus> }> {
     const deadline = setTimeout(() => {
-      this.end('error', new SessionError(ErrorCode.HANDSHAKE_TIMEOUT, 'handshake timeout'));
-      this.#client.close();
+      // The ERROR goes out here, before the close that ends the pending read; the end sends nothing more.
+      this.end('error');
+      void writeFinalFrame(this.#client, errorFrame(ErrorCode.HANDSHAKE_TIMEOUT, 'handshake timeout'), 1000).finally(() => this.#client.close());
     }, this.#deadlineMs);
     let start;
     try {

@@ -80,12 +80,23 @@ async function configure(overrides: Record<string, unknown>): Promise<void> {
   await sandbox.install([{ content: JSON.stringify(deployConfig(sandbox, overrides)), to: CONFIG_PATH }]);
 }
 
+test('an authenticated peer that never sends START is cut by its worker at the same deadline', async () => {
+  const { reports } = await agent.peers(1, 'hello-idle');
+  const report = reports[0]!;
+  assert.equal(report.frames, ['welcome', 'error']);
+  assert.is(report.code, ErrorCode.HANDSHAKE_TIMEOUT);
+  assert.ok(report.ms >= 4900, `cut after ${report.ms} ms`);
+  await until(async () => (await brokerProperty(sandbox, 'StatusText')) === '0 sessions, 0 handshakes', 5000, 'the slot to be freed');
+  assert.equal(await sessionUnits(sandbox), []);
+});
+
 test('32 idle connections fill the ordinary slots; the real MainPID still gets in, a 33rd peer does not', async () => {
   // Long enough a deadline that the 32 idle connections are all still held when the others come.
   await configure({ limits: { idleExitMs: 600_000, handshakeTimeoutMs: 30_000 } });
   const idle = await agent.command<{ pid: number }>({ run: ['/usr/bin/node', '/opt/opencode-pty/test/peer.mjs', SOCKET_PATH, '32', 'silent', 'hold'], background: true });
   assert.ok(idle.pid > 0);
-  await until(async () => (await brokerProperty(sandbox, 'StatusText')).includes('32 handshakes'), 20_000, '32 held handshakes');
+  await until(async () => (await brokerProperty(sandbox, 'StatusText')).includes('32 handshakes'), 20_000, '32 held handshakes', async () =>
+    `status ${await brokerProperty(sandbox, 'StatusText')}\n${await sandbox.journal()}`);
   const [outsider] = await peersAs(sandbox, { as: 'client' }, 1, 'silent');
   assert.equal({ frame: outsider!.frame, code: outsider!.code }, { frame: 'error', code: ErrorCode.ADMISSION });
   const { reports } = await agent.peers(1, 'hello');

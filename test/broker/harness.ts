@@ -18,6 +18,7 @@ export interface PeerReport {
   message?: string;
   closed?: boolean;
   error?: string;
+  frames?: string[];
 }
 
 export async function deployBroker(sandbox: Sandbox, overrides: Record<string, unknown> = {}): Promise<void> {
@@ -79,7 +80,7 @@ export class Agent {
   }
 
   /** Connections made by the agent's main process itself. */
-  peers(count: number, mode: 'silent' | 'hello', hold = false): Promise<{ reports: PeerReport[] }> {
+  peers(count: number, mode: 'silent' | 'hello' | 'hello-idle', hold = false): Promise<{ reports: PeerReport[] }> {
     return this.command({ peers: { count, mode, hold } });
   }
 
@@ -109,10 +110,10 @@ export async function brokerProperty(sandbox: Sandbox, property: string): Promis
 }
 
 /** Re-runs `probe` until it returns true; for states that have no event to wait on from here. */
-export async function until(probe: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+export async function until(probe: () => Promise<boolean>, timeoutMs: number, what: string, explain?: () => Promise<string>): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (let pause = 10; !(await probe()); pause = Math.min(pause * 2, 200)) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${explain ? `: ${await explain()}` : ''}`);
     await new Promise((resolve) => setTimeout(resolve, pause));
   }
 }

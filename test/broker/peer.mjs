@@ -2,11 +2,21 @@
 // supervisor socket and reports, per connection, the first frame the broker answered with.
 // As a command: node peer.mjs SOCKET COUNT MODE [hold]; each report is one JSON line on stdout.
 //   MODE: silent (send nothing) | hello (send HELLO) | drip (one HELLO byte a second)
+//         | hello-idle (send HELLO, then nothing; reported when the server closes, with every frame)
 //   hold: keep every connection open (reported as "connected") until the process is killed.
 import net from 'node:net';
 import { pathToFileURL } from 'node:url';
 
 export const HELLO = Buffer.from('01000000084f43505400010001', 'hex');
+
+function frames(buffer) {
+  const found = [];
+  while (buffer.length >= 5 && buffer.length >= 5 + buffer.readUInt32BE(1)) {
+    found.push(describe(buffer).frame);
+    buffer = buffer.subarray(5 + buffer.readUInt32BE(1));
+  }
+  return found;
+}
 
 function describe(buffer) {
   if (buffer.length < 5) return { frame: 'none' };
@@ -31,7 +41,7 @@ export function connectOne(socketPath, mode, hold, sockets = []) {
       resolve({ ms: Date.now() - started, ...describe(received), ...extra });
     };
     socket.on('connect', () => {
-      if (mode === 'hello') socket.write(HELLO);
+      if (mode === 'hello' || mode === 'hello-idle') socket.write(HELLO);
       if (mode === 'drip') {
         let sent = 0;
         const timer = setInterval(() => {
@@ -45,12 +55,18 @@ export function connectOne(socketPath, mode, hold, sockets = []) {
     });
     socket.on('data', (chunk) => {
       received = Buffer.concat([received, chunk]);
+      if (mode === 'hello-idle') return;
       if (received.length >= 5 && received.length >= 5 + received.readUInt32BE(1)) report({});
     });
     // 'close' follows 'error': report then, with whatever arrived before the error.
     let failure;
     socket.on('error', (error) => (failure = error.code));
-    socket.on('close', () => report(failure ? { closed: true, error: failure } : { closed: true }));
+    socket.on('close', () => {
+      // hello-idle: the last frame is the one that ended the connection.
+      const all = frames(received);
+      const last = mode === 'hello-idle' && all.length > 1 ? describe(received.subarray(5 + received.readUInt32BE(1))) : {};
+      report({ closed: true, frames: all, ...last, ...(failure ? { error: failure } : {}) });
+    });
   });
 }
 

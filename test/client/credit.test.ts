@@ -27,10 +27,10 @@ test('INPUT credit: take at most what is there; grants beyond MAX_WINDOW are ref
   const window = new InputWindow();
   assert.is(window.take(Limits.INITIAL_WINDOW + 5), Limits.INITIAL_WINDOW);
   assert.is(window.take(1), 0);
-  assert.ok(window.add(10));
+  assert.ok(window.grant(10));
   assert.is(window.take(100), 10);
-  assert.ok(window.add(Limits.MAX_WINDOW));
-  assert.not.ok(window.add(1));
+  assert.ok(window.grant(Limits.MAX_WINDOW));
+  assert.not.ok(window.grant(1));
 });
 
 test.run();

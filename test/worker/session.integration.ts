@@ -101,6 +101,19 @@ test('a controlling terminal owned by the client; Ctrl-C gives a SIGINT exit', a
   await expectNoUnits(worker);
 });
 
+test('job control works in an interactive shell', async () => {
+  const { worker, client } = await session(['/bin/bash', '--norc', '--noprofile', '-i']);
+  client.send({ type: 'input', data: Buffer.from('sleep 300 &\rjobs; echo "mode:$-"\r') });
+  await client.waitForOutput('Running');
+  const seen = await client.waitForOutput('mode:');
+  assert.match(seen, /\[1\]\+\s+Running\s+sleep 300 &/);
+  assert.match(seen, /mode:[a-zA-Z]*m/);
+  client.send({ type: 'input', data: Buffer.from('kill %1; exit 4\r') });
+  const exit = await client.waitFor('exit');
+  assert.equal(exit, { type: 'exit', code: 1, status: 4, result: 'exit-code' });
+  await expectNoUnits(worker);
+});
+
 test('argv with $ ${X} % \\ quotes, spaces and a newline arrives unchanged', async () => {
   const tricky = "$HOME ${X} $$ % \\ ' \" a  b\nline2";
   const { worker, client } = await session(['/bin/sh', '-c', 'printf "<%s>" "$1"', 'sh', tricky]);

@@ -1,5 +1,5 @@
 // Credit windows of the data phase: how many INPUT/OUTPUT payload bytes a side may still send.
-import { ErrorCode, Limits } from '../protocol/constants.ts';
+import { ErrorCode, Limits } from './constants.ts';
 
 export class FlowError extends Error {
   readonly code = 'FLOW';
@@ -37,7 +37,7 @@ export class ReceiveWindow {
   }
 }
 
-/** What we may still send the peer. */
+/** What we may still send the peer: INITIAL_WINDOW after STARTED plus every CREDIT it grants. */
 export class SendWindow {
   #available: number;
 
@@ -45,12 +45,11 @@ export class SendWindow {
     this.#available = initial;
   }
 
-  /** Adds a peer's CREDIT; a total above MAX_WINDOW is a protocol error. */
-  grant(bytes: number): void {
-    if (this.#available + bytes > Limits.MAX_WINDOW) {
-      throw new FlowError(`credit of ${bytes} would exceed the ${Limits.MAX_WINDOW}-byte window`);
-    }
+  /** Adds a peer's CREDIT; false (nothing added) when the total would exceed MAX_WINDOW, a protocol error. */
+  grant(bytes: number): boolean {
+    if (this.#available + bytes > Limits.MAX_WINDOW) return false;
     this.#available += bytes;
+    return true;
   }
 
   /** Takes up to `wanted` bytes of credit; returns how many may be sent now. */
