@@ -5,10 +5,11 @@ import { FdSocket } from '../io/fd-socket.ts';
 import { closeQuietly } from '../io/fds.ts';
 import type { Logger } from '../log.ts';
 import { native, type FdWatcher } from '../native/binding.ts';
-import { ErrorCode, encodeFrame, errorFrame, type ErrorCodeValue } from '../protocol/index.ts';
+import { ErrorCode, encodeFrame, type ErrorCodeValue } from '../protocol/index.ts';
 import type { UnitManager } from '../systemd/unit-manager.ts';
 import { SessionError } from '../worker/session-error.ts';
 import { Admission, SessionSlots, type Slot } from './admission.ts';
+import { sendErrorNow } from './refuse.ts';
 import { chooseVersion, readHello } from './handshake.ts';
 import type { Listener } from './listener.ts';
 import { ClientServiceCache, credentialsMatch, peerInService, peerPidfd, serviceIsLive, ticksSinceBoot } from './peer-identity.ts';
@@ -38,6 +39,7 @@ export class Broker {
   #watcher: FdWatcher | undefined;
   #idleTimer: NodeJS.Timeout | undefined;
   #nextId = 1;
+  #statusPending = false;
   #stopping = false;
   #fatal: Error | undefined;
   #finished: (code: number) => void = () => undefined;
@@ -206,7 +208,13 @@ export class Broker {
       }
       const handed = native().dupCloexec(socket.fd);
       const remaining = config.limits.handshakeTimeoutMs - (Date.now() - acceptedAt);
-      worker.handOff(this.#nextId++, handed, pidfd, { ...credentials, cgroup }, Math.max(remaining, 1));
+      try {
+        worker.handOff(this.#nextId++, handed, pidfd, { ...credentials, cgroup }, Math.max(remaining, 1));
+      } catch (error) {
+        closeQuietly(handed);
+        this.#slots.release();
+        throw new SessionError(ErrorCode.INTERNAL, `hand-off failed: ${(error as Error).message}`);
+      }
       pidfd = -1;
       this.#adopt(worker);
       socket.close();
@@ -260,8 +268,14 @@ export class Broker {
     socket.close();
   }
 
+  /** STATUS= once per turn of the event loop at most, however many connections changed in it. */
   #status(): void {
-    this.#deps.notify(`STATUS=${this.#sessions.size} sessions, ${this.#handshakes.size} handshakes`);
+    if (this.#statusPending) return;
+    this.#statusPending = true;
+    setImmediate(() => {
+      this.#statusPending = false;
+      this.#deps.notify(`STATUS=${this.#sessions.size} sessions, ${this.#handshakes.size} handshakes`);
+    });
   }
 
   #checkIdle(): void {
@@ -272,32 +286,5 @@ export class Broker {
       this.#deps.log('info', `idle for ${idleMs} ms; exiting (systemd keeps the socket)`);
       this.shutdown();
     }, idleMs);
-  }
-}
-
-/** Best effort and never blocking: a refused peer may not be reading. */
-function sendErrorNow(fd: number, code: ErrorCodeValue, message: string): void {
-  try {
-    const frame = encodeFrame(errorFrame(code, message));
-    native().sendmsg(fd, frame, 0, frame.length);
-  } catch {}
-  discardInput(fd);
-}
-
-const discardBuffer = Buffer.alloc(16 * 1024);
-
-/** Reads away what the peer already sent (closing any fds on it): closing a Unix socket with unread
- * input resets the peer's side, and it could then lose the ERROR frame before reading it. */
-function discardInput(fd: number): void {
-  for (let i = 0; i < 4; i += 1) {
-    let message;
-    try {
-      message = native().recvmsg(fd, discardBuffer, 0, discardBuffer.length, 1);
-    } catch {
-      return;
-    }
-    if (!message) return;
-    for (const received of message.fds) closeQuietly(received);
-    if (message.bytes === 0) return;
   }
 }

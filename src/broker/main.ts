@@ -1,8 +1,7 @@
 // Broker process: configuration, the listening socket, the bus, signals; the Broker does the rest.
 import { statSync } from 'node:fs';
-import { closeQuietly } from '../io/fds.ts';
-import { native } from '../native/binding.ts';
-import { ErrorCode, encodeFrame, errorFrame } from '../protocol/index.ts';
+import { ErrorCode } from '../protocol/index.ts';
+import { refuseQueued } from './refuse.ts';
 import { checkSessionProperty } from '../config/properties.ts';
 import { loadConfig } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
@@ -26,21 +25,13 @@ function checkSocketPermissions(listener: Listener, config: Config): void {
   }
 }
 
-/** Accepts every queued connection and sends it an ERROR (never blocking), then closes it. */
-function refuseQueued(listenFd: number, message: string): void {
-  const frame = encodeFrame(errorFrame(ErrorCode.INTERNAL, message));
-  for (;;) {
-    let fd: number;
-    try {
-      fd = native().accept(listenFd);
-    } catch {
-      return;
-    }
-    if (fd < 0) return;
-    try {
-      native().sendmsg(fd, frame, 0, frame.length);
-    } catch {}
-    closeQuietly(fd);
+/** sd_notify never blocks (the addon sends with MSG_DONTWAIT): when systemd's queue is full, a
+ * status line is dropped rather than stalling or failing a connection. */
+function notifyBestEffort(state: string): void {
+  try {
+    notify(state);
+  } catch (error) {
+    log('debug', `sd_notify dropped ${state.split('=')[0]}: ${(error as Error).message}`);
   }
 }
 
@@ -51,9 +42,9 @@ async function main(): Promise<number> {
   try {
     config = loadConfig({ checkProperty: checkSessionProperty });
   } catch (error) {
-    notify(`STATUS=${(error as Error).message}`);
+    notifyBestEffort(`STATUS=${(error as Error).message}`);
     // Answer what is queued, or systemd would start us again for it at once, fail after fail.
-    if (systemdListener) refuseQueued(systemdListener.fd, 'supervisor is misconfigured; see its journal');
+    if (systemdListener) refuseQueued(systemdListener.fd, ErrorCode.INTERNAL, 'supervisor is misconfigured; see its journal');
     throw error;
   }
   const listener = systemdListener ?? createListener(config.socketPath, config.client.gid);
@@ -66,7 +57,7 @@ async function main(): Promise<number> {
     throw new Error(`cannot reach systemd over D-Bus: ${(error as Error).message}`);
   }
   const pool = new WorkerPool(workerCommand(), workerEnvironment(process.env, config, busAddress), log);
-  const broker = new Broker({ config, listener, manager, pool, log, notify: (state) => void notify(state) });
+  const broker = new Broker({ config, listener, manager, pool, log, notify: notifyBestEffort });
   process.on('SIGTERM', () => broker.shutdown());
   process.on('SIGINT', () => broker.shutdown());
   try {
@@ -77,7 +68,7 @@ async function main(): Promise<number> {
     throw new Error(`startup orphan cleanup: ${(error as Error).message}`);
   }
   const watchdogMs = watchdogIntervalMs();
-  const watchdog = watchdogMs ? setInterval(() => notify('WATCHDOG=1'), watchdogMs / 2) : undefined;
+  const watchdog = watchdogMs ? setInterval(() => notifyBestEffort('WATCHDOG=1'), watchdogMs / 2) : undefined;
   const code = await broker.done;
   clearInterval(watchdog);
   manager.close();

@@ -113,8 +113,9 @@ export class WorkerPool {
     if (this.#stopped || this.#spare) return;
     const spare = new WorkerHandle(this.#command, this.#env, this.#log);
     this.#spare = spare;
-    spare.ready.catch((error: Error) => {
-      this.#log('warning', error.message);
+    spare.ready.catch((error: Error) => this.#log('warning', error.message));
+    // A spare that dies (before or after it was ready) is replaced on the next take().
+    void spare.exited.then(() => {
       if (this.#spare === spare) this.#spare = undefined;
     });
   }
@@ -122,10 +123,12 @@ export class WorkerPool {
   /** The ready spare (waiting for it if it is still starting); a new spare starts at once. */
   async take(): Promise<WorkerHandle> {
     this.warm();
-    const worker = this.#spare!;
+    const worker = this.#spare;
+    if (!worker) throw new Error('the worker pool is stopped');
     this.#spare = undefined;
     await worker.ready;
     this.warm();
+    if (worker.control.closed) throw new Error(`worker ${worker.child.pid} is gone`);
     return worker;
   }
 
