@@ -35,18 +35,9 @@ function notifyBestEffort(state: string): void {
   }
 }
 
-async function main(): Promise<number> {
-  if (process.geteuid?.() !== 0) throw new Error('supervisor must run as root');
-  const systemdListener = takeSystemdListener();
-  let config: Config;
-  try {
-    config = loadConfig({ checkProperty: checkSessionProperty });
-  } catch (error) {
-    notifyBestEffort(`STATUS=${(error as Error).message}`);
-    // Answer what is queued, or systemd would start us again for it at once, fail after fail.
-    if (systemdListener) refuseQueued(systemdListener.fd, ErrorCode.INTERNAL, 'supervisor is misconfigured; see its journal');
-    throw error;
-  }
+/** Everything up to serving; any failure here leaves the broker unable to serve. */
+async function start(systemdListener: Listener | undefined): Promise<Broker> {
+  const config = loadConfig({ checkProperty: checkSessionProperty });
   const listener = systemdListener ?? createListener(config.socketPath, config.client.gid);
   checkSocketPermissions(listener, config);
   const busAddress = process.env[BUS_ADDRESS_ENV] || undefined;
@@ -58,8 +49,6 @@ async function main(): Promise<number> {
   }
   const pool = new WorkerPool(workerCommand(), workerEnvironment(process.env, config, busAddress), log);
   const broker = new Broker({ config, listener, manager, pool, log, notify: notifyBestEffort });
-  process.on('SIGTERM', () => broker.shutdown());
-  process.on('SIGINT', () => broker.shutdown());
   try {
     await broker.start();
   } catch (error) {
@@ -67,11 +56,28 @@ async function main(): Promise<number> {
     manager.close();
     throw new Error(`startup orphan cleanup: ${(error as Error).message}`);
   }
+  void broker.done.finally(() => manager.close());
+  return broker;
+}
+
+async function main(): Promise<number> {
+  if (process.geteuid?.() !== 0) throw new Error('supervisor must run as root');
+  const systemdListener = takeSystemdListener();
+  let broker: Broker;
+  try {
+    broker = await start(systemdListener);
+  } catch (error) {
+    notifyBestEffort(`STATUS=${(error as Error).message}`);
+    // Answer what is queued, or systemd would start us again for it at once, fail after fail.
+    if (systemdListener) refuseQueued(systemdListener.fd, ErrorCode.INTERNAL, 'supervisor cannot start; see its journal');
+    throw error;
+  }
+  process.on('SIGTERM', () => broker.shutdown());
+  process.on('SIGINT', () => broker.shutdown());
   const watchdogMs = watchdogIntervalMs();
   const watchdog = watchdogMs ? setInterval(() => notifyBestEffort('WATCHDOG=1'), watchdogMs / 2) : undefined;
   const code = await broker.done;
   clearInterval(watchdog);
-  manager.close();
   return code;
 }
 

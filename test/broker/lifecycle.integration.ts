@@ -50,7 +50,7 @@ test('a bad config keeps the broker from starting, with the reason in the journa
   await sandbox.install([{ content: JSON.stringify(deployConfig(sandbox, { limits: { maxSessions: 0 } })), to: CONFIG_PATH }]);
   const refused = await agent.session(['true']);
   assert.is(refused.code, 125);
-  assert.match(refused.stderr, 'supervisor is misconfigured; see its journal');
+  assert.match(refused.stderr, 'supervisor cannot start; see its journal');
   await until(async () => (await brokerProperty(sandbox, 'ActiveState')) === 'failed', 10_000, 'the broker to fail');
   assert.match(await sandbox.journal(BROKER_UNIT), 'config: limits.maxSessions: must be an integer from 1 to 1024');
   assert.match(await brokerProperty(sandbox, 'StatusText'), 'limits.maxSessions');
@@ -60,6 +60,28 @@ test('a bad config keeps the broker from starting, with the reason in the journa
   assert.is((await sandbox.systemctl('is-active', 'opencode-pty-supervisor.socket')).stdout.trim(), 'active');
   const fixed = await agent.session(['sh', '-c', 'echo back']);
   assert.is(fixed.stdout, 'back\r\n', fixed.stderr);
+});
+
+test('a socket whose group is not the client group keeps the broker from serving', async () => {
+  const dropIn = '/etc/systemd/system/opencode-pty-supervisor.socket.d/group.conf';
+  const setGroup = async (group: string) => {
+    await sandbox.install([{ content: `[Socket]\nSocketGroup=${group}\n`, to: dropIn }]);
+    await sandbox.systemctl('daemon-reload');
+    await sandbox.systemctl('restart', 'opencode-pty-supervisor.socket');
+  };
+  await setGroup('ocpty');
+  try {
+    const refused = await agent.session(['true']);
+    assert.is(refused.code, 125);
+    assert.match(refused.stderr, 'supervisor cannot start; see its journal');
+    await until(async () => (await brokerProperty(sandbox, 'ActiveState')) === 'failed', 10_000, 'the broker to fail');
+    assert.match(await sandbox.journal(BROKER_UNIT), `must be mode 0660 with group ${sandbox.client.group}`);
+  } finally {
+    await setGroup(sandbox.client.group);
+    await sandbox.systemctl('reset-failed', BROKER_UNIT);
+  }
+  const fixed = await agent.session(['sh', '-c', 'echo ok']);
+  assert.is(fixed.stdout, 'ok\r\n', fixed.stderr);
 });
 
 test.run();
