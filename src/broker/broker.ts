@@ -1,6 +1,6 @@
 // The accept-broker: identity, admission and hand-off for every connection, in the earlier
 // supervisor's order; session slots; idle exit; shutdown; the first fatal error ends it all.
-import type { Config } from '../config/schema.ts';
+import { unitStopWaitMs, type Config } from '../config/schema.ts';
 import { FdSocket } from '../io/fd-socket.ts';
 import { closeQuietly } from '../io/fds.ts';
 import type { Logger } from '../log.ts';
@@ -60,7 +60,7 @@ export class Broker {
     const orphans = await manager.listUnitsByPrefix(`${config.unitPrefix}session-`);
     for (const unit of orphans) {
       log('notice', `stopping ${unit}, left by an earlier run`);
-      await manager.stopAndWait(unit, config.limits.operationTimeoutMs);
+      await manager.stopAndWait(unit, unitStopWaitMs(config));
     }
     pool.warm();
     this.#watcher = native().watch(listener.fd, { readable: true }, () => this.#acceptSome());
@@ -120,11 +120,24 @@ export class Broker {
   }
 
   async #handle(fd: number): Promise<void> {
+    try {
+      await this.#admit(fd);
+    } finally {
+      // Every way out, refused ones included, may leave the broker idle or let a shutdown finish.
+      this.#status();
+      this.#checkIdle();
+      this.#maybeFinish();
+    }
+  }
+
+  /** Identity and admission; owns `fd` until #authenticate takes it. */
+  async #admit(fd: number): Promise<void> {
     const { config, log } = this.#deps;
     const acceptedAt = Date.now();
-    const acceptedTicks = ticksSinceBoot();
     let credentials;
+    let acceptedTicks;
     try {
+      acceptedTicks = ticksSinceBoot();
       credentials = native().peerCredentials(fd);
     } catch (error) {
       closeQuietly(fd);
@@ -152,21 +165,32 @@ export class Broker {
       if (admitted.admitted) this.#admission.release(admitted.slot);
       return this.#refuseFd(fd, ErrorCode.ADMISSION, ADMISSION_REFUSED);
     }
-    await this.#authenticate(fd, credentials, admitted.slot, acceptedAt, acceptedTicks);
+    let socket: FdSocket;
+    try {
+      socket = new FdSocket(fd);
+    } catch (error) {
+      this.#admission.release(admitted.slot);
+      return log('warning', `connection: ${(error as Error).message}`);
+    }
+    await this.#authenticate(socket, credentials, admitted.slot, acceptedAt, acceptedTicks);
   }
 
   async #authenticate(
-    fd: number,
+    socket: FdSocket,
     credentials: { pid: number; uid: number; gid: number },
     slot: Slot,
     acceptedAt: number,
     acceptedTicks: number,
   ): Promise<void> {
     const { config, log, pool } = this.#deps;
-    const socket = new FdSocket(fd);
+    // The socket never surfaces errors by event here: every read rejects with them instead.
+    socket.on('error', () => undefined);
     this.#handshakes.add(socket);
     this.#status();
     let admissionHeld = true;
+    let sessionSlot = false;
+    let worker: WorkerHandle | undefined;
+    let handedOff = false;
     let pidfd = -1;
     const deadline = setTimeout(() => this.#refuse(socket, ErrorCode.HANDSHAKE_TIMEOUT, 'handshake timeout'), config.limits.handshakeTimeoutMs);
     try {
@@ -186,36 +210,27 @@ export class Broker {
       this.#admission.release(slot);
       admissionHeld = false;
       if (!this.#slots.tryTake()) throw new SessionError(ErrorCode.SESSION_LIMIT, 'session limit reached');
-      let worker: WorkerHandle;
+      sessionSlot = true;
       try {
         worker = await pool.take();
       } catch (error) {
-        this.#slots.release();
         throw new SessionError(ErrorCode.INTERNAL, `no worker: ${(error as Error).message}`);
       }
-      if (socket.closed) {
-        // The deadline passed (or shutdown began) while a worker was found: give the worker back by ending it.
-        this.#slots.release();
-        worker.shutdown();
-        return;
-      }
+      // The deadline passed (or shutdown began) while a worker was found: the finally gives it back.
+      if (socket.closed) return;
       socket.writeUrgent(encodeFrame({ type: 'welcome', version }));
       // A fresh socket takes seven bytes at once; anything else means the peer is already gone.
-      if (socket.writableLength > 0) {
-        this.#slots.release();
-        worker.shutdown();
-        throw new SessionError(ErrorCode.INTERNAL, 'could not send WELCOME');
-      }
+      if (socket.writableLength > 0) throw new SessionError(ErrorCode.INTERNAL, 'could not send WELCOME');
       const handed = native().dupCloexec(socket.fd);
       const remaining = config.limits.handshakeTimeoutMs - (Date.now() - acceptedAt);
       try {
         worker.handOff(this.#nextId++, handed, pidfd, { ...credentials, cgroup }, Math.max(remaining, 1));
       } catch (error) {
         closeQuietly(handed);
-        this.#slots.release();
         throw new SessionError(ErrorCode.INTERNAL, `hand-off failed: ${(error as Error).message}`);
       }
       pidfd = -1;
+      handedOff = true;
       this.#adopt(worker);
       socket.close();
     } catch (error) {
@@ -225,11 +240,14 @@ export class Broker {
     } finally {
       clearTimeout(deadline);
       if (admissionHeld) this.#admission.release(slot);
+      if (!handedOff) {
+        if (sessionSlot) this.#slots.release();
+        // A worker that got no session ends at its first message.
+        worker?.shutdown();
+        socket.close();
+      }
       if (pidfd >= 0) closeQuietly(pidfd);
       this.#handshakes.delete(socket);
-      this.#status();
-      this.#checkIdle();
-      this.#maybeFinish();
     }
   }
 
@@ -244,7 +262,7 @@ export class Broker {
       if (worker.unit && !cleanedUp) {
         log('warning', `worker ${worker.child.pid} exited without cleaning up; stopping ${worker.unit}`);
         try {
-          await manager.stopAndWait(worker.unit, config.limits.operationTimeoutMs);
+          await manager.stopAndWait(worker.unit, unitStopWaitMs(config));
         } catch (error) {
           this.#fail(new Error(`cannot stop ${worker.unit}: ${(error as Error).message}`));
         }

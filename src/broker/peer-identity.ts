@@ -57,9 +57,13 @@ export function peerPidfd(fd: number, pid: number, acceptedAtTicks: number): num
     if ((error as { code?: string }).code !== 'ENOPROTOOPT') throw error;
   }
   const pidfd = native().pidfdOpen(pid);
-  if (processStartTicks(pid) > acceptedAtTicks) {
+  try {
+    if (processStartTicks(pid) > acceptedAtTicks) {
+      throw Object.assign(new Error('peer PID was reused after connecting'), { code: 'ESRCH' });
+    }
+  } catch (error) {
     closeSync(pidfd);
-    throw Object.assign(new Error('peer PID was reused after connecting'), { code: 'ESRCH' });
+    throw error;
   }
   return pidfd;
 }

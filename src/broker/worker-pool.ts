@@ -54,13 +54,19 @@ export class WorkerHandle {
       readyReject = reject;
     });
     this.ready.catch(() => undefined);
-    this.exited = new Promise((resolve) =>
-      this.child.once('exit', (code, signal) => {
-        readyReject(new Error(`worker ${this.child.pid} exited (${signal ?? code}) before it was ready`));
+    this.exited = new Promise((resolve) => {
+      const gone = (why: string) => {
+        readyReject(new Error(`worker ${this.child.pid ?? '(not started)'} ${why} before it was ready`));
         this.control.close();
         resolve();
-      }),
-    );
+      };
+      this.child.once('exit', (code, signal) => gone(`exited (${signal ?? code})`));
+      // A spawn that fails (EAGAIN, EMFILE…) emits only 'error', never 'exit'.
+      this.child.once('error', (error) => {
+        log('error', `worker: ${error.message}`);
+        gone(`could not start: ${error.message}`);
+      });
+    });
     const decoder = new ControlDecoder();
     this.control.startReading((chunk) => {
       let messages: unknown[];

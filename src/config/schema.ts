@@ -203,3 +203,9 @@ export function validateConfig(
     session: session(value.session, checkProperty),
   };
 }
+
+/** How long to wait for a session unit to stop: systemd's stop may take TimeoutStopSec for SIGTERM and
+ * SIGHUP, and as long again for the final SIGKILL phase, plus a margin; never less than an operation. */
+export function unitStopWaitMs(config: Pick<Config, 'limits' | 'session'>): number {
+  return Math.max(config.limits.operationTimeoutMs, 2 * config.session.stopTimeoutSec * 1000 + 5000);
+}

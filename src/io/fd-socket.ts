@@ -62,10 +62,13 @@ export class FdSocket extends EventEmitter {
     this.#writer = new SocketWriter(fd, options.maxQueuedBytes ?? DEFAULT_MAX_QUEUED, {
       blockedChanged: () => this.#updateInterest(),
       drained: () => this.#emitSafe('drain'),
-      // Reported on the next tick: a failed send may happen inside write(), under the caller.
+      // Reported on the next tick: a failed send may happen inside write(), under the caller. While
+      // something reads, a peer that is gone is left for the read side to report, after the bytes it
+      // sent before going (e.g. a final EXIT frame behind which our CREDIT could no longer be sent).
       failed: (error) =>
         process.nextTick(() => {
-          if (this.#fd >= 0) this.#emitSafe('error', error);
+          const reading = this.#exact !== undefined || (this.#onData !== undefined && !this.#ended);
+          if (this.#fd >= 0 && !(reading && error.code === 'PEER_GONE')) this.#emitSafe('error', error);
         }),
     });
   }
@@ -145,6 +148,12 @@ export class FdSocket extends EventEmitter {
   writeUrgent(data: Buffer): void {
     if (this.#fd < 0) throw new IoError('CLOSED', 'socket is closed');
     this.#writer.writeUrgent(data);
+  }
+
+  /** Drops queued writes not yet started (closing their fds); a partly sent one finishes, so the
+   * stream stays well framed. For a last frame that nothing queued earlier may follow. */
+  discardQueued(): void {
+    if (this.#fd >= 0) this.#writer.discardUnstarted();
   }
 
   /** shutdown(2). Does not wait for the queue: shut the writing side after 'drain'. ENOTCONN is ignored. */

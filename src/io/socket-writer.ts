@@ -81,6 +81,11 @@ export class SocketWriter {
     if (wasBlocked) this.#hooks.drained();
   }
 
+  /** See FdSocket.discardQueued. */
+  discardUnstarted(): void {
+    closeAll(this.#queue.discardUnstarted());
+  }
+
   /** Drops the queue (closing fds never sent); later writes are discarded. */
   drop(): void {
     this.#failed = true;

@@ -63,6 +63,16 @@ export class WriteQueue {
     return fds;
   }
 
+  /** Drops every entry not yet started (a partly sent head stays: its bytes must stay contiguous on
+   * the wire); returns their descriptors for the caller to close. */
+  discardUnstarted(): number[] {
+    const keep = this.#entries[0] && this.#entries[0].offset > 0 ? [this.#entries[0]] : [];
+    const dropped = this.#entries.slice(keep.length);
+    this.#entries = keep;
+    this.#bytes = keep.reduce((sum, entry) => sum + entry.data.length - entry.offset, 0);
+    return dropped.flatMap((entry) => entry.fds);
+  }
+
   /** Drops everything; returns the descriptors never sent, for the caller to close. */
   clear(): number[] {
     const fds = this.#entries.flatMap((entry) => entry.fds);

@@ -33,6 +33,7 @@ async function main(): Promise<number> {
   if (!config) throw new Error(`${WORKER_CONFIG_ENV} is not set: the worker is started by the broker`);
   native().setCloexec(CONTROL_FD);
   const control = new FdSocket(CONTROL_FD);
+  control.on('error', () => undefined);
   const manager = await UnitManager.connect(process.env[BUS_ADDRESS_ENV] || undefined, {
     timeoutMs: config.limits.operationTimeoutMs,
   });
@@ -54,6 +55,8 @@ async function main(): Promise<number> {
   });
   // Later messages: a shutdown, or the broker gone (EOF); either ends the session.
   const shutdown = () => session.end('shutdown', new SessionError(ErrorCode.SHUTDOWN, 'supervisor is shutting down'));
+  // The broker gone mid-report (a reset) is the same as its EOF: end the session, stop its unit.
+  control.on('error', shutdown);
   void (async () => {
     for (;;) {
       const next = await readControl(control);

@@ -38,7 +38,12 @@ export class Relay {
   #inputInFlight = 0;
   #pending: Buffer[] = [];
   #helperEnded = false;
+  #helperInputGone = false;
   #inputClosed = false;
+  /** Set by finish(): nothing more is read from the helper or queued for the client. */
+  #finishing = false;
+  /** The latest RESIZE not yet handed to the helper: a flood of them collapses into one. */
+  #pendingResize: Buffer | undefined;
   #writeTimer: NodeJS.Timeout | undefined;
   #drainWaiters = new Set<() => void>();
   #closed = false;
@@ -65,10 +70,15 @@ export class Relay {
       this.#pump();
       this.#checkDrained();
     });
-    helper.on('drain', () => this.#grantInput());
+    helper.on('drain', () => {
+      this.#flushResize();
+      this.#grantInput();
+    });
     helper.on('end', () => this.#helperDone());
     helper.on('hangup', () => undefined);
-    helper.on('error', () => this.#helperDone());
+    // A helper that stopped reading for good is reported by the read side, after its last output
+    // (FdSocket holds write failures back while reading); later input is simply dropped.
+    helper.on('error', (error) => (error.syscall === 'sendmsg' ? (this.#helperInputGone = true) : this.#helperDone()));
     client.startReading((chunk) => this.#onClientData(chunk));
     helper.startReading((chunk) => this.#onHelperData(chunk));
   }
@@ -95,7 +105,11 @@ export class Relay {
 
   /** Drops output still waiting for credit and sends the session's last frame (see writeFinalFrame). */
   finish(frame: Frame, timeoutMs: number): Promise<boolean> {
+    this.#finishing = true;
     this.#pending = [];
+    this.#helper.pauseReading();
+    // Nothing queued earlier may follow the last frame (after a drain timeout, output is given up).
+    this.#client.discardQueued();
     return writeFinalFrame(this.#client, frame, timeoutMs);
   }
 
@@ -121,7 +135,8 @@ export class Relay {
         this.#onClientFrame(frame);
       } catch (error) {
         if (error instanceof FlowError) return this.#fail(ErrorCode.FLOW, error.message);
-        throw error;
+        // QUEUE_FULL or a closed helper socket: end the session rather than the process.
+        return this.#fail(ErrorCode.INTERNAL, `relay failed: ${(error as Error).message}`);
       }
     }
   }
@@ -129,14 +144,16 @@ export class Relay {
   #onClientFrame(frame: Frame): void {
     switch (frame.type) {
       case 'input':
+        // Bounded by our credit (INITIAL_WINDOW), so the helper's queue stays far below its bound.
         this.#receive.receive(frame.data.length);
-        if (this.#inputClosed) return this.#consumeInput(frame.data.length);
+        if (this.#inputClosed || this.#helperInputGone) return this.#consumeInput(frame.data.length);
         this.#helper.write(encodeFrame(frame));
         this.#inputInFlight += frame.data.length;
         return this.#grantInput();
       case 'resize':
-        if (!this.#inputClosed) this.#helper.writeUrgent(encodeFrame(frame));
-        return;
+        if (this.#inputClosed || this.#helperInputGone) return;
+        this.#pendingResize = encodeFrame(frame);
+        return this.#flushResize();
       case 'signal':
         if (!this.#inputClosed) this.#events.signal(frame.signal);
         return;
@@ -149,6 +166,14 @@ export class Relay {
       default:
         return this.#fail(ErrorCode.PROTOCOL, `protocol error: unexpected ${frame.type.toUpperCase()} frame during a session`);
     }
+  }
+
+  /** Hands the latest size to the helper once its queue is empty, so sizes never pile up there. */
+  #flushResize(): void {
+    if (!this.#pendingResize || this.#helper.writableLength > 0 || this.#helper.closed) return;
+    const resize = this.#pendingResize;
+    this.#pendingResize = undefined;
+    this.#helper.writeUrgent(resize);
   }
 
   /** Grants input credit back once the helper socket has taken the bytes. */
@@ -165,6 +190,7 @@ export class Relay {
   }
 
   #onHelperData(chunk: Buffer): void {
+    if (this.#finishing) return;
     let frames: Frame[];
     try {
       frames = this.#helperDecoder.push(chunk);
@@ -180,7 +206,7 @@ export class Relay {
 
   /** Moves pending output to the client within its credit; reads the helper only when nothing waits. */
   #pump(): void {
-    if (this.#closed || this.#client.closed) return;
+    if (this.#closed || this.#finishing || this.#client.closed) return;
     while (this.#pending.length > 0 && this.#client.writableLength < CLIENT_HIGH_WATER) {
       const head = this.#pending[0]!;
       const allowed = this.#send.take(head.length);

@@ -1,6 +1,6 @@
 // One terminal session, from START to its one end: start the unit, relay, and always stop and wait for it.
 import { randomBytes } from 'node:crypto';
-import type { Config } from '../config/schema.ts';
+import { unitStopWaitMs, type Config } from '../config/schema.ts';
 import { FdSocket } from '../io/fd-socket.ts';
 import { closeQuietly } from '../io/fds.ts';
 import { native } from '../native/binding.ts';
@@ -46,6 +46,8 @@ export class Session {
   #helper: FdSocket | undefined;
   #relay: Relay | undefined;
   #ending: Ending | undefined;
+  #signalsWanted = new Set<number>();
+  #signalling = false;
   #ended: (ending: Ending) => void = () => undefined;
   #endedPromise = new Promise<Ending>((resolve) => (this.#ended = resolve));
 
@@ -56,6 +58,9 @@ export class Session {
     this.#deps = deps;
     this.#deadlineMs = deadlineMs;
     this.#client = new FdSocket(clientFd);
+    // Before the relay takes over, failures surface as rejected reads or the final write's result;
+    // an 'error' event with no listener would end this root process instead.
+    this.#client.on('error', () => undefined);
   }
 
   get unit(): string | undefined {
@@ -149,25 +154,39 @@ export class Session {
     return { exit };
   }
 
+  /** One KillUnit in flight at a time; signals asked for meanwhile are sent after it, each once, so a
+   * flood of SIGNAL frames costs a set of at most ALLOWED_SIGNALS.size, not a call per frame. */
   #signal(signal: number): void {
     if (!ALLOWED_SIGNALS.has(signal)) {
       this.end('error', new SessionError(ErrorCode.PROTOCOL, `signal ${signal} is not allowed`));
       return;
     }
-    this.#deps.manager.kill(this.#unit!, signal).catch((error: Error) => {
-      this.end('error', new SessionError(ErrorCode.INTERNAL, `signalling the session failed: ${error.message}`));
-    });
+    this.#signalsWanted.add(signal);
+    if (this.#signalling) return;
+    this.#signalling = true;
+    void (async () => {
+      try {
+        for (let next = first(this.#signalsWanted); next !== undefined && !this.#ending; next = first(this.#signalsWanted)) {
+          this.#signalsWanted.delete(next);
+          await this.#deps.manager.kill(this.#unit!, next);
+        }
+      } catch (error) {
+        this.end('error', new SessionError(ErrorCode.INTERNAL, `signalling the session failed: ${(error as Error).message}`));
+      } finally {
+        this.#signalling = false;
+      }
+    })();
   }
 
   async #finish(ending: Ending): Promise<void> {
     const { manager, config } = this.#deps;
-    const { drainTimeoutMs, writeTimeoutMs, operationTimeoutMs } = config.limits;
+    const { drainTimeoutMs, writeTimeoutMs } = config.limits;
     const unit = this.#unit;
     const relay = this.#relay;
     try {
       if (relay && (ending.reason === 'exit' || ending.reason === 'stop')) {
         // STOP: stop first (SIGTERM + SIGHUP), then drain what the program wrote before it ended.
-        if (ending.reason === 'stop') await manager.stopAndWait(unit!, operationTimeoutMs);
+        if (ending.reason === 'stop') await manager.stopAndWait(unit!, unitStopWaitMs(config));
         if (!(await relay.drain(drainTimeoutMs))) {
           this.#deps.log(`${unit}: output not drained within ${drainTimeoutMs} ms; shutting the transport down`);
         }
@@ -187,8 +206,12 @@ export class Session {
       closeQuietly(this.#pidfd);
     }
     // Whatever ended the session, its unit is stopped and gone before the session counts as ended.
-    if (unit) await manager.stopAndWait(unit, operationTimeoutMs);
+    if (unit) await manager.stopAndWait(unit, unitStopWaitMs(config));
   }
+}
+
+function first<T>(set: Set<T>): T | undefined {
+  return set.values().next().value;
 }
 
 function asSessionError(error: unknown): SessionError {

@@ -258,4 +258,22 @@ test('a peer that closes with our bytes unread (a reset) still delivers everythi
   socket.close();
 });
 
+test('a write that fails because the peer left does not hide what the peer sent before leaving', async () => {
+  const [a, b] = native().socketpair();
+  const socket = new FdSocket(a);
+  sendRaw(b, Buffer.from('final frame'));
+  closeSync(b);
+  const chunks: Buffer[] = [];
+  const errors: string[] = [];
+  socket.on('error', (error) => errors.push(error.code));
+  const ended = new Promise<void>((resolve) => socket.on('end', () => resolve()));
+  // The peer is gone: this write fails (EPIPE) before anything is read.
+  socket.write(Buffer.from('credit'));
+  socket.startReading((chunk) => chunks.push(chunk));
+  await ended;
+  assert.is(Buffer.concat(chunks).toString(), 'final frame');
+  assert.equal(errors, []);
+  socket.close();
+});
+
 test.run();

@@ -62,4 +62,21 @@ test('clear() returns the fds never sent', () => {
   assert.is(queue.bytes, 0);
 });
 
+test('discardUnstarted keeps a partly sent head and drops the rest with their fds', () => {
+  const queue = new WriteQueue();
+  queue.push(Buffer.from('abcd'));
+  queue.push(Buffer.from('ef'), [7]);
+  queue.consume(1);
+  queue.pushUrgent(Buffer.from('U'));
+  assert.equal(queue.discardUnstarted(), [7]);
+  assert.is(queue.bytes, 3);
+  assert.equal(queue.peek()!.data.subarray(queue.peek()!.offset).toString(), 'bcd');
+  queue.consume(3);
+  assert.ok(queue.isEmpty);
+  queue.push(Buffer.from('x'));
+  assert.equal(queue.discardUnstarted(), []);
+  assert.ok(queue.isEmpty);
+  assert.is(queue.bytes, 0);
+});
+
 test.run();

@@ -4,7 +4,7 @@ import * as assert from 'uvu/assert';
 import { mkdirSync, renameSync, chownSync } from 'node:fs';
 import { join } from 'node:path';
 import { native } from '../../src/native/binding.ts';
-import { ErrorCode } from '../../src/protocol/index.ts';
+import { ErrorCode, encodeFrame } from '../../src/protocol/index.ts';
 import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
 import { installHelper, RawClient, sessionUnits, WorkerProcess, workerConfig } from './harness.ts';
 
@@ -34,6 +34,12 @@ async function session(argv: string[], options: Parameters<RawClient['start']>[2
   client.worker = worker;
   client.start(options.dir ?? workDir, argv, options);
   return { worker, client };
+}
+
+/** Writes through the raw client, waiting for the socket whenever a few MiB are queued. */
+async function writeBounded(client: RawClient, data: Buffer): Promise<void> {
+  if (client.socket.writableLength > 4 * 1024 * 1024) await new Promise<void>((resolve) => client.socket.once('drain', () => resolve()));
+  client.socket.write(data);
 }
 
 async function expectNoUnits(worker: WorkerProcess): Promise<void> {
@@ -103,7 +109,8 @@ test('a controlling terminal owned by the client; Ctrl-C gives a SIGINT exit', a
 
 test('job control works in an interactive shell', async () => {
   const { worker, client } = await session(['/bin/bash', '--norc', '--noprofile', '-i']);
-  client.send({ type: 'input', data: Buffer.from('sleep 300 &\rjobs; echo "mode:$-"\r') });
+  // "mo""de" so the terminal's echo of the command line does not look like its output.
+  client.send({ type: 'input', data: Buffer.from('sleep 300 &\rjobs; echo "mo""de:$-"\r') });
   await client.waitForOutput('Running');
   const seen = await client.waitForOutput('mode:');
   assert.match(seen, /\[1\]\+\s+Running\s+sleep 300 &/);
@@ -111,6 +118,30 @@ test('job control works in an interactive shell', async () => {
   client.send({ type: 'input', data: Buffer.from('kill %1; exit 4\r') });
   const exit = await client.waitFor('exit');
   assert.equal(exit, { type: 'exit', code: 1, status: 4, result: 'exit-code' });
+  await expectNoUnits(worker);
+});
+
+test('floods of RESIZE and SIGNAL frames while the program reads nothing leave the worker standing', async () => {
+  const { worker, client } = await session(['/bin/sh', '-c', 'trap "" WINCH; echo up; read line; stty size; echo "got:${#line}"']);
+  await client.waitForOutput('up');
+  // Typed-ahead input the program does not read yet keeps the helper from reading its socket.
+  client.send({ type: 'input', data: Buffer.from('x'.repeat(8000)) });
+  // More RESIZE bytes (10 MB) than any queue of the worker may hold, then SIGNALs.
+  const resizes = Buffer.concat(Array.from({ length: 50 }, (_, i) => encodeFrame({ type: 'resize', rows: 10 + i, cols: 100 })));
+  for (let i = 0; i < 23_000; i += 1) await writeBounded(client, resizes);
+  await writeBounded(client, Buffer.concat(Array.from({ length: 50_000 }, () => encodeFrame({ type: 'signal', signal: 28 }))));
+  await writeBounded(client, encodeFrame({ type: 'resize', rows: 33, cols: 100 }));
+  client.send({ type: 'input', data: Buffer.from('\r') });
+  const seen = await client.waitForOutput('got:');
+  assert.match(seen, /33 100/);
+  const exit = await client.waitFor('exit');
+  assert.is(exit.status, 0);
+  await expectNoUnits(worker);
+});
+
+test('a client that sends START and closes without reading still gets its unit stopped', async () => {
+  const { worker, client } = await session(['/bin/sh', '-c', 'exec sleep 100']);
+  client.close();
   await expectNoUnits(worker);
 });
 
