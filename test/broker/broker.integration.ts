@@ -39,6 +39,16 @@ test('socket activation: a session through the real supervisor as the agent serv
   assert.is(session.code, 3, session.stderr);
   assert.is(session.stdout, `hi\r\n${sandbox.client.uid}\r\n`);
   assert.is(await brokerProperty(sandbox, 'ActiveState'), 'active');
+  // No worker holds the listening socket (the broker's fd 3, close-on-exec).
+  const brokerPid = await brokerProperty(sandbox, 'MainPID');
+  const listening = (await sandbox.exec(['readlink', `/proc/${brokerPid}/fd/3`])).stdout.trim();
+  assert.match(listening, /^socket:\[\d+\]$/);
+  const workers = (await sandbox.exec(['pgrep', '-f', '/opt/opencode-pty/worker.js'])).stdout.trim().split('\n').filter(Boolean);
+  assert.ok(workers.length >= 1, 'a warm spare is running');
+  for (const pid of workers) {
+    const fds = await sandbox.exec(['sh', '-c', `for f in /proc/${pid}/fd/*; do readlink "$f"; done`]);
+    assert.not.ok(fds.stdout.split('\n').includes(listening), `worker ${pid} holds the listening socket`);
+  }
   // The worker exits just after its client saw EXIT; the broker then frees the slot.
   await until(async () => (await brokerProperty(sandbox, 'StatusText')) === '0 sessions, 0 handshakes', 5000, 'the slot to be freed');
   assert.equal(await sessionUnits(sandbox), []);
@@ -105,10 +115,12 @@ test('32 idle connections fill the ordinary slots; the real MainPID still gets i
 });
 
 test('the 121st admission within a minute is refused', async () => {
-  const reports = await peersAs(sandbox, { as: 'client' }, 121, 'hello');
+  const reports = await peersAs(sandbox, { as: 'client' }, 120, 'hello');
   // Each of the first 120 was admitted and then failed authentication (not the agent service).
-  assert.ok(reports.slice(0, 120).every((report) => report.code === ErrorCode.AUTHENTICATION), JSON.stringify(reports.find((r) => r.code !== ErrorCode.AUTHENTICATION)));
-  assert.equal({ frame: reports[120]!.frame, code: reports[120]!.code }, { frame: 'error', code: ErrorCode.ADMISSION });
+  assert.ok(reports.every((report) => report.code === ErrorCode.AUTHENTICATION), JSON.stringify(reports.find((r) => r.code !== ErrorCode.AUTHENTICATION)));
+  // The 121st is refused on accept; a silent peer (sending nothing that could race the close) reads why.
+  const [last] = await peersAs(sandbox, { as: 'client' }, 1, 'silent');
+  assert.equal({ frame: last!.frame, code: last!.code }, { frame: 'error', code: ErrorCode.ADMISSION });
 });
 
 test('the 17th session is refused; SIGTERM with 16 live sessions leaves no session unit', async () => {
