@@ -336,6 +336,8 @@ static _Noreturn void relay(void) {
     if (p[2].revents & POLLHUP) r.master_hup = true;
     if ((p[2].revents & POLLOUT) && process_input() < 0) worker_gone();
     if ((p[2].revents & (POLLIN | POLLHUP | POLLERR)) && r.out_len == 0) read_master();
+    // Nobody holds the terminal any more: input still pending is dropped, so the worker is read again.
+    if (r.master_eof && r.rx_off < r.rx_len && process_input() < 0) worker_gone();
     if (write_worker() < 0) worker_gone();
   }
 }
@@ -365,6 +367,8 @@ int main(int argc, char **argv) {
   sigemptyset(&caught);
   int list[] = {SIGCHLD, SIGTERM, SIGHUP, SIGINT, SIGQUIT};
   for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) sigaddset(&caught, list[i]);
+  // An inherited SIG_IGN for SIGCHLD would make the kernel reap the child unseen (no signal at all).
+  signal(SIGCHLD, SIG_DFL);
   sigprocmask(SIG_BLOCK, &caught, NULL);
   signal(SIGPIPE, SIG_IGN); // a vanished worker shows up as EPIPE, handled where it happens
   r.sigfd = signalfd(-1, &caught, SFD_NONBLOCK | SFD_CLOEXEC);

@@ -24,6 +24,15 @@ export interface ExecOptions {
 }
 
 const PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/** Runs the rest of argv only where the first stage left its marker: never on the host, even if the
+ * PID nsenter was given now names a host process (a recycled PID). */
+export const SANDBOX_GUARD = [
+  '/bin/sh',
+  '-c',
+  'test -f /run/opencode-pty-sandbox || { echo "not inside the test sandbox; refusing" >&2; exit 125; }; exec "$@"',
+  'sandbox-guard',
+];
 const ROOT: TestAccount = { user: 'root', group: 'root', uid: 0, gid: 0, home: '/root' };
 
 /** The full argv that runs `argv` inside the sandbox whose PID 1 is `pid1` (pure). */
@@ -51,6 +60,7 @@ export function execArgv(pid1: number, argv: string[], options: ExecOptions, acc
     '--root',
     '--wd',
     '--',
+    ...SANDBOX_GUARD,
     ...privileges,
     '--',
     'env',

@@ -31,10 +31,17 @@ ns_inode() {
 }
 
 [ "$$" = 1 ] || refuse "not PID 1 of a new pid namespace (pid $$)"
-[ "$(ns_inode pid)" != "$host_pid" ] || refuse "still in the host's pid namespace"
-[ "$(ns_inode mnt)" != "$host_mnt" ] || refuse "still in the host's mount namespace"
+# Top-level assignments, so a failed read ends the script (set -e); a check must never fail open.
+pid_ns=$(ns_inode pid)
+mnt_ns=$(ns_inode mnt)
+case "$pid_ns$mnt_ns" in '' | *[!0-9]*) refuse "cannot tell the namespaces apart (pid '$pid_ns', mnt '$mnt_ns')" ;; esac
+[ -n "$pid_ns" ] && [ -n "$mnt_ns" ] || refuse "cannot read the namespaces"
+[ "$pid_ns" != "$host_pid" ] || refuse "still in the host's pid namespace"
+[ "$mnt_ns" != "$host_mnt" ] || refuse "still in the host's mount namespace"
 # A shared mount would carry every mount below back to the host (mount_namespaces(7)).
-if grep -q ' shared:' /proc/self/mountinfo; then refuse "a mount is still shared with the host"; fi
+mountinfo=$(cat /proc/self/mountinfo)
+[ -n "$mountinfo" ] || refuse "cannot read /proc/self/mountinfo"
+case "$mountinfo" in *' shared:'*) refuse "a mount is still shared with the host" ;; esac
 [ -d "$state/seed" ] && [ -d "$state/run" ] && [ -d "$state/etc" ] || refuse "no prepared state in $state"
 [ -t 0 ] || refuse "standard input is not a terminal (it becomes /dev/console)"
 [ -d "$run_dir" ] || refuse "no run directory $run_dir"
@@ -59,6 +66,9 @@ mount -t tmpfs -o mode=0755 sandbox-units "$root/etc/systemd/system"
 
 mount -t tmpfs -o mode=0755,nosuid,nodev sandbox-run "$root/run"
 cp -a "$state/run/." "$root/run/"
+# Every command run in here first checks for this file, which the host never has: a recycled PID 1
+# number can then never lead a command (or "systemctl exit", a poweroff on a host) into the host.
+echo "$name" >"$root/run/opencode-pty-sandbox"
 mount --bind "$run_dir" "$root/run/opencode-pty"
 
 mount -t tmpfs -o mode=0755,nosuid sandbox-dev "$root/dev"

@@ -3,6 +3,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 import { removeCgroup } from './cgroup.ts';
+import { SANDBOX_GUARD } from './exec.ts';
 import { SandboxError } from './errors.ts';
 import { checkHost, type HostSnapshot } from './host-check.ts';
 import { pid1Alive } from './namespaces.ts';
@@ -63,7 +64,7 @@ function signalIfOurs(launched: Launched, signal: number | NodeJS.Signals): void
 /** `systemctl exit` inside; resolves whatever happens, since PID 1 leaving kills it too. */
 function systemctlExit(pid1: number): Promise<void> {
   return new Promise((resolve) => {
-    execFile('nsenter', ['--target', String(pid1), '--all', '--root', '--wd', '--', 'systemctl', 'exit'], { timeout: STEP_DEADLINE_MS }, () =>
+    execFile('nsenter', ['--target', String(pid1), '--all', '--root', '--wd', '--', ...SANDBOX_GUARD, 'systemctl', 'exit'], { timeout: STEP_DEADLINE_MS }, () =>
       resolve(),
     );
   });
