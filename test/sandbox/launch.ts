@@ -9,6 +9,7 @@ export const FIRST_STAGE = fileURLToPath(new URL('./first-stage.sh', import.meta
 
 /** What the first stage prints right before it execs systemd, after pivot_root. */
 const STARTING = 'sandbox first stage: starting systemd';
+const FIRST_STAGE_DEADLINE_MS = 20_000;
 
 export interface LaunchOptions {
   name: string;
@@ -107,7 +108,15 @@ export async function launch(options: LaunchOptions): Promise<Launched> {
       if (seen.includes(STARTING)) resolve();
     });
   });
-  const outcome = await Promise.race([verified.then(() => 'verified' as const), exited]);
+  // A first stage that stalls (a hung mount, say) must not hang the boot: it is killed through our handle.
+  let timer: NodeJS.Timeout | undefined;
+  const stalled = new Promise<'stalled'>((resolve) => (timer = setTimeout(() => resolve('stalled'), FIRST_STAGE_DEADLINE_MS)));
+  const outcome = await Promise.race([verified.then(() => 'verified' as const), exited, stalled]);
+  clearTimeout(timer);
+  if (outcome === 'stalled') {
+    child.kill('SIGKILL');
+    throw new SandboxError('SANDBOX_BOOT_TIMEOUT', `the sandbox's first stage did not start systemd within ${FIRST_STAGE_DEADLINE_MS} ms:\n${options.log.text}`);
+  }
   if (outcome !== 'verified') {
     throw new SandboxError(
       'SANDBOX_BOOT_FAILED',
