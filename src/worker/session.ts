@@ -150,6 +150,7 @@ export class Session {
     });
     this.#client.write(encodeFrame({ type: 'started', mainPid: started.mainPid, unit: name }));
     this.#deps.report({ type: 'started', mainPid: started.mainPid });
+    this.#deps.log(`session ${name} started for pid ${this.#peer.pid}: ${JSON.stringify(frame.argv[0])}, ${frame.rows}x${frame.cols}`);
     this.#relay.start();
     return { exit };
   }
