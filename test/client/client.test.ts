@@ -4,7 +4,7 @@ import * as assert from 'uvu/assert';
 import { closeSync, fstatSync, openSync, readdirSync, readlinkSync, statSync } from 'node:fs';
 import { once } from 'node:events';
 import { ErrorCode, Limits, PROTOCOL_VERSION, encodeFrame } from '../../src/protocol/index.ts';
-import { ClientError, connect, exitStatus, type Session } from '../../src/client/index.ts';
+import { ClientError, connect, exitStatus, type Client, type Session } from '../../src/client/index.ts';
 import { TestServer, type ServerConnection } from './test-server.ts';
 
 async function rejection(promise: Promise<unknown>): Promise<ClientError> {
@@ -39,12 +39,17 @@ function fdsOn(dir: string): number {
 }
 
 /** A connected client with a started session, and the server's side of it. */
-async function startedSession(server: TestServer): Promise<{ session: Session; conn: ServerConnection }> {
+/** A client connected to `server` with the handshake done, and the server's side of it. */
+async function handshaken(server: TestServer): Promise<{ client: Client; conn: ServerConnection }> {
   const accepted = server.accept();
   const connecting = connect(server.path);
   const conn = await accepted;
   await conn.handshake();
-  const client = await connecting;
+  return { client: await connecting, conn };
+}
+
+async function startedSession(server: TestServer): Promise<{ session: Session; conn: ServerConnection }> {
+  const { client, conn } = await handshaken(server);
   const starting = client.start({ argv: ['sh'], cwd: server.dir });
   const start = await conn.expect('start', 1);
   for (const fd of start.fds) closeSync(fd);
@@ -91,11 +96,7 @@ test('connecting to a missing socket rejects with CONNECT and the errno', async 
 
 test('START carries the cwd fd (same dev/ino), its fields, and the client closes its own copy', async () => {
   const server = new TestServer();
-  const accepted = server.accept();
-  const connecting = connect(server.path);
-  const conn = await accepted;
-  await conn.handshake();
-  const client = await connecting;
+  const { client, conn } = await handshaken(server);
   const starting = client.start({ argv: ['bash', '-l'], cwd: server.dir, env: { TERM: 'xterm' }, rows: 30, cols: 100 });
   const start = await conn.expect('start', 1);
   const want = statSync(server.dir, { bigint: true });
@@ -122,11 +123,7 @@ test('START carries the cwd fd (same dev/ino), its fields, and the client closes
 
 test('a cwd that is not a directory fails before anything is sent', async () => {
   const server = new TestServer();
-  const accepted = server.accept();
-  const connecting = connect(server.path);
-  const conn = await accepted;
-  await conn.handshake();
-  const client = await connecting;
+  const { client, conn } = await handshaken(server);
   const error = await rejection(client.start({ argv: ['sh'], cwd: server.path }));
   assert.is(error.code, 'CWD');
   assert.is(error.errno, 'ENOTDIR');
@@ -137,11 +134,7 @@ test('a cwd that is not a directory fails before anything is sent', async () => 
 
 test('an ERROR answering START rejects start() with its code and text', async () => {
   const server = new TestServer();
-  const accepted = server.accept();
-  const connecting = connect(server.path);
-  const conn = await accepted;
-  await conn.handshake();
-  const client = await connecting;
+  const { client, conn } = await handshaken(server);
   const starting = client.start({ argv: ['sh'], cwd: server.dir });
   const start = await conn.expect('start', 1);
   for (const fd of start.fds) closeSync(fd);
