@@ -75,7 +75,6 @@ export class Relay {
       this.#grantInput();
     });
     helper.on('end', () => this.#helperDone());
-    helper.on('hangup', () => undefined);
     // A helper that stopped reading for good is reported by the read side, after its last output
     // (FdSocket holds write failures back while reading); later input is simply dropped.
     helper.on('error', (error) => (error.syscall === 'sendmsg' ? (this.#helperInputGone = true) : this.#helperDone()));
