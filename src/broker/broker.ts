@@ -7,12 +7,12 @@ import type { Logger } from '../log.ts';
 import { native, type FdWatcher } from '../native/binding.ts';
 import { ErrorCode, encodeFrame, type ErrorCodeValue } from '../protocol/index.ts';
 import type { UnitManager } from '../systemd/unit-manager.ts';
-import { SessionError } from '../worker/session-error.ts';
+import { SessionError } from '../protocol/session-error.ts';
 import { Admission, SessionSlots, type Slot } from './admission.ts';
 import { sendErrorNow } from './refuse.ts';
 import { chooseVersion, readHello } from './handshake.ts';
 import type { Listener } from './listener.ts';
-import { ClientServiceCache, credentialsMatch, peerInService, peerPidfd, serviceIsLive, ticksSinceBoot } from './peer-identity.ts';
+import { ClientServiceCache, credentialsMatch, peerInService, peerPidfd, serviceIsLive, ticksSinceBoot } from '../identity/peer-identity.ts';
 import type { WorkerHandle, WorkerPool } from './worker-pool.ts';
 
 export const ADMISSION_REFUSED = 'authentication admission limit reached';

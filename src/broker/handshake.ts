@@ -2,7 +2,7 @@
 import type { FdSocket } from '../io/fd-socket.ts';
 import { closeAll } from '../io/fds.ts';
 import { ErrorCode, FrameType, HEADER_SIZE, PROTOCOL_VERSION, isProtocolError, parseHeader, parsePayload, type FrameOf } from '../protocol/index.ts';
-import { SessionError } from '../worker/session-error.ts';
+import { SessionError } from '../protocol/session-error.ts';
 
 /** Versions this supervisor speaks, lowest first. */
 export const SUPPORTED_VERSIONS: readonly number[] = [PROTOCOL_VERSION];

@@ -7,7 +7,7 @@ import type { Config } from '../config/schema.ts';
 import { FdSocket } from '../io/fd-socket.ts';
 import type { Logger } from '../log.ts';
 import { native } from '../native/binding.ts';
-import { ControlDecoder, encodeControl, type PeerIdentity, type WorkerMessage } from '../worker/control.ts';
+import { ControlDecoder, encodeControl, type PeerIdentity, type WorkerMessage } from '../control/broker-worker.ts';
 
 /** How a worker is started: the bundle beside this one, or the TypeScript entry through tsx in a checkout. */
 export function workerCommand(): string[] {

@@ -5,3 +5,4 @@ export { ProtocolError, isProtocolError, type ProtocolErrorCode } from './errors
 export { LAYOUT, layoutOf, parseHeader, typeCodeOf, type FrameLayout } from './layout.ts';
 export { FrameDecoder, parsePayload } from './decode.ts';
 export { MAX_ERROR_TEXT, encodeFrame, errorFrame } from './encode.ts';
+export { SessionError } from './session-error.ts';

@@ -5,10 +5,10 @@ import { FdSocket } from '../io/fd-socket.ts';
 import type { Config } from '../config/schema.ts';
 import { ErrorCode } from '../protocol/constants.ts';
 import { UnitManager } from '../systemd/unit-manager.ts';
-import { readControl, sendControl } from './control-channel.ts';
+import { readControl, sendControl } from '../control/worker-end.ts';
 import { helperPath } from './helper-path.ts';
 import { Session } from './session.ts';
-import { SessionError } from './session-error.ts';
+import { SessionError } from '../protocol/session-error.ts';
 
 /** The control socketpair end the broker hands every worker. */
 export const CONTROL_FD = 3;

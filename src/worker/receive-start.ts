@@ -3,7 +3,7 @@ import { fstatSync } from 'node:fs';
 import type { FdSocket } from '../io/fd-socket.ts';
 import { closeAll } from '../io/fds.ts';
 import { ErrorCode, FrameType, HEADER_SIZE, parseHeader, parsePayload, isProtocolError, type ErrorCodeValue, type FrameOf } from '../protocol/index.ts';
-import { SessionError } from './session-error.ts';
+import { SessionError } from '../protocol/session-error.ts';
 
 /** Control space for this many fds, as the earlier supervisor had (8 + 1): more than one is seen, not truncated. */
 export const START_CONTROL_FDS = 9;

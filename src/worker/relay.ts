@@ -7,7 +7,7 @@ import type { FdSocket } from '../io/fd-socket.ts';
 import { ErrorCode, FrameDecoder, Limits, encodeFrame, isProtocolError, type ErrorCodeValue, type Frame } from '../protocol/index.ts';
 import { FlowError, ReceiveWindow, SendWindow } from '../protocol/credit.ts';
 import { writeFinalFrame } from './final-frame.ts';
-import { SessionError } from './session-error.ts';
+import { SessionError } from '../protocol/session-error.ts';
 
 export interface RelayEvents {
   stop(): void;

@@ -8,13 +8,13 @@ import { ErrorCode, encodeFrame, errorFrame, type Frame, type FrameOf } from '..
 import type { UnitManager } from '../systemd/unit-manager.ts';
 import { unitNameFor } from '../systemd/unit-names.ts';
 import type { ExitStatus } from '../systemd/unit-watch.ts';
-import type { PeerIdentity, WorkerMessage } from './control.ts';
+import type { PeerIdentity, WorkerMessage } from '../control/broker-worker.ts';
 import { sessionEnvironment } from './environment.ts';
 import { writeFinalFrame } from './final-frame.ts';
-import { recheckPeer } from './peer-recheck.ts';
+import { recheckPeer } from '../identity/peer-recheck.ts';
 import { receiveStart } from './receive-start.ts';
 import { Relay } from './relay.ts';
-import { SessionError } from './session-error.ts';
+import { SessionError } from '../protocol/session-error.ts';
 
 /** Signals a client may send to its session's processes (HUP INT QUIT KILL USR1 USR2 TERM CONT STOP TSTP WINCH). */
 export const ALLOWED_SIGNALS: ReadonlySet<number> = new Set([1, 2, 3, 9, 10, 12, 15, 18, 19, 20, 28]);

@@ -8,7 +8,7 @@ import { DEFAULT_LIMITS, DEFAULT_SESSION, type Config } from '../../src/config/s
 import { FdSocket } from '../../src/io/fd-socket.ts';
 import { native } from '../../src/native/binding.ts';
 import { FrameDecoder, encodeFrame, type Frame, type FrameName, type FrameOf } from '../../src/protocol/index.ts';
-import { ControlDecoder, encodeControl, type PeerIdentity, type WorkerMessage } from '../../src/worker/control.ts';
+import { ControlDecoder, encodeControl, type PeerIdentity, type WorkerMessage } from '../../src/control/broker-worker.ts';
 import type { Sandbox } from '../sandbox/index.ts';
 
 export const HELPER_INSIDE = '/opt/opencode-pty/opencode-pty-session';

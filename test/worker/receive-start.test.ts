@@ -8,7 +8,7 @@ import { FdSocket } from '../../src/io/fd-socket.ts';
 import { native } from '../../src/native/binding.ts';
 import { ErrorCode, encodeFrame, type Frame } from '../../src/protocol/index.ts';
 import { receiveStart } from '../../src/worker/receive-start.ts';
-import { SessionError } from '../../src/worker/session-error.ts';
+import { SessionError } from '../../src/protocol/session-error.ts';
 
 const scratch = mkdtempSync(join(tmpdir(), 'receive-start-'));
 const dir = join(scratch, 'dir');

@@ -4,7 +4,7 @@ import { closeSync, readFileSync } from 'node:fs';
 import type { Config } from '../config/schema.ts';
 import { native, type PeerCredentials } from '../native/binding.ts';
 import type { ServiceState } from '../systemd/unit-manager.ts';
-import { cgroupWithin } from '../worker/peer-recheck.ts';
+import { cgroupWithin } from './peer-recheck.ts';
 
 export function credentialsMatch(credentials: PeerCredentials, config: Config): boolean {
   return credentials.uid === config.client.uid && credentials.gid === config.client.gid;

@@ -1,7 +1,7 @@
 // The worker's end of the control channel: reads broker messages (with their fds), sends reports.
 import type { FdSocket } from '../io/fd-socket.ts';
 import { closeAll } from '../io/fds.ts';
-import { ControlError, MAX_CONTROL_MESSAGE, encodeControl, type BrokerMessage, type WorkerMessage } from './control.ts';
+import { ControlError, MAX_CONTROL_MESSAGE, encodeControl, type BrokerMessage, type WorkerMessage } from './broker-worker.ts';
 
 /** A session message carries the client connection and the peer's pidfd. */
 const MAX_CONTROL_FDS = 2;

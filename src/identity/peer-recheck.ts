@@ -2,8 +2,8 @@
 // process (through its pidfd, so a recycled PID cannot pass), still inside the client's cgroup.
 import { native } from '../native/binding.ts';
 import { ErrorCode } from '../protocol/constants.ts';
-import type { PeerIdentity } from './control.ts';
-import { SessionError } from './session-error.ts';
+import type { PeerIdentity } from './peer.ts';
+import { SessionError } from '../protocol/session-error.ts';
 
 /** True when `cgroup` is `unitGroup` or lies below it. */
 export function cgroupWithin(cgroup: string, unitGroup: string): boolean {

@@ -1,8 +1,8 @@
 // Peer identity policy: the client service's live state, its one-second cache, cgroup membership.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ClientServiceCache, credentialsMatch, processStartTicks, serviceIsLive, ticksSinceBoot } from '../../src/broker/peer-identity.ts';
-import { cgroupWithin } from '../../src/worker/peer-recheck.ts';
+import { ClientServiceCache, credentialsMatch, processStartTicks, serviceIsLive, ticksSinceBoot } from '../../src/identity/peer-identity.ts';
+import { cgroupWithin } from '../../src/identity/peer-recheck.ts';
 import type { Config } from '../../src/config/schema.ts';
 import type { ServiceState } from '../../src/systemd/unit-manager.ts';
 

@@ -1,13 +1,8 @@
 // The broker↔worker control channel: length-prefixed JSON messages on a private socketpair.
 // The connection fd (and the peer's pidfd) ride on the `session` message as SCM_RIGHTS.
+import type { PeerIdentity } from '../identity/peer.ts';
 
-export interface PeerIdentity {
-  pid: number;
-  uid: number;
-  gid: number;
-  /** The peer's cgroup as the broker checked it; null in the weaker mode without a client unit. */
-  cgroup: string | null;
-}
+export type { PeerIdentity };
 
 export type BrokerMessage =
   /** fds: [client connection, peer pidfd]. `deadlineMs`: what is left of the handshake deadline. */

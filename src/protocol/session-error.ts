@@ -1,5 +1,5 @@
 // Why a session ended early: a wire ERROR code and the text the client is sent.
-import type { ErrorCodeValue } from '../protocol/constants.ts';
+import type { ErrorCodeValue } from './constants.ts';
 
 export class SessionError extends Error {
   constructor(
