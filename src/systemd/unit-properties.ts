@@ -2,10 +2,12 @@
 // one small function per group as systemd-run does (src/run/run.c transient_*_set_properties).
 import { SystemdError } from './errors.ts';
 import { limitProperties, type PropertyTuple } from './unit-limits.ts';
+import { checkUnitFileText } from './unit-text.ts';
 
 export type { PropertyTuple, PropertyValue } from './unit-limits.ts';
 export { ALLOWED_LIMIT_NAMES } from './unit-limits.ts';
 export { unitNameFor, validatePrefix, DEFAULT_UNIT_PREFIX } from './unit-names.ts';
+export { programLabel } from './unit-text.ts';
 
 /** Where the supervisor's socket lives; session programs share the client's uid and must not reach it. */
 export const DEFAULT_INACCESSIBLE_PATHS: readonly string[] = ['/run/opencode-pty'];
@@ -129,11 +131,14 @@ function sandboxProperties(spec: SessionUnitSpec): PropertyTuple[] {
 
 /** The full `a(sv)` list for StartTransientUnit, as plain tuples; Variants are made at the bus edge. */
 export function sessionUnitProperties(spec: SessionUnitSpec): PropertyTuple[] {
-  return [
+  const tuples = [
     ...unitProperties(spec),
     ...killProperties(spec),
     ...serviceProperties(spec),
     ...sandboxProperties(spec),
     ...limitProperties(spec.limits ?? {}),
   ];
+  // Last, over everything, whatever its source: no string becomes unit-file syntax (unit-text.ts).
+  checkUnitFileText(tuples);
+  return tuples;
 }

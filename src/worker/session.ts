@@ -7,6 +7,7 @@ import { native } from '../native/binding.ts';
 import { ErrorCode, encodeFrame, errorFrame, type Frame, type FrameOf } from '../protocol/index.ts';
 import type { UnitManager } from '../systemd/unit-manager.ts';
 import { unitNameFor } from '../systemd/unit-names.ts';
+import { programLabel } from '../systemd/unit-text.ts';
 import type { ExitStatus } from '../systemd/unit-watch.ts';
 import type { PeerIdentity, WorkerMessage } from '../control/broker-worker.ts';
 import { sessionEnvironment } from './environment.ts';
@@ -123,7 +124,8 @@ export class Session {
     let started;
     try {
       started = await manager.startSession(name, {
-        description: `opencode-pty session ${frame.argv[0]}`,
+        // Client bytes never reach unit-file text: the program's name only through a safe alphabet.
+        description: `opencode-pty session ${programLabel(frame.argv[0]!)}`,
         helperPath,
         helperArgs: [String(frame.rows), String(frame.cols), ...frame.argv],
         user: config.client.user,

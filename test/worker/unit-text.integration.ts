@@ -1,0 +1,119 @@
+// No client byte becomes unit-file syntax: a session's transient unit file, read back by a real
+// systemd after daemon-reload, holds exactly the settings we sent, whatever argv and env held.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { chownSync, mkdirSync, symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { native } from '../../src/native/binding.ts';
+import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
+import { installHelper, RawClient, sessionUnits, WorkerProcess, workerConfig } from './harness.ts';
+
+let sandbox: Sandbox;
+let workDir: string;
+let workInside: string;
+
+test.before(async () => {
+  sandbox = await bootSandbox({ name: 'worker-unit-text' });
+  await installHelper(sandbox);
+  workInside = `${sandbox.client.home}/work`;
+  workDir = join(sandbox.root, workInside);
+  mkdirSync(workDir, { recursive: true });
+  chownSync(workDir, sandbox.client.uid, sandbox.client.gid);
+});
+
+test.after(async () => {
+  await sandbox?.stop();
+});
+
+async function startSession(argv: string[], env: Record<string, string> = {}) {
+  const worker = new WorkerProcess(sandbox, workerConfig(sandbox));
+  await worker.waitFor('ready');
+  const [ours, theirs] = native().socketpair();
+  worker.handOff(theirs);
+  const client = new RawClient(ours);
+  client.worker = worker;
+  client.start(workDir, argv, { env });
+  return { worker, client };
+}
+
+async function transientFile(unit: string): Promise<string> {
+  const result = await sandbox.exec(['cat', `/run/systemd/transient/${unit}`]);
+  assert.is(result.code, 0, result.stderr);
+  return result.stdout;
+}
+
+async function existsInside(path: string): Promise<boolean> {
+  return (await sandbox.exec(['test', '-e', path])).code === 0;
+}
+
+/** The settings systemd holds for the unit after re-reading its file. */
+async function reloadedUnit(unit: string): Promise<{ file: string; stopPost: string; description: string }> {
+  const reload = await sandbox.systemctl('daemon-reload');
+  assert.is(reload.code, 0, reload.stderr);
+  const show = await sandbox.systemctl('show', '-p', 'ExecStopPost', '-p', 'ExecStartPre', '-p', 'Description', unit);
+  const value = (name: string) => show.stdout.split('\n').find((line) => line.startsWith(`${name}=`))?.slice(name.length + 1) ?? '';
+  return { file: await transientFile(unit), stopPost: value('ExecStopPost') + value('ExecStartPre'), description: value('Description') };
+}
+
+function sections(file: string): string[] {
+  return file.split('\n').filter((line) => /^\s*\[/.test(line));
+}
+
+async function endSession(worker: WorkerProcess, client: RawClient): Promise<void> {
+  client.send({ type: 'stop' });
+  await client.waitFor('stopped');
+  assert.is(await worker.exited, 0, worker.stderr);
+  assert.equal(await sessionUnits(sandbox), []);
+}
+
+test('a program path written as unit-file lines stays a path: nothing runs as root after daemon-reload', async () => {
+  // The reported attack: argv[0]'s last components spell a [Service] section with an
+  // ExecStopPost=+ line; the path exists (directories plus a symlink to sleep) so the session starts.
+  const injected = 'd\n[Service]\nExecStopPost=+/usr/bin/touch /run/PWNED\nx';
+  const parts = injected.split('/');
+  mkdirSync(join(workDir, ...parts.slice(0, -1)), { recursive: true });
+  symlinkSync('/bin/sleep', join(workDir, injected));
+  const { worker, client } = await startSession([`${workInside}/${injected}`, '300']);
+  const started = await client.waitFor('started');
+  const before = await transientFile(started.unit);
+  const after = await reloadedUnit(started.unit);
+  assert.is(after.file, before, 'daemon-reload rewrote nothing');
+  assert.equal(sections(after.file), sections(before));
+  assert.not.match(after.file, /^\s*ExecStopPost/m);
+  assert.is(after.stopPost, '', 'no ExecStopPost/ExecStartPre loaded');
+  assert.match(after.description, /^opencode-pty session [A-Za-z0-9._+-]+$/);
+  assert.is(after.description, 'opencode-pty session PWNED_x');
+  await endSession(worker, client);
+  assert.not.ok(await existsInside('/run/PWNED'), 'the injected ExecStopPost never ran');
+});
+
+test('newlines, % specifiers and \\ sequences in argv and env reach the program as data and stay data after daemon-reload', async () => {
+  const hostile = [
+    'a\n[Service]\nExecStopPost=+/usr/bin/touch /run/PWNED2',
+    '%h %n %u %% %',
+    'back\\nslash\\',
+    '\\x41\\\\ "quoted" \'single\' ${HOME} $$',
+  ];
+  const envValue = 'v\n[Service]\nExecStartPre=+/usr/bin/touch /run/PWNED3\n%h\\x41\\';
+  const argv = ['/bin/sh', '-c', 'for a in "$@"; do printf "<%s>" "$a"; done; printf "[%s]" "$OCPTY_ALLOWED"; echo; echo ready; exec sleep 300', 'sh', ...hostile];
+  const { worker, client } = await startSession(argv, { OCPTY_ALLOWED: envValue });
+  const started = await client.waitFor('started');
+  await client.waitForOutput('ready');
+  // The terminal turns \n into \r\n on output (ONLCR); undo only that to compare.
+  const printed = client.output.toString('utf8').replaceAll('\r\n', '\n');
+  assert.ok(printed.startsWith(`${hostile.map((arg) => `<${arg}>`).join('')}[${envValue}]\n`), JSON.stringify(printed));
+  const before = await transientFile(started.unit);
+  const after = await reloadedUnit(started.unit);
+  assert.is(after.file, before);
+  assert.equal(sections(after.file), sections(before));
+  assert.not.match(after.file, /^\s*Exec(StopPost|StartPre)/m);
+  assert.is(after.stopPost, '');
+  // What systemd re-read is what we sent: the environment entry and the argv round-trip.
+  const shown = await sandbox.systemctl('show', '-p', 'Environment', started.unit);
+  assert.ok(shown.stdout.includes('OCPTY_ALLOWED='), shown.stdout);
+  await endSession(worker, client);
+  assert.not.ok(await existsInside('/run/PWNED2'));
+  assert.not.ok(await existsInside('/run/PWNED3'));
+});
+
+test.run();
