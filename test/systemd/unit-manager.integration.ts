@@ -9,6 +9,7 @@ import { DbusConnection, MANAGER_INTERFACE, MANAGER_PATH } from '../../src/syste
 import { UnitManager } from '../../src/systemd/unit-manager.ts';
 import { unitNameFor, unitObjectPath } from '../../src/systemd/unit-names.ts';
 import type { SessionUnitSpec } from '../../src/systemd/unit-properties.ts';
+import { programLabel } from '../../src/systemd/unit-text.ts';
 import { bootSandbox, sandboxUnavailable, type Sandbox } from '../sandbox/index.ts';
 import { rejectsCode } from './helpers.ts';
 
@@ -35,7 +36,7 @@ async function start(argv: string[], overrides: Partial<SessionUnitSpec> = {}, p
   const [output, unitEnd] = native().socketpair();
   try {
     const started = await manager.startSession(name, {
-      description: `test ${argv.join(' ')}`,
+      description: `test ${programLabel(argv[0]!)}`,
       helperPath: argv[0]!,
       helperArgs: argv.slice(1),
       user: sandbox.client.user,
