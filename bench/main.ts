@@ -1,0 +1,407 @@
+// npm run bench [-- --quick] [--json PATH] [--only SECTION,…]: boots the sandbox once, deploys the
+// supervisor, and measures opencode-pty against its anchors (systemd-run --pty, script -qc) in the
+// same run, samples alternated and the order rotated each round. Prints Markdown tables (min /
+// median / max, ratios against the anchor named per section) and writes the figures as JSON.
+import { execFileSync } from 'node:child_process';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { bootSandbox, sandboxUnavailable, type Sandbox } from '../test/sandbox/index.ts';
+import { AGENT_SERVICE, BROKER_UNIT, CONFIG_PATH, INSTALL_DIR, SOCKET_PATH, deploy, deployConfig } from '../test/sandbox/deploy.ts';
+import { buildProbe } from './build-probe.ts';
+import { Probe } from './rpc.ts';
+import { formatSections, rotation, summarize, withRatios, type Figure, type Section } from './stats.ts';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const { values: args } = parseArgs({
+  options: { quick: { type: 'boolean', default: false }, json: { type: 'string' }, only: { type: 'string' } },
+});
+const quick = args.quick!;
+const only = args.only ? new Set(args.only.split(',')) : undefined;
+const MiB = 1024 * 1024;
+
+const LIB = 'opencode-pty library';
+const CLI = 'opencode-pty CLI';
+const SDRUN = 'systemd-run --pty';
+const SCRIPT = 'script -qc';
+
+function say(message: string): void {
+  process.stderr.write(`bench: ${message}\n`);
+}
+
+function ms(values: (number | undefined)[]): number[] {
+  return values.filter((value): value is number => typeof value === 'number' && Number.isFinite(value));
+}
+
+function figure(row: string, contender: string, values: number[], unit = 'ms', note?: string, p99 = false): Figure {
+  return { row, contender, unit, summary: summarize(values, p99), ...(note ? { note } : {}) };
+}
+
+interface Context {
+  sandbox: Sandbox;
+  agent: Probe;
+  rootProbe: Probe;
+  account: { user: string; uid: number; gid: number; cwd: string };
+}
+
+async function brokerPid(sandbox: Sandbox): Promise<number> {
+  const result = await sandbox.systemctl('show', '--property=MainPID', '--value', BROKER_UNIT);
+  return Number(result.stdout.trim());
+}
+
+async function stopBroker(sandbox: Sandbox): Promise<void> {
+  const result = await sandbox.systemctl('stop', BROKER_UNIT);
+  if (result.code !== 0) throw new Error(`cannot stop the broker: ${result.stderr}`);
+}
+
+/** Writes a config and restarts nothing: the next broker reads it. */
+async function writeConfig(sandbox: Sandbox, overrides: Record<string, unknown>): Promise<void> {
+  await stopBroker(sandbox);
+  await sandbox.install([{ content: `${JSON.stringify(deployConfig(sandbox, overrides), null, 2)}\n`, to: CONFIG_PATH, mode: 0o644 }]);
+}
+
+/** Limits for everything but the flood: no admission rate refusals and no idle exit between rows. */
+const BENCH_LIMITS = { limits: { maxAdmissionsPerMinute: 100_000, maxUnauthenticated: 64, idleExitMs: 600_000 } };
+
+function sdRun(ctx: Context, argv: string[]): string[] {
+  const a = ctx.account;
+  return ['systemd-run', '--pty', '--wait', '--quiet', `--uid=${a.user}`, `--gid=${a.gid}`, `--working-directory=${a.cwd}`, '--', ...argv];
+}
+
+function scriptRun(argv: string): string[] {
+  return ['script', '-qc', argv, '/dev/null'];
+}
+
+/** One sample of `echo hi` (or `command`) by contender. */
+async function startSample(ctx: Context, who: string, shell = 'echo hi'): Promise<Record<string, any>> {
+  const argv = ['sh', '-c', shell];
+  const asClient = { uid: ctx.account.uid, gid: ctx.account.gid, cwd: ctx.account.cwd, env: { HOME: ctx.account.cwd } };
+  switch (who) {
+    case LIB:
+      return ctx.agent.call({ op: 'library', argv });
+    case CLI:
+      return ctx.agent.call({ op: 'spawn', argv: ['/usr/bin/node', `${INSTALL_DIR}/cli.js`, 'run', '--socket', SOCKET_PATH, '--', ...argv] });
+    case SDRUN:
+      return ctx.rootProbe.call({ op: 'spawn', argv: sdRun(ctx, argv) });
+    case SCRIPT:
+      return ctx.rootProbe.call({ op: 'spawn', argv: scriptRun(shell), ...asClient });
+    default:
+      throw new Error(who);
+  }
+}
+
+async function warm(ctx: Context, rounds: number): Promise<Section> {
+  const who = [LIB, CLI, SDRUN, SCRIPT];
+  const samples = new Map<string, Record<string, any>[]>(who.map((name) => [name, []]));
+  // One unmeasured round: the broker, its spare and the page cache are warm afterwards.
+  for (const name of who) await startSample(ctx, name);
+  for (let round = 0; round < rounds; round += 1) {
+    for (const name of rotation(who, round)) samples.get(name)!.push(await startSample(ctx, name));
+  }
+  const figures: Figure[] = [];
+  const lib = samples.get(LIB)!;
+  figures.push(figure('connect→WELCOME', LIB, ms(lib.map((s) => s.welcome))));
+  figures.push(figure('connect→STARTED', LIB, ms(lib.map((s) => s.started))));
+  for (const name of who) figures.push(figure('→first OUTPUT', name, ms(samples.get(name)!.map((s) => s.first))));
+  for (const name of who) figures.push(figure('→EXIT', name, ms(samples.get(name)!.map((s) => s.exit))));
+  return withRatios({ title: 'Warm start of `echo hi` (connect or spawn →)', anchor: SDRUN, figures });
+}
+
+async function cold(ctx: Context, rounds: number, warmAnchor: Figure | undefined): Promise<Section> {
+  const samples: Record<string, any>[] = [];
+  for (let round = 0; round < rounds; round += 1) {
+    await stopBroker(ctx.sandbox);
+    samples.push(await ctx.agent.call({ op: 'library', argv: ['sh', '-c', 'echo hi'] }));
+  }
+  const figures = [
+    figure('connect→WELCOME', LIB, ms(samples.map((s) => s.welcome))),
+    figure('connect→STARTED', LIB, ms(samples.map((s) => s.started))),
+    figure('→first OUTPUT', LIB, ms(samples.map((s) => s.first))),
+    figure('→EXIT', LIB, ms(samples.map((s) => s.exit)), 'ms', 'goal ≤ 250 ms'),
+  ];
+  if (warmAnchor) figures.push({ ...warmAnchor, row: '→EXIT', note: 'warm, from the warm section' });
+  return withRatios({ title: 'Cold start (socket activation) of `echo hi`', anchor: SDRUN, figures });
+}
+
+interface Held {
+  section: Section;
+  memory: Section;
+}
+
+/**
+ * A session's slot is freed a moment after its EXIT (once the worker has ended), so a start right
+ * after one at the limit may be refused: retried, untimed, after a pause.
+ */
+async function startRetrying(ctx: Context, command: Record<string, unknown>, retries: { count: number }): Promise<Record<string, any>> {
+  for (;;) {
+    try {
+      return await ctx.agent.call(command);
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'SESSION_LIMIT' || retries.count > 100) throw error;
+      retries.count += 1;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+async function heldAndMemory(ctx: Context, samplesPerLevel: number): Promise<Held> {
+  const levels = quick ? [0, 1, 7, 15] : [0, 1, 2, 4, 8, 12, 15];
+  const figures: Figure[] = [];
+  const memFigures: Figure[] = [];
+  const helpers: number[] = [];
+  const anchors: number[] = [];
+  const broker = await brokerPid(ctx.sandbox);
+  const retries = { count: 0 };
+  const memoryAt = async (sessions: number) => {
+    // Let the spare finish starting (it is not on any timed path here).
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const m = (await ctx.rootProbe.call({ op: 'memory', brokerPid: broker, sessions, helpers, anchors })) as Record<string, any>;
+    const add = (what: string, entries: ({ pss: number; rss: number; uss: number } | undefined)[], who = 'opencode-pty') => {
+      const present = entries.filter((entry) => entry !== undefined);
+      if (!present.length) return;
+      for (const kind of ['uss', 'pss', 'rss'] as const) {
+        memFigures.push(figure(`${what} ${kind.toUpperCase()} at ${sessions}`, who, present.map((entry) => entry![kind] / 1024), 'MB'));
+      }
+    };
+    add('broker', [m.broker]);
+    add('spare', [m.spare]);
+    add('worker', m.workers);
+    add('helper', m.helpers);
+    add('client process', m.anchors, SDRUN);
+  };
+  await memoryAt(0);
+  let holding = 0;
+  for (const level of levels) {
+    while (holding < level) {
+      const held = await startRetrying(ctx, { op: 'library', argv: ['sleep', '3600'], hold: true }, retries);
+      helpers.push(held.helperPid);
+      holding += 1;
+      if (holding === 1) await memoryAt(1);
+    }
+    const values: number[] = [];
+    const exits: number[] = [];
+    for (let i = 0; i < samplesPerLevel; i += 1) {
+      const sample = await startRetrying(ctx, { op: 'library', argv: ['sh', '-c', 'echo hi'] }, retries);
+      values.push(sample.started);
+      exits.push(sample.exit);
+    }
+    figures.push(figure(`start #${level + 1} (${level} held): connect→STARTED`, LIB, values));
+    figures.push(figure(`start #${level + 1} (${level} held): connect→EXIT`, LIB, exits));
+  }
+  while (holding < 16) {
+    const held = await startRetrying(ctx, { op: 'library', argv: ['sleep', '3600'], hold: true }, retries);
+    helpers.push(held.helperPid);
+    holding += 1;
+  }
+  for (let i = 0; i < 16; i += 1) {
+    anchors.push(((await ctx.rootProbe.call({ op: 'holdAnchor', account: ctx.account })) as Record<string, any>).pid);
+  }
+  await memoryAt(16);
+  await ctx.agent.call({ op: 'release' });
+  await ctx.rootProbe.call({ op: 'release' });
+  // Ratios against the first start: the goal is a flat curve.
+  const first = figures.find((f) => f.row.startsWith('start #1 ') && f.row.endsWith('EXIT'))!;
+  const firstStarted = figures.find((f) => f.row.startsWith('start #1 ') && f.row.endsWith('STARTED'))!;
+  for (const f of figures) {
+    const base = f.row.endsWith('EXIT') ? first : firstStarted;
+    f.ratio = f.summary.median / base.summary.median;
+  }
+  const memory: Section = { title: 'Memory per process (MB; USS = private clean + dirty), at 0 / 1 / 16 sessions', figures: memFigures };
+  if (retries.count) figures.at(-1)!.note = `${retries.count} starts refused with SESSION_LIMIT right after an EXIT (slot not yet freed), retried`;
+  return { section: { title: 'Start vs sessions held (ratios against the first start, goal: 16th ≤ 1.2×)', figures }, memory };
+}
+
+interface Load {
+  name: string;
+  shell: string;
+  bytes: number;
+  expect: number;
+}
+
+async function throughput(ctx: Context, rounds: number): Promise<Section[]> {
+  const yesMiB = quick ? 8 : 64;
+  const loads: Load[] = [
+    { name: `${yesMiB} MiB yes`, shell: `yes 2>/dev/null | head -c ${yesMiB * MiB}`, bytes: yesMiB * MiB, expect: yesMiB * MiB * 1.5 },
+    { name: '64 MiB yes, stty -opost', shell: `stty -opost; yes 2>/dev/null | head -c ${64 * MiB}`, bytes: 64 * MiB, expect: 64 * MiB },
+    { name: '48 MiB base64 -w0 of random data', shell: `head -c ${36 * MiB} /dev/urandom | base64 -w0`, bytes: 48 * MiB, expect: 48 * MiB },
+  ];
+  const who = [LIB, SDRUN, SCRIPT];
+  const figures: Figure[] = [];
+  const cpu: Figure[] = [];
+  for (const load of loads) {
+    const samples = new Map<string, Record<string, any>[]>(who.map((name) => [name, []]));
+    for (let round = 0; round < rounds; round += 1) {
+      for (const name of rotation(who, round)) {
+        const argv = ['sh', '-c', load.shell];
+        const sample =
+          name === LIB
+            ? await ctx.agent.call({ op: 'library', argv, expect: load.expect, cpu: true })
+            : name === SDRUN
+              ? await ctx.rootProbe.call({ op: 'spawn', argv: sdRun(ctx, argv), expect: load.expect })
+              : await ctx.rootProbe.call({ op: 'spawn', argv: scriptRun(load.shell), expect: load.expect, uid: ctx.account.uid, gid: ctx.account.gid, cwd: ctx.account.cwd });
+        if (sample.bytes !== load.expect) say(`${load.name} through ${name}: ${sample.bytes} bytes received, ${load.expect} expected; begins ${JSON.stringify(sample.head)}, ends ${JSON.stringify(sample.tail)}`);
+        samples.get(name)!.push(sample);
+      }
+    }
+    for (const name of who) {
+      const list = samples.get(name)!;
+      const ok = list.filter((s) => s.bytes === load.expect).length;
+      figures.push(figure(load.name, name, ms(list.map((s) => s.exit)), 'ms', `bytes checked: ${ok}/${list.length} exact`));
+      const mib = load.bytes / MiB;
+      for (const process of ['client', 'worker', 'helper']) {
+        const values = ms(list.map((s) => (s.cpu?.[process] === undefined ? undefined : s.cpu[process] / mib)));
+        if (values.length) cpu.push(figure(`${load.name}: ${process}`, name, values, 'ms CPU/MiB'));
+      }
+    }
+  }
+  return [
+    withRatios({ title: 'Throughput (spawn or connect → EXIT, every byte counted)', anchor: SDRUN, figures }),
+    { title: 'Relay CPU per MiB per process (client = the library process, systemd-run or script itself)', figures: cpu },
+  ];
+}
+
+async function echo(ctx: Context, count: number): Promise<Section> {
+  const who = [LIB, SDRUN, SCRIPT];
+  const figures: Figure[] = [];
+  for (const name of rotation(who, Math.floor(Date.now() / 1000))) {
+    const kind = name === LIB ? 'library' : name === SDRUN ? 'systemd-run' : 'script';
+    const latencies = (await (name === LIB ? ctx.agent : ctx.rootProbe).call({ op: 'echo', kind, count, account: ctx.account })) as number[];
+    // The first few warm the path up; they are left out.
+    figures.push(figure(`echo of one INPUT byte (n=${count})`, name, latencies.slice(10), 'ms', undefined, true));
+  }
+  return withRatios({ title: 'Keystroke echo into `cat`', anchor: SDRUN, figures });
+}
+
+async function interrupt(ctx: Context, rounds: number): Promise<Section> {
+  const who = [LIB, SDRUN, SCRIPT];
+  const samples = new Map<string, number[]>(who.map((name) => [name, []]));
+  for (let round = 0; round < rounds; round += 1) {
+    for (const name of rotation(who, round)) {
+      const kind = name === LIB ? 'library' : name === SDRUN ? 'systemd-run' : 'script';
+      const result = (await (name === LIB ? ctx.agent : ctx.rootProbe).call({ op: 'interrupt', kind, floodBytes: 4 * MiB, account: ctx.account })) as Record<string, number>;
+      samples.get(name)!.push(result.ms);
+    }
+  }
+  const figures = who.map((name) => figure('^C during `yes` to the screen → prompt', name, samples.get(name)!, 'ms', name === LIB ? 'read as fast as it arrives: no terminal emulator drawing it' : undefined));
+  return withRatios({ title: '^C while output floods (after 4 MiB of `yes`)', anchor: SDRUN, figures });
+}
+
+async function flood(ctx: Context, seconds: number, warmLib: Figure | undefined): Promise<Section> {
+  // The flood meets the default admission limits: those are what an agent lives with.
+  await writeConfig(ctx.sandbox, { limits: { idleExitMs: 600_000 } });
+  await ctx.agent.call({ op: 'library', argv: ['true'] });
+  await ctx.agent.call({ op: 'broker', pid: await brokerPid(ctx.sandbox) });
+  const flooder = ctx.sandbox.exec(['/usr/bin/node', `${INSTALL_DIR}/bench-probe.js`, 'flood', SOCKET_PATH, String(seconds * 1000), '16'], { as: 'client', timeoutMs: seconds * 1000 + 30_000 });
+  const loop = (await ctx.agent.call({ op: 'startLoop', ms: seconds * 1000 })) as { exits: number[]; errors: string[] };
+  const flooded = await flooder;
+  const floodReport = flooded.stdout.trim() || flooded.stderr.trim();
+  const errors = loop.errors.length ? `; ${loop.errors.length} refused (${[...new Set(loop.errors)].join(', ')})` : '';
+  const figures = [figure(`agent start (connect→EXIT of true) under a ${seconds} s flood`, LIB, loop.exits, 'ms', `flood: ${floodReport}${errors}`, true)];
+  if (warmLib) figures.push({ ...warmLib, row: figures[0]!.row, contender: `${LIB}, no flood`, note: 'the warm section' });
+  await writeConfig(ctx.sandbox, BENCH_LIMITS);
+  return withRatios({ title: 'Agent start under a connection flood from another process of the account (default limits)', anchor: `${LIB}, no flood`, figures });
+}
+
+function commit(): string {
+  try {
+    const rev = execFileSync('git', ['-C', root, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['-C', root, 'status', '--porcelain', '--', 'src', 'native', 'build.mjs'], { encoding: 'utf8' }).trim();
+    return dirty ? `${rev}+dirty` : rev;
+  } catch {
+    return 'unknown';
+  }
+}
+
+async function main(): Promise<void> {
+  const unavailable = sandboxUnavailable();
+  if (unavailable) throw new Error(`the bench ${unavailable.replace('integration tests need', 'needs')}`);
+  const began = performance.now();
+  execFileSync(process.execPath, [join(root, 'build.mjs')], { stdio: ['ignore', 2, 2] });
+  const probeBundle = await buildProbe();
+  const loadBefore = loadavg();
+  const sandbox = await bootSandbox({ name: 'opencode-pty-bench' });
+  const sections: Section[] = [];
+  try {
+    await deploy(sandbox, deployConfig(sandbox, BENCH_LIMITS));
+    await sandbox.install([{ from: probeBundle, to: `${INSTALL_DIR}/bench-probe.js`, mode: 0o644 }]);
+    const inside = `${sandbox.client.home}/bench-probe.sock`;
+    await sandbox.startClientService(AGENT_SERVICE, ['/usr/bin/node', `${INSTALL_DIR}/bench-probe.js`, 'serve', inside, SOCKET_PATH]);
+    const rootProcess = sandbox.spawn(['/usr/bin/node', `${INSTALL_DIR}/bench-probe.js`, 'serve', '/run/bench-probe.sock', SOCKET_PATH]);
+    rootProcess.stderr!.on('data', (chunk: Buffer) => process.stderr.write(chunk));
+    const ctx: Context = {
+      sandbox,
+      agent: await Probe.open(`${sandbox.root}${inside}`),
+      rootProbe: await Probe.open(`${sandbox.root}/run/bench-probe.sock`),
+      account: { user: sandbox.client.user, uid: sandbox.client.uid, gid: sandbox.client.gid, cwd: sandbox.client.home },
+    };
+    try {
+      const want = (name: string) => !only || only.has(name);
+      let warmSection: Section | undefined;
+      if (want('warm')) {
+        say('warm starts');
+        warmSection = await warm(ctx, quick ? 8 : 20);
+        sections.push(warmSection);
+      }
+      const warmAnchor = warmSection?.figures.find((f) => f.row === '→EXIT' && f.contender === SDRUN);
+      const warmLib = warmSection?.figures.find((f) => f.row === '→EXIT' && f.contender === LIB);
+      if (want('cold')) {
+        say('cold starts');
+        sections.push(await cold(ctx, quick ? 3 : 10, warmAnchor));
+      }
+      // Everything below needs the broker's PID; start one now.
+      await ctx.agent.call({ op: 'library', argv: ['true'] });
+      await ctx.agent.call({ op: 'broker', pid: await brokerPid(sandbox) });
+      if (want('held')) {
+        say('starts vs sessions held, memory');
+        const held = await heldAndMemory(ctx, quick ? 3 : 7);
+        sections.push(held.section, held.memory);
+      }
+      if (want('throughput')) {
+        say('throughput');
+        sections.push(...(await throughput(ctx, quick ? 1 : 3)));
+      }
+      if (want('echo')) {
+        say('keystroke echo');
+        sections.push(await echo(ctx, quick ? 500 : 2000));
+      }
+      if (want('interrupt')) {
+        say('^C during a flood of output');
+        sections.push(await interrupt(ctx, quick ? 2 : 5));
+      }
+      if (want('flood')) {
+        say('connection flood');
+        sections.push(await flood(ctx, 10, warmLib));
+      }
+    } finally {
+      rootProcess.kill('SIGTERM');
+    }
+  } finally {
+    await sandbox.stop();
+  }
+  const loadAfter = loadavg();
+  const meta = {
+    date: new Date().toISOString(),
+    commit: commit(),
+    machine: `${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${(totalmem() / 2 ** 30).toFixed(1)} GiB`,
+    node: process.version,
+    quick,
+    load: { before: loadBefore.map((v) => Number(v.toFixed(2))), after: loadAfter.map((v) => Number(v.toFixed(2))) },
+    seconds: Number(((performance.now() - began) / 1000).toFixed(1)),
+  };
+  const header = `opencode-pty bench ${meta.date} · commit ${meta.commit} · ${meta.machine} · Node ${meta.node} · load ${meta.load.before.join(' ')} → ${meta.load.after.join(' ')}${quick ? ' · --quick' : ''} · ${meta.seconds} s\n`;
+  process.stdout.write(`${header}\n${formatSections(sections)}`);
+  const jsonPath = args.json ?? join(root, '.bench', `${meta.date.replace(/[:.]/g, '-')}-${meta.commit}.json`);
+  mkdirSync(dirname(jsonPath), { recursive: true });
+  writeFileSync(jsonPath, `${JSON.stringify({ meta, sections }, null, 2)}\n`);
+  say(`figures written to ${jsonPath}`);
+}
+
+main().then(
+  () => process.exit(0),
+  (error: Error) => {
+    say(error.stack ?? error.message);
+    process.exit(1);
+  },
+);
