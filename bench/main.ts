@@ -4,7 +4,7 @@
 // median / max, ratios against the anchor named per section) and writes the figures as JSON.
 import { execFileSync } from 'node:child_process';
 import { cpus, loadavg, totalmem } from 'node:os';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -16,7 +16,7 @@ import { formatSections, rotation, summarize, withRatios, type Figure, type Sect
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const { values: args } = parseArgs({
-  options: { quick: { type: 'boolean', default: false }, json: { type: 'string' }, only: { type: 'string' } },
+  options: { quick: { type: 'boolean', default: false }, json: { type: 'string' }, only: { type: 'string' }, profile: { type: 'boolean', default: false } },
 });
 const quick = args.quick!;
 const only = args.only ? new Set(args.only.split(',')) : undefined;
@@ -274,18 +274,27 @@ async function echo(ctx: Context, count: number): Promise<Section> {
   return withRatios({ title: 'Keystroke echo into `cat`', anchor: SDRUN, figures });
 }
 
+/**
+ * A screen slower than `yes` through a terminal (≈5 MiB/s with ONLCR), so output queues in front of
+ * it as in front of a terminal emulator (the figure of issue 10 was taken through tmux).
+ */
+const SCREEN_RATE = 1 * MiB;
+
 async function interrupt(ctx: Context, rounds: number): Promise<Section> {
   const who = [LIB, SDRUN, SCRIPT];
-  const samples = new Map<string, number[]>(who.map((name) => [name, []]));
-  for (let round = 0; round < rounds; round += 1) {
-    for (const name of rotation(who, round)) {
-      const kind = name === LIB ? 'library' : name === SDRUN ? 'systemd-run' : 'script';
-      const result = (await (name === LIB ? ctx.agent : ctx.rootProbe).call({ op: 'interrupt', kind, floodBytes: 4 * MiB, account: ctx.account })) as Record<string, number>;
-      samples.get(name)!.push(result.ms);
+  const figures: Figure[] = [];
+  for (const [rate, label] of [[0, 'reader as fast as it can'], [SCREEN_RATE, 'screen drawing 1 MiB/s']] as const) {
+    const samples = new Map<string, number[]>(who.map((name) => [name, []]));
+    for (let round = 0; round < rounds; round += 1) {
+      for (const name of rotation(who, round)) {
+        const kind = name === LIB ? 'library' : name === SDRUN ? 'systemd-run' : 'script';
+        const result = (await (name === LIB ? ctx.agent : ctx.rootProbe).call({ op: 'interrupt', kind, floodBytes: rate ? MiB : 4 * MiB, account: ctx.account, screenRate: rate })) as Record<string, number>;
+        samples.get(name)!.push(result.ms);
+      }
     }
+    for (const name of who) figures.push(figure(`^C → prompt, ${label}`, name, samples.get(name)!));
   }
-  const figures = who.map((name) => figure('^C during `yes` to the screen → prompt', name, samples.get(name)!, 'ms', name === LIB ? 'read as fast as it arrives: no terminal emulator drawing it' : undefined));
-  return withRatios({ title: '^C while output floods (after 4 MiB of `yes`)', anchor: SDRUN, figures });
+  return withRatios({ title: '^C while `yes` floods the screen, until the prompt returns (after 4 MiB, or 1 MiB on the slow screen)', anchor: SDRUN, figures });
 }
 
 async function flood(ctx: Context, seconds: number, warmLib: Figure | undefined): Promise<Section> {
@@ -302,6 +311,32 @@ async function flood(ctx: Context, seconds: number, warmLib: Figure | undefined)
   if (warmLib) figures.push({ ...warmLib, row: figures[0]!.row, contender: `${LIB}, no flood`, note: 'the warm section' });
   await writeConfig(ctx.sandbox, BENCH_LIMITS);
   return withRatios({ title: 'Agent start under a connection flood from another process of the account (default limits)', anchor: `${LIB}, no flood`, figures });
+}
+
+const PROFILE_DIR = '/var/lib/opencode-pty-profile';
+
+/** --profile: every broker and worker process writes a CPU profile at exit (bench/cpu-profile.cjs). */
+async function enableProfiling(sandbox: Sandbox): Promise<void> {
+  await sandbox.install([
+    { from: join(root, 'bench/cpu-profile.cjs'), to: `${INSTALL_DIR}/cpu-profile.cjs`, mode: 0o644 },
+    {
+      to: '/etc/systemd/system/opencode-pty-supervisor@.service.d/profile.conf',
+      content: `[Service]\nEnvironment="NODE_OPTIONS=--require ${INSTALL_DIR}/cpu-profile.cjs" OPENCODE_PTY_PROFILE_DIR=${PROFILE_DIR}\nReadWritePaths=${PROFILE_DIR}\n`,
+    },
+  ]);
+  await sandbox.exec(['mkdir', '-p', PROFILE_DIR]);
+  const reload = await sandbox.systemctl('daemon-reload');
+  if (reload.code !== 0) throw new Error(`daemon-reload: ${reload.stderr}`);
+}
+
+async function collectProfiles(sandbox: Sandbox): Promise<void> {
+  await stopBroker(sandbox);
+  const out = join(root, '.bench', 'profiles', new Date().toISOString().replace(/[:.]/g, '-'));
+  mkdirSync(out, { recursive: true });
+  const from = `${sandbox.root}${PROFILE_DIR}`;
+  const files = readdirSync(from);
+  for (const name of files) copyFileSync(join(from, name), join(out, name));
+  say(`${files.length} CPU profiles in ${out} (summaries: node --import tsx bench/profile-summary.ts ${out}/*)`);
 }
 
 function commit(): string {
@@ -326,6 +361,7 @@ async function main(): Promise<void> {
   try {
     await deploy(sandbox, deployConfig(sandbox, BENCH_LIMITS));
     await sandbox.install([{ from: probeBundle, to: `${INSTALL_DIR}/bench-probe.js`, mode: 0o644 }]);
+    if (args.profile) await enableProfiling(sandbox);
     const inside = `${sandbox.client.home}/bench-probe.sock`;
     await sandbox.startClientService(AGENT_SERVICE, ['/usr/bin/node', `${INSTALL_DIR}/bench-probe.js`, 'serve', inside, SOCKET_PATH]);
     const rootProcess = sandbox.spawn(['/usr/bin/node', `${INSTALL_DIR}/bench-probe.js`, 'serve', '/run/bench-probe.sock', SOCKET_PATH]);
@@ -338,6 +374,16 @@ async function main(): Promise<void> {
     };
     try {
       const want = (name: string) => !only || only.has(name);
+      // A section that fails is reported as such; the others still run.
+      const attempt = async (title: string, run: () => Promise<Section | Section[]>): Promise<void> => {
+        try {
+          const result = await run();
+          sections.push(...(Array.isArray(result) ? result : [result]));
+        } catch (error) {
+          say(`${title} failed: ${(error as Error).stack ?? String(error)}`);
+          sections.push({ title: `${title}: FAILED (${(error as Error).message})`, figures: [] });
+        }
+      };
       let warmSection: Section | undefined;
       if (want('warm')) {
         say('warm starts');
@@ -348,35 +394,40 @@ async function main(): Promise<void> {
       const warmLib = warmSection?.figures.find((f) => f.row === '→EXIT' && f.contender === LIB);
       if (want('cold')) {
         say('cold starts');
-        sections.push(await cold(ctx, quick ? 3 : 10, warmAnchor));
+        await attempt('cold start', () => cold(ctx, quick ? 3 : 10, warmAnchor));
       }
       // Everything below needs the broker's PID; start one now.
       await ctx.agent.call({ op: 'library', argv: ['true'] });
       await ctx.agent.call({ op: 'broker', pid: await brokerPid(sandbox) });
       if (want('held')) {
         say('starts vs sessions held, memory');
-        const held = await heldAndMemory(ctx, quick ? 3 : 7);
-        sections.push(held.section, held.memory);
+        await attempt('starts vs sessions held', async () => {
+          const held = await heldAndMemory(ctx, quick ? 3 : 7);
+          return [held.section, held.memory];
+        });
+        await ctx.agent.call({ op: 'release' }).catch(() => undefined);
+        await ctx.rootProbe.call({ op: 'release' }).catch(() => undefined);
       }
       if (want('throughput')) {
         say('throughput');
-        sections.push(...(await throughput(ctx, quick ? 1 : 3)));
+        await attempt('throughput', () => throughput(ctx, quick ? 1 : 3));
       }
       if (want('echo')) {
         say('keystroke echo');
-        sections.push(await echo(ctx, quick ? 500 : 2000));
+        await attempt('keystroke echo', () => echo(ctx, quick ? 500 : 2000));
       }
       if (want('interrupt')) {
         say('^C during a flood of output');
-        sections.push(await interrupt(ctx, quick ? 2 : 5));
+        await attempt('^C during output', () => interrupt(ctx, quick ? 2 : 5));
       }
       if (want('flood')) {
         say('connection flood');
-        sections.push(await flood(ctx, 10, warmLib));
+        await attempt('connection flood', () => flood(ctx, 10, warmLib));
       }
     } finally {
       rootProcess.kill('SIGTERM');
     }
+    if (args.profile) await collectProfiles(sandbox);
   } finally {
     await sandbox.stop();
   }

@@ -156,6 +156,9 @@ function spawnRun(argv: string[], options: { uid?: number; gid?: number; cwd?: s
 interface Terminal {
   write(data: string): void;
   onData(listener: (chunk: Buffer) => void): void;
+  /** Stops and restarts reading, so a slow screen can be played. */
+  pause(): void;
+  resume(): void;
   end(): Promise<unknown>;
 }
 
@@ -166,6 +169,8 @@ async function openTerminal(kind: string, argv: string[], account: { uid?: numbe
     return {
       write: (data) => session.write(data),
       onData: (listener) => session.output.on('data', listener),
+      pause: () => session.output.pause(),
+      resume: () => session.output.resume(),
       end: () => session.stop(),
     };
   }
@@ -179,6 +184,8 @@ async function openTerminal(kind: string, argv: string[], account: { uid?: numbe
   return {
     write: (data) => child.stdin!.write(data),
     onData: (listener) => child.stdout!.on('data', listener),
+    pause: () => child.stdout!.pause(),
+    resume: () => child.stdout!.resume(),
     end: () => {
       child.kill('SIGTERM');
       return closed;
@@ -204,11 +211,23 @@ function waitFor(marker: string, timeoutMs = 10_000): Promise<number> {
   });
 }
 
-function attach(terminal: Terminal): void {
+/**
+ * Fans the terminal's output out to the current listeners. With `bytesPerSecond`, reading plays a
+ * screen that draws at that rate: after each chunk the stream pauses for as long as drawing it takes,
+ * so bytes queue inside the pipeline under test as they would in front of a real terminal.
+ */
+function attach(terminal: Terminal, bytesPerSecond = 0): void {
   listeners = new Set();
   const mine = listeners;
+  let busyUntil = 0;
   terminal.onData((chunk) => {
     for (const listener of [...mine]) listener(chunk);
+    if (!bytesPerSecond) return;
+    busyUntil = Math.max(busyUntil, now()) + (chunk.length * 1000) / bytesPerSecond;
+    const wait = busyUntil - now();
+    if (wait < 1) return;
+    terminal.pause();
+    setTimeout(() => terminal.resume(), wait);
   });
 }
 
@@ -238,11 +257,13 @@ async function echo(kind: string, count: number, account: Record<string, any>): 
 }
 
 /** ^C while `yes` floods the screen: from the 0x03 byte until the shell's prompt returns. */
-async function interrupt(kind: string, floodBytes: number, account: Record<string, any>): Promise<{ ms: number; flooded: number }> {
+async function interrupt(kind: string, floodBytes: number, account: Record<string, any>, screenRate: number): Promise<{ ms: number; flooded: number }> {
   const terminal = await openTerminal(kind, ['bash', '--norc', '--noprofile', '-i'], account);
-  attach(terminal);
+  attach(terminal, screenRate);
   let bytes = 0;
   listeners.add((chunk) => (bytes += chunk.length));
+  // Typed only once bash shows its first prompt (bash --norc: "bash-5.2# " or "$ "): readline may drop earlier input.
+  await waitFor('bash-', 10_000);
   // The prompt is written as two quoted halves so the echoed command line never contains it.
   terminal.write("PS1='@@''P@@'; echo RE''ADY; yes\n");
   await waitFor('READY');
@@ -287,7 +308,7 @@ async function handle(command: Command): Promise<unknown> {
     case 'echo':
       return echo(command.kind, command.count, command.account ?? {});
     case 'interrupt':
-      return interrupt(command.kind, command.floodBytes, command.account ?? {});
+      return interrupt(command.kind, command.floodBytes, command.account ?? {}, command.screenRate ?? 0);
     case 'startLoop':
       return startLoop(command.ms);
     case 'holdAnchor': {
