@@ -40,15 +40,7 @@ export function createListener(path: string, gid: number, backlog = 128): Listen
   const existing = lstatSync(path, { throwIfNoEntry: false });
   if (existing) {
     if (!existing.isSocket()) throw new ListenerError(`refusing to replace ${path}: it is not a socket`);
-    let answered = false;
-    try {
-      const probe = native().connectUnix(path);
-      answered = true;
-      closeSync(probe);
-    } catch {
-      // ECONNREFUSED: a stale socket nobody listens on.
-    }
-    if (answered) throw new ListenerError(`another process is listening on ${path}`);
+    if (probeSocket(path) !== 'stale') throw new ListenerError(`another process is listening on ${path}`);
     unlinkSync(path);
   }
   // The mode is set by umask before bind, so the socket is never reachable with a wider mode.
@@ -64,3 +56,16 @@ export function createListener(path: string, gid: number, backlog = 128): Listen
   return { fd, fromSystemd: false };
 }
 
+
+/**
+ * Whether anyone listens on the socket at `path`. Only ECONNREFUSED proves nobody does (unix(7));
+ * EAGAIN means a full backlog, so a live listener, and any other error leaves the socket alone too.
+ */
+export function probeSocket(path: string, connect: (path: string) => number = (p) => native().connectUnix(p)): 'live' | 'stale' {
+  try {
+    closeSync(connect(path));
+    return 'live';
+  } catch (error) {
+    return (error as { code?: string }).code === 'ECONNREFUSED' ? 'stale' : 'live';
+  }
+}

@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, closeSync, lstatSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createListener, ListenerError, takeSystemdListener } from '../../src/broker/listener.ts';
+import { createListener, ListenerError, probeSocket, takeSystemdListener } from '../../src/broker/listener.ts';
 import { native } from '../../src/native/binding.ts';
 
 const scratchRoot = fileURLToPath(new URL('../../.sandbox/', import.meta.url));
@@ -52,6 +52,34 @@ test('a stale socket is replaced; a live one, a file or a symlink are refused', 
   const link = join(scratch, 'link.sock');
   symlinkSync(stale, link);
   refuses(link, /not a socket/);
+});
+
+test('a live listener whose backlog is full (EAGAIN on connect) is not taken for stale', () => {
+  const path = join(scratch, 'full.sock');
+  const live = native().listenUnix(path, 0);
+  // Backlog 0 queues one connection; the next non-blocking connect fails with EAGAIN (unix(7)).
+  const queued: number[] = [];
+  let refusedWith: string | undefined;
+  for (let i = 0; i < 4 && !refusedWith; i += 1) {
+    try {
+      queued.push(native().connectUnix(path));
+    } catch (error) {
+      refusedWith = (error as { code?: string }).code;
+    }
+  }
+  assert.is(refusedWith, 'EAGAIN');
+  refuses(path, /another process is listening/);
+  assert.ok(lstatSync(path).isSocket(), 'the live socket is still there');
+  for (const fd of [...queued, live]) closeSync(fd);
+});
+
+test('the probe: only ECONNREFUSED means stale', () => {
+  const failing = (code: string) => () => {
+    throw Object.assign(new Error(code), { code });
+  };
+  assert.is(probeSocket('x', failing('ECONNREFUSED')), 'stale');
+  assert.is(probeSocket('x', failing('EAGAIN')), 'live');
+  assert.is(probeSocket('x', failing('EACCES')), 'live');
 });
 
 test('the parent must be a root-owned directory only root can write', () => {
