@@ -14,6 +14,10 @@ export interface ReceivedStart {
   cwdFd: number;
 }
 
+function frameName(type: number): string {
+  return Object.entries(FrameType).find(([, code]) => code === type)?.[0] ?? `type ${type}`;
+}
+
 function badStart(message: string): SessionError {
   return new SessionError(ErrorCode.BAD_START, message);
 }
@@ -45,7 +49,8 @@ export async function receiveStart(socket: FdSocket): Promise<ReceivedStart> {
     truncated ||= header.controlTruncated;
     foreign ||= header.foreignControl;
     const { type, length } = parseHeader(header.data, 'to-server');
-    if (type !== FrameType.START) throw badStart('expected START');
+    // Any other frame here is out of order (docs/protocol.md, "Out-of-order frames"): PROTOCOL.
+    if (type !== FrameType.START) throw new SessionError(ErrorCode.PROTOCOL, `protocol error: expected START, got ${frameName(type)}`);
     const payload = await socket.readExact(length, START_CONTROL_FDS);
     fds.push(...payload.fds);
     truncated ||= payload.controlTruncated;

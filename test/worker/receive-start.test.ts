@@ -86,9 +86,15 @@ test('more fds than the control space: truncated control data is refused, nothin
   await refused(encodeFrame(startFor(dir)), fds, /more control data|exactly one descriptor/);
 });
 
-test('an fd on another frame, or another frame first', async () => {
-  await refused(encodeFrame({ type: 'input', data: Buffer.from('x') }), [openDir(dir)], /expected START/);
-  await refused(encodeFrame({ type: 'stop' }), [], /expected START/);
+test('an fd on another frame, or another frame first, is out of order: PROTOCOL', async () => {
+  await refused(encodeFrame({ type: 'input', data: Buffer.from('x') }), [openDir(dir)], /expected START, got INPUT/, ErrorCode.PROTOCOL);
+  await refused(encodeFrame({ type: 'input', data: Buffer.from('x') }), [], /expected START, got INPUT/, ErrorCode.PROTOCOL);
+  await refused(encodeFrame({ type: 'stop' }), [], /expected START, got STOP/, ErrorCode.PROTOCOL);
+  await refused(encodeFrame({ type: 'credit', bytes: 1 }), [], /expected START, got CREDIT/, ErrorCode.PROTOCOL);
+  await refused(encodeFrame({ type: 'resize', rows: 1, cols: 1 }), [], /expected START, got RESIZE/, ErrorCode.PROTOCOL);
+  await refused(encodeFrame({ type: 'signal', signal: 2 }), [], /expected START, got SIGNAL/, ErrorCode.PROTOCOL);
+  // A second HELLO (the broker already took the first).
+  await refused(Buffer.from('01000000084f43505400010001', 'hex'), [], /expected START, got HELLO/, ErrorCode.PROTOCOL);
 });
 
 test('a malformed START payload is a BAD_START with every fd closed', async () => {
