@@ -192,7 +192,13 @@ export class Broker {
     let worker: WorkerHandle | undefined;
     let handedOff = false;
     let pidfd = -1;
-    const deadline = setTimeout(() => this.#refuse(socket, ErrorCode.HANDSHAKE_TIMEOUT, 'handshake timeout'), config.limits.handshakeTimeoutMs);
+    const onDeadline = () => {
+      if (!socket.closed) log('notice', `pid ${credentials.pid}: handshake timeout`);
+      this.#refuse(socket, ErrorCode.HANDSHAKE_TIMEOUT, 'handshake timeout');
+    };
+    let deadline = setTimeout(onDeadline, config.limits.handshakeTimeoutMs);
+    /** The client's time so far; waiting for our own worker is not the client's time. */
+    let clientMs = 0;
     try {
       const hello = await readHello(socket);
       const version = chooseVersion(hello);
@@ -211,18 +217,25 @@ export class Broker {
       admissionHeld = false;
       if (!this.#slots.tryTake()) throw new SessionError(ErrorCode.SESSION_LIMIT, 'session limit reached');
       sessionSlot = true;
+      // The deadline pauses while we wait for a worker: with many starts at once, spare workers
+      // (a Node start each) can take longer than the whole deadline, and that is not the client's
+      // doing; without the pause those clients got HANDSHAKE_TIMEOUT, or a worker with no time left.
+      clearTimeout(deadline);
+      clientMs = Date.now() - acceptedAt;
       try {
         worker = await pool.take();
       } catch (error) {
         throw new SessionError(ErrorCode.INTERNAL, `no worker: ${(error as Error).message}`);
       }
-      // The deadline passed (or shutdown began) while a worker was found: the finally gives it back.
+      // Shutdown began (or the client went) while a worker was found: the finally gives it back.
       if (socket.closed) return;
+      deadline = setTimeout(onDeadline, Math.max(config.limits.handshakeTimeoutMs - clientMs, 1));
+      const resumedAt = Date.now();
       socket.writeUrgent(encodeFrame({ type: 'welcome', version }));
       // A fresh socket takes seven bytes at once; anything else means the peer is already gone.
       if (socket.writableLength > 0) throw new SessionError(ErrorCode.INTERNAL, 'could not send WELCOME');
       const handed = native().dupCloexec(socket.fd);
-      const remaining = config.limits.handshakeTimeoutMs - (Date.now() - acceptedAt);
+      const remaining = config.limits.handshakeTimeoutMs - clientMs - (Date.now() - resumedAt);
       try {
         worker.handOff(this.#nextId++, handed, pidfd, { ...credentials, cgroup }, Math.max(remaining, 1));
       } catch (error) {

@@ -8,6 +8,7 @@ import { UnitManager } from '../systemd/unit-manager.ts';
 import { readControl, sendControl } from '../control/worker-end.ts';
 import { helperPath } from './helper-path.ts';
 import { Session } from './session.ts';
+import { describeEnd } from './end-report.ts';
 import { SessionError } from '../protocol/session-error.ts';
 
 /** The control socketpair end the broker hands every worker. */
@@ -75,7 +76,7 @@ async function main(): Promise<number> {
     return 1;
   }
   sendControl(control, { type: 'ended', reason });
-  log(`session ${session.unit ?? '(none)'} ended: ${reason}`);
+  log(`session ${session.unit ?? '(none)'} ended: ${session.ending ? describeEnd(session.ending) : reason}`);
   manager.close();
   await flushed(control);
   return 0;

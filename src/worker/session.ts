@@ -31,7 +31,7 @@ export interface SessionDeps {
   log(message: string): void;
 }
 
-interface Ending {
+export interface Ending {
   reason: EndReason;
   error?: SessionError;
   exit?: ExitStatus;
@@ -49,6 +49,8 @@ export class Session {
   #ending: Ending | undefined;
   #signalsWanted = new Set<number>();
   #signalling = false;
+  /** The handshake deadline wrote its own ERROR (it must precede the close that ends the read). */
+  #lastFrameSent = false;
   #ended: (ending: Ending) => void = () => undefined;
   #endedPromise = new Promise<Ending>((resolve) => (this.#ended = resolve));
 
@@ -66,6 +68,11 @@ export class Session {
 
   get unit(): string | undefined {
     return this.#unit;
+  }
+
+  /** How the session ended, once it has. */
+  get ending(): Ending | undefined {
+    return this.#ending;
   }
 
   /** The one place every end goes through: the first call decides how the session ends. */
@@ -95,7 +102,8 @@ export class Session {
   async #start(): Promise<{ exit: Promise<ExitStatus> }> {
     const deadline = setTimeout(() => {
       // The ERROR goes out here, before the close that ends the pending read; the end sends nothing more.
-      this.end('error');
+      this.end('error', new SessionError(ErrorCode.HANDSHAKE_TIMEOUT, 'handshake timeout: no START within the deadline'));
+      this.#lastFrameSent = true;
       void writeFinalFrame(this.#client, errorFrame(ErrorCode.HANDSHAKE_TIMEOUT, 'handshake timeout'), 1000).finally(() => this.#client.close());
     }, this.#deadlineMs);
     let start;
@@ -196,7 +204,7 @@ export class Session {
         const exit = ending.exit;
         const last: Frame = exit ? { type: 'exit', code: exit.code, status: exit.status, result: exit.result } : { type: 'stopped' };
         await relay.finish(last, writeTimeoutMs);
-      } else if (ending.error && ending.reason !== 'client-gone') {
+      } else if (ending.error && ending.reason !== 'client-gone' && !this.#lastFrameSent) {
         const frame = errorFrame(ending.error.wireCode, ending.error.message);
         await (relay ? relay.finish(frame, writeTimeoutMs) : writeFinalFrame(this.#client, frame, writeTimeoutMs));
       }
