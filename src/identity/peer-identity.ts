@@ -2,7 +2,7 @@
 // MainPID for the reserved admission slot, and cgroup membership decided through a pidfd.
 import { closeSync, readFileSync } from 'node:fs';
 import type { Config } from '../config/schema.ts';
-import { native, type PeerCredentials } from '../native/binding.ts';
+import { native, type NativeBinding, type PeerCredentials } from '../native/binding.ts';
 import type { ServiceState } from '../systemd/unit-manager.ts';
 import { cgroupWithin } from './peer-recheck.ts';
 
@@ -46,21 +46,41 @@ export class ClientServiceCache {
 }
 
 /**
- * A pidfd for the peer: SO_PEERPIDFD names the process that connected, even if it died and its PID
- * was reused. Where the kernel lacks it, pidfd_open(pid) plus a check that the process is older than
- * the connection (a PID reused after connect would be younger).
+ * A pidfd for the peer. SO_PEERPIDFD (Linux 6.5) names the very process that connected, even if it
+ * has died and its PID was reused since.
+ *
+ * Where the kernel lacks it (ENOPROTOOPT; Debian 12 ships 6.1) the fallback is pidfd_open() on
+ * SO_PEERCRED's PID, and it guarantees exactly this: the pidfd names a process that is alive now,
+ * has that PID, and had started by `acceptedAtTicks` (to the 10 ms of a clock tick). It cannot prove
+ * that this process is the one that connected: if that one exited and its PID was handed to a new
+ * process between connect and accept (under socket activation that window includes the broker's
+ * start-up), the newcomer passes. A reuse needs the kernel to cycle through every free PID
+ * (kernel.pid_max, 4194304 under systemd) within that window, and the newcomer runs as the same
+ * account (credentials are checked separately); the cgroup check then judges the newcomer, so a
+ * process outside the client unit is still refused. Later checks use the pidfd, so from accept on
+ * nothing can be swapped. `binding` is for tests that force the fallback.
  */
-export function peerPidfd(fd: number, pid: number, acceptedAtTicks: number): number {
+export function peerPidfd(fd: number, pid: number, acceptedAtTicks: number, binding: PidfdBinding = native()): number {
   try {
-    return native().peerPidfd(fd);
+    return binding.peerPidfd(fd);
   } catch (error) {
     if ((error as { code?: string }).code !== 'ENOPROTOOPT') throw error;
   }
-  const pidfd = native().pidfdOpen(pid);
+  return pidfdStartedBy(binding, pid, acceptedAtTicks);
+}
+
+/** What peerPidfd needs of the addon. */
+export type PidfdBinding = Pick<NativeBinding, 'peerPidfd' | 'pidfdOpen' | 'pidfdPid'>;
+
+/** pidfd_open(pid), kept only if that process started by `ticks`; the start time is read after the
+ * pidfd is open and the pidfd is checked to still name `pid`, so the process read is the one held. */
+function pidfdStartedBy(binding: PidfdBinding, pid: number, ticks: number): number {
+  const pidfd = binding.pidfdOpen(pid);
   try {
-    if (processStartTicks(pid) > acceptedAtTicks) {
-      throw Object.assign(new Error('peer PID was reused after connecting'), { code: 'ESRCH' });
-    }
+    const started = processStartTicks(pid);
+    // A pidfd of a process that has exited reports no PID (ESRCH): the /proc read may be a newcomer's.
+    if (binding.pidfdPid(pidfd) !== pid) throw Object.assign(new Error('peer process changed while it was checked'), { code: 'ESRCH' });
+    if (started > ticks) throw Object.assign(new Error('peer PID was reused after connecting'), { code: 'ESRCH' });
   } catch (error) {
     closeSync(pidfd);
     throw error;

@@ -1,0 +1,69 @@
+// The peer's pidfd, through SO_PEERPIDFD and through the fallback forced as on a kernel without it.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawnSync } from 'node:child_process';
+import { closeSync, readdirSync } from 'node:fs';
+import { native } from '../../src/native/binding.ts';
+import { peerPidfd, processStartTicks, ticksSinceBoot, type PidfdBinding } from '../../src/identity/peer-identity.ts';
+
+/** The addon as on Linux < 6.5: SO_PEERPIDFD is unknown. */
+const oldKernel: PidfdBinding = {
+  peerPidfd: () => {
+    throw Object.assign(new Error('getsockopt SO_PEERPIDFD: protocol not available'), { code: 'ENOPROTOOPT' });
+  },
+  pidfdOpen: (pid) => native().pidfdOpen(pid),
+  pidfdPid: (pidfd) => native().pidfdPid(pidfd),
+};
+
+function code(run: () => unknown): string | undefined {
+  try {
+    closeSync(run() as number);
+  } catch (error) {
+    return (error as { code?: string }).code;
+  }
+  return undefined;
+}
+
+test('SO_PEERPIDFD names the peer on this kernel', () => {
+  const [a, b] = native().socketpair();
+  const pidfd = peerPidfd(a, process.pid, ticksSinceBoot());
+  assert.is(native().pidfdPid(pidfd), process.pid);
+  for (const fd of [pidfd, a, b]) closeSync(fd);
+});
+
+test('the forced fallback: a process that started by accept passes, and the pidfd names it', () => {
+  const [a, b] = native().socketpair();
+  const pidfd = peerPidfd(a, process.pid, ticksSinceBoot(), oldKernel);
+  assert.is(native().pidfdPid(pidfd), process.pid);
+  for (const fd of [pidfd, a, b]) closeSync(fd);
+});
+
+test('the forced fallback: a process younger than the accept is taken for a reused PID', () => {
+  const [a, b] = native().socketpair();
+  // "Accepted" one tick before this process started: as if the PID had been reused since.
+  const before = processStartTicks(process.pid) - 1;
+  assert.is(code(() => peerPidfd(a, process.pid, before, oldKernel)), 'ESRCH');
+  for (const fd of [a, b]) closeSync(fd);
+});
+
+test('the forced fallback: a peer that has exited is ESRCH, and no pidfd is left open', () => {
+  const gone = spawnSync('true').pid!;
+  const [a, b] = native().socketpair();
+  const fds = () => readdirSync('/proc/self/fd').length;
+  const before = fds();
+  assert.is(code(() => peerPidfd(a, gone, ticksSinceBoot(), oldKernel)), 'ESRCH');
+  assert.is(fds(), before);
+  for (const fd of [a, b]) closeSync(fd);
+});
+
+test('errors other than ENOPROTOOPT are not papered over by the fallback', () => {
+  const broken: PidfdBinding = {
+    ...oldKernel,
+    peerPidfd: () => {
+      throw Object.assign(new Error('bad fd'), { code: 'EBADF' });
+    },
+  };
+  assert.is(code(() => peerPidfd(-1, process.pid, ticksSinceBoot(), broken)), 'EBADF');
+});
+
+test.run();
