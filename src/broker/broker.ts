@@ -1,5 +1,5 @@
 // The accept-broker: identity, admission and hand-off for every connection, in the earlier
-// supervisor's order; session slots; idle exit; shutdown; the first fatal error ends it all.
+// supervisor's order; session slots; idle exit; shutdown. Nothing after start-up is fatal.
 import { unitStopWaitMs, type Config } from '../config/schema.ts';
 import { FdSocket } from '../io/fd-socket.ts';
 import { closeQuietly } from '../io/fds.ts';
@@ -10,14 +10,18 @@ import type { UnitManager } from '../systemd/unit-manager.ts';
 import { SessionError } from '../protocol/session-error.ts';
 import { Admission, SessionSlots, type Slot } from './admission.ts';
 import { sendErrorNow } from './refuse.ts';
-import { chooseVersion, readHello } from './handshake.ts';
+import { chooseVersion, handshakeRefusal, readHello } from './handshake.ts';
 import type { Listener } from './listener.ts';
 import { ClientServiceCache, credentialsMatch, peerInService, peerPidfd, serviceIsLive, ticksSinceBoot } from '../identity/peer-identity.ts';
 import type { WorkerHandle, WorkerPool } from './worker-pool.ts';
+import { AcceptBackoff } from './accept-backoff.ts';
+import { reapUnit, type ReapTimes } from './unit-reaper.ts';
 
 export const ADMISSION_REFUSED = 'authentication admission limit reached';
 /** Connections accepted per readable event before yielding to the event loop. */
 const ACCEPTS_PER_EVENT = 64;
+/** After an orphan's TimeoutStopSec: time for systemd's own stop to finish before our SIGKILL. */
+const ORPHAN_STOP_MARGIN_MS = 2000;
 
 export interface BrokerDeps {
   config: Config;
@@ -36,12 +40,14 @@ export class Broker {
   #pendingLookups = 0;
   #handshakes = new Set<FdSocket>();
   #sessions = new Set<WorkerHandle>();
+  /** Units of an earlier run still being stopped; each holds a session slot until it is gone. */
+  #orphans = new Set<string>();
+  #acceptBackoff: AcceptBackoff;
   #watcher: FdWatcher | undefined;
   #idleTimer: NodeJS.Timeout | undefined;
   #nextId = 1;
   #statusPending = false;
   #stopping = false;
-  #fatal: Error | undefined;
   #finished: (code: number) => void = () => undefined;
   /** Resolves with the exit code once every session is gone. */
   readonly done = new Promise<number>((resolve) => (this.#finished = resolve));
@@ -51,17 +57,27 @@ export class Broker {
     const { limits, client } = deps.config;
     this.#admission = new Admission(limits);
     this.#slots = new SessionSlots(limits.maxSessions);
+    this.#acceptBackoff = new AcceptBackoff(
+      {
+        pause: () => this.#watcher?.update({}),
+        resume: () => {
+          if (!this.#stopping) this.#watcher?.update({ readable: true });
+        },
+      },
+      deps.log,
+    );
     if (client.service) this.#service = new ClientServiceCache(() => deps.manager.serviceState(client.service!));
   }
 
-  /** Stops what an earlier run left behind, then serves. A failed cleanup is fatal (nothing is accepted). */
+  /**
+   * Serves at once; what an earlier run left behind is stopped meanwhile, all in parallel and in
+   * the background, each orphan holding a session slot until it is gone. Failing to list the
+   * orphans is fatal (nothing is accepted): their slots could not be counted.
+   */
   async start(): Promise<void> {
     const { manager, config, log, pool, listener } = this.#deps;
     const orphans = await manager.listUnitsByPrefix(`${config.unitPrefix}session-`);
-    for (const unit of orphans) {
-      log('notice', `stopping ${unit}, left by an earlier run`);
-      await manager.stopAndWait(unit, unitStopWaitMs(config));
-    }
+    for (const unit of orphans) this.#reapOrphan(unit);
     pool.warm();
     this.#watcher = native().watch(listener.fd, { readable: true }, () => this.#acceptSome());
     this.#deps.notify('READY=1');
@@ -82,6 +98,7 @@ export class Broker {
   }
 
   #stopAccepting(): void {
+    this.#acceptBackoff.close();
     this.#watcher?.close();
     this.#watcher = undefined;
     clearTimeout(this.#idleTimer);
@@ -89,17 +106,9 @@ export class Broker {
     if (!this.#deps.listener.fromSystemd) closeQuietly(this.#deps.listener.fd);
   }
 
-  #fail(error: Error): void {
-    if (this.#fatal) return;
-    this.#fatal = error;
-    this.#deps.log('error', `fatal: ${error.message}`);
-    this.#deps.notify(`STATUS=fatal: ${error.message}`);
-    this.shutdown();
-  }
-
   #maybeFinish(): void {
-    if (this.#stopping && this.#sessions.size === 0 && this.#handshakes.size === 0 && this.#pendingLookups === 0) {
-      this.#finished(this.#fatal ? 1 : 0);
+    if (this.#stopping && this.#sessions.size === 0 && this.#orphans.size === 0 && this.#handshakes.size === 0 && this.#pendingLookups === 0) {
+      this.#finished(0);
     }
   }
 
@@ -109,11 +118,12 @@ export class Broker {
       try {
         fd = native().accept(this.#deps.listener.fd);
       } catch (error) {
-        // EMFILE and the like: leave the connection queued and try again on the next event.
-        this.#deps.log('warning', `accept: ${(error as Error).message}`);
-        return;
+        // EMFILE and the like leave the connection queued: pause and retry later, not at once.
+        if (this.#acceptBackoff.failed(error)) return;
+        continue;
       }
       if (fd < 0) return;
+      this.#acceptBackoff.succeeded();
       clearTimeout(this.#idleTimer);
       this.#handle(fd).catch((error: Error) => this.#deps.log('error', `connection: ${error.message}`));
     }
@@ -247,9 +257,9 @@ export class Broker {
       this.#adopt(worker);
       socket.close();
     } catch (error) {
-      const refusal = error instanceof SessionError ? error : new SessionError(ErrorCode.PROTOCOL, 'client closed during the handshake');
-      if (!socket.closed) log('notice', `pid ${credentials.pid}: ${refusal.message}`);
-      this.#refuse(socket, refusal.wireCode, refusal.message);
+      const refusal = handshakeRefusal(error);
+      if (!socket.closed) log(refusal.internal ? 'warning' : 'notice', `pid ${credentials.pid}: ${refusal.log}`);
+      this.#refuse(socket, refusal.error.wireCode, refusal.error.message);
     } finally {
       clearTimeout(deadline);
       if (admissionHeld) this.#admission.release(slot);
@@ -274,14 +284,35 @@ export class Broker {
       const cleanedUp = worker.endReason !== undefined && worker.endReason !== 'cleanup-failed';
       if (worker.unit && !cleanedUp) {
         log('warning', `worker ${worker.child.pid} exited without cleaning up; stopping ${worker.unit}`);
-        try {
-          await manager.stopAndWait(worker.unit, unitStopWaitMs(config));
-        } catch (error) {
-          this.#fail(new Error(`cannot stop ${worker.unit}: ${(error as Error).message}`));
-        }
+        // Never fatal: a unit that will not stop is logged, SIGKILLed, and at worst left to the
+        // next start's orphan cleanup, while every other session goes on.
+        await reapUnit(manager, worker.unit, this.#reapTimes(unitStopWaitMs(config)), log);
       }
       this.#sessions.delete(worker);
       this.#slots.release();
+      this.#status();
+      this.#checkIdle();
+      this.#maybeFinish();
+    });
+  }
+
+  #reapTimes(stopWaitMs: number): ReapTimes {
+    return { stopWaitMs, killWaitMs: this.#deps.config.limits.operationTimeoutMs };
+  }
+
+  /** An earlier run's unit: its slot is held until it is gone (or given up on, then logged). */
+  #reapOrphan(unit: string): void {
+    const { config, log, manager } = this.#deps;
+    if (this.#orphans.has(unit)) return;
+    this.#orphans.add(unit);
+    const counted = this.#slots.tryTake();
+    log('notice', `stopping ${unit}, left by an earlier run`);
+    // The orderly stop is bounded by the unit's own TimeoutStopSec plus a margin, then SIGKILL:
+    // programs that ignore SIGHUP and SIGTERM cost one stop timeout in all, not one each.
+    const stopWaitMs = config.session.stopTimeoutSec * 1000 + ORPHAN_STOP_MARGIN_MS;
+    void reapUnit(manager, unit, this.#reapTimes(stopWaitMs), log).then(() => {
+      this.#orphans.delete(unit);
+      if (counted) this.#slots.release();
       this.#status();
       this.#checkIdle();
       this.#maybeFinish();
@@ -305,13 +336,14 @@ export class Broker {
     this.#statusPending = true;
     setImmediate(() => {
       this.#statusPending = false;
-      this.#deps.notify(`STATUS=${this.#sessions.size} sessions, ${this.#handshakes.size} handshakes`);
+      const orphans = this.#orphans.size ? `, ${this.#orphans.size} orphans stopping` : '';
+      this.#deps.notify(`STATUS=${this.#sessions.size} sessions, ${this.#handshakes.size} handshakes${orphans}`);
     });
   }
 
   #checkIdle(): void {
     const idleMs = this.#deps.config.limits.idleExitMs;
-    if (this.#stopping || idleMs === 0 || this.#sessions.size > 0 || this.#handshakes.size > 0 || this.#pendingLookups > 0) return;
+    if (this.#stopping || idleMs === 0 || this.#sessions.size > 0 || this.#orphans.size > 0 || this.#handshakes.size > 0 || this.#pendingLookups > 0) return;
     clearTimeout(this.#idleTimer);
     this.#idleTimer = setTimeout(() => {
       this.#deps.log('info', `idle for ${idleMs} ms; exiting (systemd keeps the socket)`);

@@ -32,3 +32,25 @@ function rejectFds(fds: number[], control: boolean): void {
   closeAll(fds);
   throw new SessionError(ErrorCode.PROTOCOL, 'protocol error: a descriptor may only travel with START');
 }
+
+/** Codes of a handshake that failed because the peer went away. */
+const PEER_GONE_CODES = new Set(['EOF', 'CLOSED', 'PEER_GONE', 'ECONNRESET', 'EPIPE']);
+
+/** What the peer is told, and what the journal says: a failure that is not the peer's keeps its cause. */
+export function handshakeRefusal(error: unknown): { error: SessionError; log: string; internal: boolean } {
+  if (error instanceof SessionError) return { error, log: error.message, internal: false };
+  const code = (error as { code?: string })?.code;
+  const message = (error as Error)?.message ?? String(error);
+  // pidfd_open or /proc on a peer that exited: it cannot be authenticated, and it was not our failure.
+  if (code === 'ESRCH') {
+    return { error: new SessionError(ErrorCode.AUTHENTICATION, 'authentication failed'), log: `peer process is gone: ${message}`, internal: false };
+  }
+  if (code && PEER_GONE_CODES.has(code)) {
+    return { error: new SessionError(ErrorCode.PROTOCOL, 'client closed during the handshake'), log: `client closed during the handshake (${code})`, internal: false };
+  }
+  return {
+    error: new SessionError(ErrorCode.INTERNAL, 'supervisor failed during the handshake; see its journal', { cause: error }),
+    log: `handshake failed: ${message}${code ? ` (${code})` : ''}`,
+    internal: true,
+  };
+}

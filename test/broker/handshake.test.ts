@@ -1,0 +1,36 @@
+// A failed handshake keeps its cause: the peer's doing is told apart from ours.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { handshakeRefusal } from '../../src/broker/handshake.ts';
+import { IoError } from '../../src/io/io-error.ts';
+import { ErrorCode } from '../../src/protocol/constants.ts';
+import { SessionError } from '../../src/protocol/session-error.ts';
+
+test('a SessionError goes to the peer as it is', () => {
+  const error = new SessionError(ErrorCode.VERSION, 'unsupported protocol version');
+  assert.equal(handshakeRefusal(error), { error, log: 'unsupported protocol version', internal: false });
+});
+
+test('a peer that closed is PROTOCOL, logged as that', () => {
+  const refusal = handshakeRefusal(new IoError('EOF', 'peer closed'));
+  assert.is(refusal.error.wireCode, ErrorCode.PROTOCOL);
+  assert.is(refusal.log, 'client closed during the handshake (EOF)');
+  assert.not.ok(refusal.internal);
+});
+
+test('anything else is ours: INTERNAL to the peer, the cause in the journal', () => {
+  const cause = Object.assign(new Error('open /proc/1/stat: too many open files'), { code: 'EMFILE' });
+  const refusal = handshakeRefusal(cause);
+  assert.is(refusal.error.wireCode, ErrorCode.INTERNAL);
+  assert.is(refusal.error.cause, cause);
+  assert.is(refusal.log, 'handshake failed: open /proc/1/stat: too many open files (EMFILE)');
+  assert.ok(refusal.internal);
+});
+
+test('a peer process gone before its pidfd was taken fails authentication', () => {
+  const refusal = handshakeRefusal(Object.assign(new Error('pidfd_open: no such process'), { code: 'ESRCH' }));
+  assert.is(refusal.error.wireCode, ErrorCode.AUTHENTICATION);
+  assert.match(refusal.log, 'peer process is gone');
+});
+
+test.run();
