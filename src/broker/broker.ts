@@ -6,7 +6,7 @@ import { closeQuietly } from '../io/fds.ts';
 import type { Logger } from '../log.ts';
 import { native, type FdWatcher } from '../native/binding.ts';
 import { ErrorCode, encodeFrame, type ErrorCodeValue } from '../protocol/index.ts';
-import type { UnitManager } from '../systemd/unit-manager.ts';
+import type { Units } from '../systemd/bus-session.ts';
 import { SessionError } from '../protocol/session-error.ts';
 import { Admission, SessionSlots, type Slot } from './admission.ts';
 import { sendErrorNow } from './refuse.ts';
@@ -26,7 +26,7 @@ const ORPHAN_STOP_MARGIN_MS = 2000;
 export interface BrokerDeps {
   config: Config;
   listener: Listener;
-  manager: UnitManager;
+  manager: Units;
   pool: WorkerPool;
   log: Logger;
   notify(state: string): void;
@@ -84,6 +84,31 @@ export class Broker {
     this.#status();
     this.#checkIdle();
     log('info', `serving ${listener.fromSystemd ? 'the socket systemd passed' : config.socketPath} for ${config.client.user}`);
+  }
+
+  /**
+   * After a bus reconnection: a session unit that no live worker claims (its worker died while the
+   * bus was away, so its stop could not be asked for) is stopped like an orphan. A worker names its
+   * unit to us before starting it, so a second look after a pause spares units whose name is still
+   * on its way to us.
+   */
+  async recheckUnits(): Promise<void> {
+    const { manager, config, log } = this.#deps;
+    const unclaimed = async () => {
+      const units = await manager.listUnitsByPrefix(`${config.unitPrefix}session-`);
+      const claimed = new Set([...this.#sessions].map((worker) => worker.unit));
+      return units.filter((unit) => !claimed.has(unit) && !this.#orphans.has(unit));
+    };
+    try {
+      const first = await unclaimed();
+      log('info', `after the D-Bus reconnection: ${this.#sessions.size} sessions, ${first.length} units unclaimed`);
+      if (first.length === 0) return;
+      await new Promise((resolve) => setTimeout(resolve, config.limits.operationTimeoutMs));
+      const still = new Set(await unclaimed());
+      for (const unit of first) if (still.has(unit) && !this.#stopping) this.#reapOrphan(unit, 'which no worker claims after the D-Bus reconnection');
+    } catch (error) {
+      log('warning', `re-checking session units after the D-Bus reconnection: ${(error as Error).message}`);
+    }
   }
 
   /** SIGTERM: accept nothing more, end every session and wait until their units are gone. */
@@ -301,12 +326,12 @@ export class Broker {
   }
 
   /** An earlier run's unit: its slot is held until it is gone (or given up on, then logged). */
-  #reapOrphan(unit: string): void {
+  #reapOrphan(unit: string, why = 'left by an earlier run'): void {
     const { config, log, manager } = this.#deps;
     if (this.#orphans.has(unit)) return;
     this.#orphans.add(unit);
     const counted = this.#slots.tryTake();
-    log('notice', `stopping ${unit}, left by an earlier run`);
+    log('notice', `stopping ${unit}, ${why}`);
     // The orderly stop is bounded by the unit's own TimeoutStopSec plus a margin, then SIGKILL:
     // programs that ignore SIGHUP and SIGTERM cost one stop timeout in all, not one each.
     const stopWaitMs = config.session.stopTimeoutSec * 1000 + ORPHAN_STOP_MARGIN_MS;

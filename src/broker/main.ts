@@ -8,6 +8,7 @@ import type { Config } from '../config/schema.ts';
 import { createLogger } from '../log.ts';
 import { notify, watchdogIntervalMs } from '../systemd/notify.ts';
 import { UnitManager } from '../systemd/unit-manager.ts';
+import { openBusSession, type BusSession } from '../systemd/bus-session.ts';
 import { Broker } from './broker.ts';
 import { createListener, takeSystemdListener, type Listener } from './listener.ts';
 import { WorkerPool, workerCommand, workerEnvironment } from './worker-pool.ts';
@@ -41,9 +42,10 @@ async function start(systemdListener: Listener | undefined): Promise<Broker> {
   const listener = systemdListener ?? createListener(config.socketPath, config.client.gid);
   checkSocketPermissions(listener, config);
   const busAddress = process.env[BUS_ADDRESS_ENV] || undefined;
-  let manager: UnitManager;
+  let manager: BusSession;
   try {
-    manager = await UnitManager.connect(busAddress, { timeoutMs: config.limits.operationTimeoutMs });
+    // Kept up across a bus restart; after each reconnection the broker looks for units it lost track of.
+    manager = await openBusSession((address, options) => UnitManager.connect(address, options), busAddress, { timeoutMs: config.limits.operationTimeoutMs }, log);
   } catch (error) {
     throw new Error(`cannot reach systemd over D-Bus: ${(error as Error).message}`);
   }
@@ -56,6 +58,7 @@ async function start(systemdListener: Listener | undefined): Promise<Broker> {
     manager.close();
     throw new Error(`startup orphan cleanup: ${(error as Error).message}`);
   }
+  manager.onReconnect(() => void broker.recheckUnits());
   void broker.done.finally(() => manager.close());
   return broker;
 }

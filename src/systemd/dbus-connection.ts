@@ -140,6 +140,8 @@ export class DbusConnection {
         this.#markClosed(new SystemdError('DBUS_CLOSED', 'D-Bus connection failed', { cause }));
       });
       internals._connection.on('end', () => this.#markClosed(new SystemdError('DBUS_CLOSED', 'D-Bus connection closed by the bus')));
+      // 'end' waits for the reader to drain; the socket's own close does not (a bus restart).
+      internals._connection.stream.on('close', () => this.#markClosed(new SystemdError('DBUS_CLOSED', 'D-Bus socket closed')));
       bus.on('message', (message) => this.#dispatch(message));
     });
   }
@@ -176,7 +178,10 @@ export class DbusConnection {
           if (cause instanceof dbus.DBusError) {
             settle(new SystemdError('DBUS_ERROR', `${what}: ${cause.text || cause.type}`, { dbusName: cause.type, cause }));
           } else {
-            settle(new SystemdError('DBUS_CLOSED', `${what}: ${String(cause)}`, { cause }));
+            // Not an answer but a failed send ("stream is closed"): the connection is gone.
+            const error = new SystemdError('DBUS_CLOSED', `${what}: ${String(cause)}`, { cause });
+            settle(error);
+            this.#markClosed(error);
           }
         },
       );

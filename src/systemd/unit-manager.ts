@@ -240,6 +240,17 @@ export class UnitManager {
     };
   }
 
+  /** Takes a reference on the unit for this connection (RefUnit), so it stays loaded once finished. */
+  async ref(name: string): Promise<void> {
+    validateUnitName(name);
+    await this.#connection.call(manager('RefUnit', 's', [name]));
+  }
+
+  /** Called once when the connection is lost or closed. */
+  onClose(listener: (error: SystemdError) => void): () => void {
+    return this.#connection.onClose(listener);
+  }
+
   /** Closes the connection; systemd drops every reference it held. Idempotent. */
   close(): void {
     this.#connection.close();

@@ -5,6 +5,7 @@ import { FdSocket } from '../io/fd-socket.ts';
 import type { Config } from '../config/schema.ts';
 import { ErrorCode } from '../protocol/constants.ts';
 import { UnitManager } from '../systemd/unit-manager.ts';
+import { openBusSession } from '../systemd/bus-session.ts';
 import { readControl, sendControl } from '../control/worker-end.ts';
 import { helperPath } from './helper-path.ts';
 import { Session } from './session.ts';
@@ -35,9 +36,14 @@ async function main(): Promise<number> {
   native().setCloexec(CONTROL_FD);
   const control = new FdSocket(CONTROL_FD);
   control.on('error', () => undefined);
-  const manager = await UnitManager.connect(process.env[BUS_ADDRESS_ENV] || undefined, {
-    timeoutMs: config.limits.operationTimeoutMs,
-  });
+  // Its own bus connection, kept up across a bus restart: the session's unit is watched again on
+  // the new connection (or the session ends with a clear ERROR if its exit was lost meanwhile).
+  const manager = await openBusSession(
+    (address, options) => UnitManager.connect(address, options),
+    process.env[BUS_ADDRESS_ENV] || undefined,
+    { timeoutMs: config.limits.operationTimeoutMs },
+    (_level, message) => log(message),
+  );
   sendControl(control, { type: 'ready' });
   const first = await readControl(control);
   if (first.message.type !== 'session') {

@@ -5,7 +5,7 @@ import { FdSocket } from '../io/fd-socket.ts';
 import { closeQuietly } from '../io/fds.ts';
 import { native } from '../native/binding.ts';
 import { ErrorCode, encodeFrame, errorFrame, type Frame, type FrameOf } from '../protocol/index.ts';
-import type { UnitManager } from '../systemd/unit-manager.ts';
+import type { Units } from '../systemd/bus-session.ts';
 import { unitNameFor } from '../systemd/unit-names.ts';
 import { programLabel } from '../systemd/unit-text.ts';
 import type { ExitStatus } from '../systemd/unit-watch.ts';
@@ -23,7 +23,7 @@ export const ALLOWED_SIGNALS: ReadonlySet<number> = new Set([1, 2, 3, 9, 10, 12,
 export type EndReason = 'exit' | 'stop' | 'client-gone' | 'error' | 'shutdown';
 
 export interface SessionDeps {
-  manager: UnitManager;
+  manager: Units;
   config: Config;
   /** The session helper's path as the unit sees it. */
   helperPath: string;

@@ -7,7 +7,7 @@
 //   {"release": true}                    ends background children
 // As `node torture-driver.js once JSON` it runs one command and prints the answer (a child's view).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import net from 'node:net';
 import { connect } from '../../src/client/index.ts';
 import { FdSocket } from '../../src/io/fd-socket.ts';
@@ -203,6 +203,7 @@ if (mode === 'once') {
 } else if (mode === 'serve') {
   const cwd = cwdArg ?? process.cwd();
   rmSync(arg!, { force: true });
+  rmSync(`${arg}.new`, { force: true });
   net
     .createServer({ allowHalfOpen: true }, (connection) => {
       let text = '';
@@ -218,5 +219,6 @@ if (mode === 'once') {
         connection.end(`${JSON.stringify(answer)}\n`);
       });
     })
-    .listen(arg);
+    // Listening before the name appears: the harness connects as soon as it sees the file.
+    .listen(`${arg}.new`, () => renameSync(`${arg}.new`, arg!));
 }
