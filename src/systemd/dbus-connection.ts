@@ -218,12 +218,19 @@ export class DbusConnection {
   close(): void {
     if (this.#closed) return;
     this.#markClosed(new SystemdError('DBUS_CLOSED', 'D-Bus connection closed'));
-    this.#bus.disconnect();
   }
 
   #markClosed(error: SystemdError): void {
     if (this.#closed) return;
     this.#closed = error;
+    // A lost connection still holds its socket until ended here (the bus's EOF alone does not close it).
+    queueMicrotask(() => {
+      try {
+        this.#bus.disconnect();
+      } catch {
+        // Already torn down.
+      }
+    });
     for (const abort of [...this.#pending]) abort(error);
     for (const listener of [...this.#closeListeners]) listener(error);
     this.#closeListeners.clear();
