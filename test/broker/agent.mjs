@@ -5,7 +5,7 @@
 // | {"release": true} (closes held connections, ends background children)
 // Answer: one JSON line.
 import { spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { renameSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { runPeers } from './peer.mjs';
 
@@ -28,6 +28,7 @@ function run(argv, background) {
 }
 
 rmSync(listenPath, { force: true });
+rmSync(`${listenPath}.new`, { force: true });
 net
   .createServer({ allowHalfOpen: true }, (connection) => {
     let text = '';
@@ -49,4 +50,5 @@ net
       connection.end(`${JSON.stringify(answer)}\n`);
     });
   })
-  .listen(listenPath);
+  // Listening before the name appears: the test connects as soon as it sees the file.
+  .listen(`${listenPath}.new`, () => renameSync(`${listenPath}.new`, listenPath));

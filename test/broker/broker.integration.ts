@@ -143,24 +143,37 @@ test('a worker killed mid-session leaves no unit', async () => {
   assert.is(await brokerProperty(sandbox, 'ActiveState'), 'active');
 });
 
-test('SIGKILL of the whole broker unit: the next activation serves at once and stops the orphans in the background', async () => {
-  // Programs that ignore hang-ups outlive their workers; only the broker's cleanup ends them, and
-  // systemd needs their TimeoutStopSec (then SIGKILL) for each: all 16 at once, not one after another.
-  for (let i = 0; i < 16; i += 1) await agent.session(['sh', '-c', 'trap "" HUP TERM; while :; do sleep 1; done'], true);
-  await until(async () => (await sessionUnits(sandbox)).length === 16, 30_000, '16 session units');
+test('SIGKILL of the whole broker unit: the next activation stops what its sessions left behind', async () => {
+  await agent.session(['sh', '-c', 'trap "" HUP TERM; while :; do sleep 1; done'], true);
+  await until(async () => (await sessionUnits(sandbox)).length === 1, 10_000, 'one session unit');
   await sandbox.systemctl('kill', '--signal=SIGKILL', BROKER);
   await until(async () => (await brokerProperty(sandbox, 'ActiveState')) !== 'active', 10_000, 'the broker to die');
-  const orphans = await sessionUnits(sandbox);
-  assert.is(orphans.length, 16);
-  // The next connection is answered while the orphans are still being stopped: they hold every slot.
+  const session = await agent.session(['true']);
+  assert.is(session.code, 0, session.stderr);
+  await until(async () => (await sessionUnits(sandbox)).length === 0, 30_000, 'no session unit');
+});
+
+test('16 orphans that ignore SIGTERM: the next broker answers at once, stops them all together, SIGKILL after their stop timeout', async () => {
+  // Units of an earlier run whose programs ignore SIGHUP and SIGTERM, with systemd's default 90 s
+  // stop timeout: one at a time that was minutes; together and bounded it is one stop timeout.
+  const orphans = Array.from({ length: 16 }, (_, i) => `opencode-pty-session-${i.toString(16).padStart(2, '0')}${'0'.repeat(30)}.service`);
+  for (const unit of orphans) {
+    const run = await sandbox.exec(['systemd-run', '--quiet', `--unit=${unit}`, `--uid=${sandbox.client.user}`, '-p', 'TimeoutStopSec=90', '--', 'sh', '-c', 'trap "" HUP TERM; while :; do sleep 1; done']);
+    assert.is(run.code, 0, run.stderr);
+  }
+  assert.is((await sessionUnits(sandbox)).length, 16);
+  // Every slot is held by an orphan: the first connection is told so at once, not after the cleanup.
   const refused = await agent.session(['true']);
   assert.is(refused.code, 125, refused.stderr);
   assert.match(refused.stderr, 'session limit reached');
-  assert.ok((await sessionUnits(sandbox)).length > 0, 'answered before the orphans were gone');
-  assert.match(await brokerProperty(sandbox, 'StatusText'), /orphans stopping/);
+  assert.is((await sessionUnits(sandbox)).length, 16, 'answered while every orphan was still there');
+  assert.match(await brokerProperty(sandbox, 'StatusText'), '16 orphans stopping');
   await until(async () => (await sessionUnits(sandbox)).length === 0, 60_000, 'the orphans to be stopped');
   const journal = await sandbox.journal(BROKER);
-  for (const unit of orphans) assert.match(journal, `stopping ${unit}, left by an earlier run`);
+  for (const unit of orphans) {
+    assert.match(journal, `stopping ${unit}, left by an earlier run`);
+    assert.match(journal, `cannot stop ${unit}:`);
+  }
   const session = await agent.session(['true']);
   assert.is(session.code, 0, session.stderr);
   await until(async () => (await sessionUnits(sandbox)).length === 0, 10_000, 'no session unit');
