@@ -9,6 +9,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import net from 'node:net';
+import { finished } from 'node:stream/promises';
 import { connect } from '../../src/client/index.ts';
 import { FdSocket } from '../../src/io/fd-socket.ts';
 import { native } from '../../src/native/binding.ts';
@@ -33,7 +34,10 @@ async function oneSession(argv: string[], cwd: string): Promise<SessionResult> {
     const startMs = performance.now() - started;
     let output = '';
     session.output.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    // The output stream ends after EXIT with everything delivered; EXIT alone may come first.
+    const ended = finished(session.output).catch(() => undefined);
     const exit = await session.exit;
+    await ended;
     return { ok: true, ms: startMs, exit, output };
   } catch (error) {
     return { ok: false, ms: performance.now() - started, error: `${(error as { code?: string }).code ?? ''}: ${(error as Error).message}` };
