@@ -1,5 +1,5 @@
-// One D-Bus connection to systemd: fd passing asserted, every call bounded by a timeout, one broad
-// match rule and our own dispatch of the few systemd signals we use. The only user of dbus-next.
+// One D-Bus connection to systemd: fd passing asserted, every call bounded by a timeout, counted
+// match rules and our own dispatch of the few systemd signals we use. The only user of dbus-next.
 import dbus, { type Message, type MessageBus, type SessionBusOptions, type Variant } from 'dbus-next';
 import { SystemdError } from './errors.ts';
 import type { PropertyTuple } from './unit-limits.ts';
@@ -67,6 +67,8 @@ export class DbusConnection {
   /** Rejecters of calls in flight, so a lost connection fails them at once rather than at their timeout. */
   #pending = new Set<(error: SystemdError) => void>();
   #closed: SystemdError | undefined;
+  /** Match rules in force, with how many users each has (dbus-next never removes rules itself). */
+  #matches = new Map<string, { users: number; added: Promise<void> }>();
 
   private constructor(bus: MessageBus, timeoutMs: number) {
     this.#bus = bus;
@@ -74,7 +76,7 @@ export class DbusConnection {
   }
 
   /**
-   * Connects, asserts fd passing, adds the match rule and learns systemd's unique name. dbus-next's
+   * Connects, asserts fd passing and learns systemd's unique name. dbus-next's
    * systemBus() ignores a custom address, so the bus is made through sessionBus({ busAddress }).
    */
   static async open(address: string = DEFAULT_SYSTEM_BUS_ADDRESS, options: OpenOptions = {}): Promise<DbusConnection> {
@@ -94,15 +96,6 @@ export class DbusConnection {
       if (internals._connection.stream.supportsUnixFd !== true) {
         throw new SystemdError('DBUS_NO_FD_PASSING', `the bus at ${address} did not agree to pass file descriptors (is usocket built?)`);
       }
-      // One broad rule for the connection's lifetime: dbus-next never removes the rules it adds.
-      await connection.call({
-        destination: 'org.freedesktop.DBus',
-        path: '/org/freedesktop/DBus',
-        interface: 'org.freedesktop.DBus',
-        member: 'AddMatch',
-        signature: 's',
-        body: [`type='signal',sender='${SYSTEMD_BUS_NAME}',path_namespace='${MANAGER_PATH}'`],
-      });
       // Anyone on the bus may send us a directed signal; only ones from systemd's own connection count.
       const [owner] = await connection.call({
         destination: 'org.freedesktop.DBus',
@@ -195,6 +188,35 @@ export class DbusConnection {
       timeoutMs,
     );
     return unwrapVariants(value);
+  }
+
+  /**
+   * Adds a match rule, or counts one more user of it. The bus handles a connection's messages in
+   * order, so a call sent after this is answered, and its signals are sent, with the rule in force:
+   * callers need not wait for the rule before their next call, only for its failure.
+   */
+  addMatch(rule: string): Promise<void> {
+    const match = this.#matches.get(rule);
+    if (match) {
+      match.users += 1;
+      return match.added;
+    }
+    const added = this.#busCall('AddMatch', rule).then(() => undefined);
+    added.catch(() => undefined);
+    this.#matches.set(rule, { users: 1, added });
+    return added;
+  }
+
+  /** Drops one user of a rule; the last one removes it from the bus (no reply awaited). */
+  removeMatch(rule: string): void {
+    const match = this.#matches.get(rule);
+    if (!match || --match.users > 0) return;
+    this.#matches.delete(rule);
+    if (!this.#closed) this.#busCall('RemoveMatch', rule).catch(() => undefined);
+  }
+
+  #busCall(member: string, rule: string): Promise<unknown[]> {
+    return this.call({ destination: 'org.freedesktop.DBus', path: '/org/freedesktop/DBus', interface: 'org.freedesktop.DBus', member, signature: 's', body: [rule] });
   }
 
   /** Listens to systemd's signals; returns the function that stops listening. */

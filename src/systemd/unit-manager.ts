@@ -9,9 +9,10 @@ import {
   type SystemdSignal,
 } from './dbus-connection.ts';
 import { isUnitGone, SystemdError } from './errors.ts';
-import { validatePrefix, validateUnitName } from './unit-names.ts';
+import { unitMatchRules } from './match-rules.ts';
+import { unitObjectPath, validatePrefix, validateUnitName } from './unit-names.ts';
 import { sessionUnitProperties, type SessionUnitSpec } from './unit-properties.ts';
-import { readExit, readProperties, readSnapshot, SERVICE_INTERFACE, UNIT_INTERFACE, unitPath } from './unit-state.ts';
+import { readExit, readProperties, readReferenced, readSnapshot, SERVICE_INTERFACE, UNIT_INTERFACE, unitPath } from './unit-state.ts';
 import { unitPhase, watchUnit, type ExitStatus, type WatchOptions } from './unit-watch.ts';
 
 export interface ManagerOptions extends OpenOptions {
@@ -22,8 +23,6 @@ export interface ManagerOptions extends OpenOptions {
 export interface StartedSession {
   /** PID of the helper (ExecMainPID: still set when a fast program has already exited). */
   mainPid: number;
-  /** The unit's InvocationID as 32 hex digits, as the journal shows it (_SYSTEMD_INVOCATION_ID). */
-  invocationId: string;
 }
 
 export interface ServiceState {
@@ -58,6 +57,10 @@ function signalNumber(signal: number | NodeJS.Signals): number {
 export class UnitManager {
   #connection: DbusConnection;
   #startTimeoutMs: number;
+  /** Signal subscriptions of the units this manager started, held until stopAndWait sees them gone. */
+  #started = new Map<string, () => void>();
+  /** Units started here whose AddRef we still hold: loaded for sure, so read by path in one round trip. */
+  #referenced = new Set<string>();
 
   private constructor(connection: DbusConnection, startTimeoutMs: number) {
     this.#connection = connection;
@@ -84,14 +87,23 @@ export class UnitManager {
   async startSession(name: string, spec: SessionUnitSpec): Promise<StartedSession> {
     validateUnitName(name);
     const properties = toVariantProperties(sessionUnitProperties(spec));
+    // The unit's signals from now until stopAndWait sees it gone; the rules go out before the start.
+    const subscribed = this.#subscribe(name);
+    this.#started.get(name)?.();
+    this.#started.set(name, subscribed.release);
     // Listen before asking, so the job's end cannot arrive before we look for it.
     const job = this.#awaitJob(name);
     let jobPath: string;
     try {
       // Mode "fail": never replace or queue behind another job on a unit of the same name.
-      const [path] = await this.#connection.call(manager('StartTransientUnit', 'ssa(sv)a(sa(sv))', [name, 'fail', properties, []]));
+      const [[path]] = await Promise.all([
+        this.#connection.call(manager('StartTransientUnit', 'ssa(sv)a(sa(sv))', [name, 'fail', properties, []])),
+        subscribed.ready,
+      ]);
       jobPath = String(path);
+      this.#referenced.add(name);
     } catch (error) {
+      this.#unsubscribeStarted(name);
       job.cancel();
       if (error instanceof SystemdError && error.code === 'DBUS_ERROR') {
         throw new SystemdError('UNIT_START_FAILED', `${name}: ${error.message}`, { dbusName: error.dbusName, unit: name, cause: error });
@@ -110,13 +122,40 @@ export class UnitManager {
       await this.#discard(name);
       throw new SystemdError('UNIT_START_FAILED', `${name}: start job ended "${result}"`, { jobResult: result, exit, unit: name });
     }
-    const path = await unitPath(this.#connection, name);
-    if (path === undefined) throw new SystemdError('NO_SUCH_UNIT', `${name} vanished after starting`, { unit: name });
-    const [[mainPid], [invocationId]] = await Promise.all([
-      readProperties(this.#connection, path, SERVICE_INTERFACE, ['ExecMainPID']),
-      readProperties(this.#connection, path, UNIT_INTERFACE, ['InvocationID']),
-    ]);
-    return { mainPid: Number(mainPid), invocationId: Buffer.from(invocationId as Buffer).toString('hex') };
+    // Read on the unit's own path, without GetUnit first: it started and holds our AddRef, so it is
+    // loaded (a read on the path of an unknown unit would load a stub).
+    const [mainPid] = await readProperties(this.#connection, unitObjectPath(name), SERVICE_INTERFACE, ['ExecMainPID']);
+    return { mainPid: Number(mainPid) };
+  }
+
+  /** Adds the unit's match rules (unitMatchRules); `ready` rejects if the bus refused one. */
+  #subscribe(name: string): { ready: Promise<void>; release: () => void } {
+    const rules = unitMatchRules(name);
+    const ready = Promise.all(rules.map((rule) => this.#connection.addMatch(rule))).then(() => undefined);
+    ready.catch(() => undefined);
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      for (const rule of rules) this.#connection.removeMatch(rule);
+    };
+    return { ready, release };
+  }
+
+  #unsubscribeStarted(name: string): void {
+    this.#started.get(name)?.();
+    this.#started.delete(name);
+  }
+
+  /** Runs `watch` with the unit's signals subscribed; a refused rule fails it. */
+  async #withSignals<T>(name: string, watch: () => Promise<T>): Promise<T> {
+    const subscribed = this.#subscribe(name);
+    try {
+      const [value] = await Promise.all([watch(), subscribed.ready]);
+      return value;
+    } finally {
+      subscribed.release();
+    }
   }
 
   /** The JobRemoved result of the unit's job at `jobPath`, remembering results that came early. */
@@ -162,15 +201,21 @@ export class UnitManager {
    */
   waitForExit(name: string, options: WatchOptions = {}): Promise<ExitStatus> {
     validateUnitName(name);
-    return watchUnit(
-      this.#connection,
-      name,
-      async () => {
-        const phase = unitPhase(await readSnapshot(this.#connection, name));
-        if (phase === 'gone') throw new SystemdError('NO_SUCH_UNIT', `${name} is not loaded`, { unit: name });
-        return phase === 'finished' ? readExit(this.#connection, name) : undefined;
-      },
-      options,
+    return this.#withSignals(name, () =>
+      watchUnit(
+        this.#connection,
+        name,
+        async () => {
+          if (this.#referenced.has(name)) {
+            const { snapshot, exit } = await readReferenced(this.#connection, name);
+            return unitPhase(snapshot) === 'finished' ? exit : undefined;
+          }
+          const phase = unitPhase(await readSnapshot(this.#connection, name));
+          if (phase === 'gone') throw new SystemdError('NO_SUCH_UNIT', `${name} is not loaded`, { unit: name });
+          return phase === 'finished' ? readExit(this.#connection, name) : undefined;
+        },
+        options,
+      ),
     );
   }
 
@@ -187,6 +232,12 @@ export class UnitManager {
    */
   async stopAndWait(name: string, timeoutMs: number): Promise<void> {
     validateUnitName(name);
+    await this.#withSignals(name, () => this.#stopAndWait(name, timeoutMs));
+    this.#referenced.delete(name);
+    this.#unsubscribeStarted(name);
+  }
+
+  async #stopAndWait(name: string, timeoutMs: number): Promise<void> {
     const started = Date.now();
     try {
       await this.#connection.call(manager('StopUnit', 'ss', [name, 'replace']), timeoutMs);
@@ -204,6 +255,8 @@ export class UnitManager {
         if (phase === 'finished' && !released) {
           released = true;
           if (snapshot!.activeState === 'failed') await ignoreDbusError(this.#connection.call(manager('ResetFailedUnit', 's', [name])));
+          // From here the unit may be collected: reads go by name again (before the call is sent).
+          this.#referenced.delete(name);
           // NotReferenced when we never held a reference (a unit we did not start): nothing to drop.
           await ignoreDbusError(this.#connection.call(manager('UnrefUnit', 's', [name])));
           // Collection comes as UnitRemoved, which re-runs this check; read again in case it already happened.

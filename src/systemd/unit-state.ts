@@ -1,6 +1,7 @@
 // Reads of a unit's state over the bus: by name first (GetUnit never loads a unit), then its properties.
 import { MANAGER_INTERFACE, MANAGER_PATH, type DbusConnection } from './dbus-connection.ts';
 import { isUnitGone, SystemdError } from './errors.ts';
+import { unitObjectPath } from './unit-names.ts';
 import type { ExitStatus, UnitSnapshot } from './unit-watch.ts';
 
 export const UNIT_INTERFACE = 'org.freedesktop.systemd1.Unit';
@@ -57,4 +58,21 @@ export async function readExit(connection: DbusConnection, name: string): Promis
   if (path === undefined) throw new SystemdError('NO_SUCH_UNIT', `${name} is not loaded`, { unit: name });
   const [code, status, result] = await readProperties(connection, path, SERVICE_INTERFACE, ['ExecMainCode', 'ExecMainStatus', 'Result']);
   return { code: Number(code), status: Number(status), result: String(result) };
+}
+
+/**
+ * Snapshot and exit status in one round trip, read on the unit's own path without GetUnit: only for
+ * a unit we hold a reference on (AddRef), which stays loaded until we drop it (see unitPath).
+ */
+export async function readReferenced(connection: DbusConnection, name: string): Promise<{ snapshot: UnitSnapshot; exit: ExitStatus }> {
+  const path = unitObjectPath(name);
+  const [[loadState, activeState, job], [code, status, result]] = await Promise.all([
+    readProperties(connection, path, UNIT_INTERFACE, ['LoadState', 'ActiveState', 'Job']),
+    readProperties(connection, path, SERVICE_INTERFACE, ['ExecMainCode', 'ExecMainStatus', 'Result']),
+  ]);
+  const jobId = Array.isArray(job) ? Number(job[0]) : 0;
+  return {
+    snapshot: { loadState: String(loadState), activeState: String(activeState), jobId },
+    exit: { code: Number(code), status: Number(status), result: String(result) },
+  };
 }

@@ -45,8 +45,32 @@ test('a call without a reply fails with DBUS_TIMEOUT', async () => {
   const bus = await FakeBus.start({ silentAfterHello: true });
   try {
     await rejectsCode(DbusConnection.open(bus.address, { timeoutMs: 50 }), 'DBUS_TIMEOUT');
-    assert.ok(bus.calls.some((call) => call.member === 'AddMatch'));
+    assert.ok(bus.calls.some((call) => call.member === 'GetNameOwner'));
   } finally {
+    await bus.stop();
+  }
+});
+
+test('no match rule at open; a rule is sent once however many use it, removed after the last', async () => {
+  const bus = await FakeBus.start();
+  bus.replies.set('RemoveMatch', (call) => bus.methodReturn(call));
+  const connection = await DbusConnection.open(bus.address, { timeoutMs: 5000 });
+  const count = (member: string) => bus.calls.filter((call) => call.member === member).length;
+  try {
+    assert.is(count('AddMatch'), 0, 'open() subscribes to nothing');
+    await Promise.all([connection.addMatch("type='signal',path='/a'"), connection.addMatch("type='signal',path='/a'")]);
+    assert.is(count('AddMatch'), 1);
+    connection.removeMatch("type='signal',path='/a'");
+    connection.removeMatch("type='signal',path='/b'");
+    // A round trip after the removals: the bus has seen whatever they sent.
+    await connection.addMatch("type='signal',path='/c'");
+    assert.is(count('RemoveMatch'), 0, 'one user is left');
+    connection.removeMatch("type='signal',path='/a'");
+    await connection.addMatch("type='signal',path='/d'");
+    assert.is(count('RemoveMatch'), 1);
+    assert.is(count('AddMatch'), 3);
+  } finally {
+    connection.close();
     await bus.stop();
   }
 });
