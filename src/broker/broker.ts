@@ -257,6 +257,10 @@ export class Broker {
       // doing; without the pause those clients got HANDSHAKE_TIMEOUT, or a worker with no time left.
       clearTimeout(deadline);
       clientMs = Date.now() - acceptedAt;
+      // WELCOME before the worker: the client's START is on its way while a spare still starts.
+      socket.writeUrgent(encodeFrame({ type: 'welcome', version }));
+      // A fresh socket takes seven bytes at once; anything else means the peer is already gone.
+      if (socket.writableLength > 0) throw new SessionError(ErrorCode.INTERNAL, 'could not send WELCOME');
       try {
         worker = await pool.take();
       } catch (error) {
@@ -266,9 +270,6 @@ export class Broker {
       if (socket.closed) return;
       deadline = setTimeout(onDeadline, Math.max(config.limits.handshakeTimeoutMs - clientMs, 1));
       const resumedAt = Date.now();
-      socket.writeUrgent(encodeFrame({ type: 'welcome', version }));
-      // A fresh socket takes seven bytes at once; anything else means the peer is already gone.
-      if (socket.writableLength > 0) throw new SessionError(ErrorCode.INTERNAL, 'could not send WELCOME');
       const handed = native().dupCloexec(socket.fd);
       const remaining = config.limits.handshakeTimeoutMs - clientMs - (Date.now() - resumedAt);
       try {

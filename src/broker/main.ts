@@ -42,14 +42,17 @@ async function start(systemdListener: Listener | undefined): Promise<Broker> {
   const listener = systemdListener ?? createListener(config.socketPath, config.client.gid);
   checkSocketPermissions(listener, config);
   const busAddress = process.env[BUS_ADDRESS_ENV] || undefined;
+  // The first spare boots while we connect to the bus and clean up: the first client waits for both.
+  const pool = WorkerPool.of(workerCommand(), workerEnvironment(process.env, config, busAddress), log);
+  pool.warm();
   let manager: BusSession;
   try {
     // Kept up across a bus restart; after each reconnection the broker looks for units it lost track of.
     manager = await openBusSession((address, options) => UnitManager.connect(address, options), busAddress, { timeoutMs: config.limits.operationTimeoutMs }, log);
   } catch (error) {
+    pool.stop();
     throw new Error(`cannot reach systemd over D-Bus: ${(error as Error).message}`);
   }
-  const pool = new WorkerPool(workerCommand(), workerEnvironment(process.env, config, busAddress), log);
   const broker = new Broker({ config, listener, manager, pool, log, notify: notifyBestEffort });
   try {
     await broker.start();

@@ -1,5 +1,7 @@
-// Worker processes: one warm spare always ready (Node takes ~100 ms to start), one process per session.
-// A worker tells us its unit's name before starting it; if the worker dies, we stop that unit.
+// Worker processes: one warm spare ready (Node takes ~100 ms to start), one process per session. The
+// next spare starts once the session it was taken for has started, not while that start is under
+// way (it would compete with it for the CPU). A worker tells us its unit's name before starting it;
+// if the worker dies, we stop that unit.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -37,6 +39,8 @@ export class WorkerHandle {
   endReason: string | undefined;
   readonly ready: Promise<void>;
   readonly exited: Promise<void>;
+  /** Resolves once the worker's session has started or ended, or the worker is gone. */
+  readonly settled: Promise<void>;
   #onMessage: (message: WorkerMessage) => void = () => undefined;
 
   constructor(command: string[], env: NodeJS.ProcessEnv, log: Logger) {
@@ -54,10 +58,13 @@ export class WorkerHandle {
       readyReject = reject;
     });
     this.ready.catch(() => undefined);
+    let settle: () => void = () => undefined;
+    this.settled = new Promise((resolve) => (settle = resolve));
     this.exited = new Promise((resolve) => {
       const gone = (why: string) => {
         readyReject(new Error(`worker ${this.child.pid ?? '(not started)'} ${why} before it was ready`));
         this.control.close();
+        settle();
         resolve();
       };
       this.child.once('exit', (code, signal) => gone(`exited (${signal ?? code})`));
@@ -81,6 +88,7 @@ export class WorkerHandle {
         if (message.type === 'ready') readyResolve();
         if (message.type === 'unit') this.unit = message.name;
         if (message.type === 'ended') this.endReason = message.reason;
+        if (message.type === 'started' || message.type === 'ended') settle();
         this.#onMessage(message);
       }
     });
@@ -101,23 +109,29 @@ export class WorkerHandle {
   }
 }
 
-export class WorkerPool {
-  #command: string[];
-  #env: NodeJS.ProcessEnv;
-  #log: Logger;
-  #spare: WorkerHandle | undefined;
-  #stopped = false;
+/** What the pool needs of a worker (a WorkerHandle, or a fake in tests). */
+export type PooledWorker = Pick<WorkerHandle, 'ready' | 'exited' | 'settled' | 'control' | 'child' | 'shutdown'>;
 
-  constructor(command: string[], env: NodeJS.ProcessEnv, log: Logger) {
-    this.#command = command;
-    this.#env = env;
+export class WorkerPool<W extends PooledWorker = WorkerHandle> {
+  #spawn: () => W;
+  #spare: W | undefined;
+  #stopped = false;
+  #log: Logger;
+
+  constructor(spawnWorker: () => W, log: Logger) {
+    this.#spawn = spawnWorker;
     this.#log = log;
+  }
+
+  /** A pool of WorkerHandles running `command`. */
+  static of(command: string[], env: NodeJS.ProcessEnv, log: Logger): WorkerPool {
+    return new WorkerPool(() => new WorkerHandle(command, env, log), log);
   }
 
   /** Starts the spare if there is none. */
   warm(): void {
     if (this.#stopped || this.#spare) return;
-    const spare = new WorkerHandle(this.#command, this.#env, this.#log);
+    const spare = this.#spawn();
     this.#spare = spare;
     spare.ready.catch((error: Error) => this.#log('warning', error.message));
     // A spare that dies (before or after it was ready) is replaced on the next take().
@@ -126,14 +140,17 @@ export class WorkerPool {
     });
   }
 
-  /** The ready spare (waiting for it if it is still starting); a new spare starts at once. */
-  async take(): Promise<WorkerHandle> {
+  /**
+   * The ready spare (started now if there is none, and waited for if still starting). The next
+   * spare starts when this worker's session has started (or ended), or at the next take().
+   */
+  async take(): Promise<W> {
     this.warm();
     const worker = this.#spare;
     if (!worker) throw new Error('the worker pool is stopped');
     this.#spare = undefined;
+    void worker.settled.then(() => this.warm());
     await worker.ready;
-    this.warm();
     if (worker.control.closed) throw new Error(`worker ${worker.child.pid} is gone`);
     return worker;
   }

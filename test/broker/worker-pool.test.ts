@@ -1,7 +1,7 @@
-// What a worker inherits: nothing systemd meant for the broker alone.
+// What a worker inherits (nothing systemd meant for the broker alone), and when the pool starts spares.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { workerCommand, workerEnvironment } from '../../src/broker/worker-pool.ts';
+import { WorkerPool, workerCommand, workerEnvironment, type PooledWorker } from '../../src/broker/worker-pool.ts';
 import { DEFAULT_LIMITS, DEFAULT_SESSION, type Config } from '../../src/config/schema.ts';
 
 const config: Config = {
@@ -39,6 +39,83 @@ test('in a checkout the worker runs from its TypeScript entry through tsx', () =
   const command = workerCommand();
   assert.equal(command.slice(0, 2), ['--import', 'tsx']);
   assert.match(command[2]!, /src\/worker\/main\.ts$/);
+});
+
+/** A worker whose readiness and session start the test decides. */
+class FakeWorker implements PooledWorker {
+  static spawned: FakeWorker[] = [];
+  ready: Promise<void>;
+  exited = new Promise<void>(() => undefined);
+  settled: Promise<void>;
+  control = { closed: false } as PooledWorker['control'];
+  child = { pid: 1000 + FakeWorker.spawned.length } as PooledWorker['child'];
+  shutDown = false;
+  becomeReady!: () => void;
+  settle!: () => void;
+
+  constructor() {
+    this.ready = new Promise((resolve) => (this.becomeReady = resolve));
+    this.settled = new Promise((resolve) => (this.settle = resolve));
+    FakeWorker.spawned.push(this);
+  }
+
+  shutdown(): void {
+    this.shutDown = true;
+  }
+}
+
+const quiet = () => undefined;
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+test('a taken spare is replaced only once its session has started, not during the start', async () => {
+  FakeWorker.spawned = [];
+  const pool = new WorkerPool(() => new FakeWorker(), quiet);
+  pool.warm();
+  FakeWorker.spawned[0]!.becomeReady();
+  const taken = await pool.take();
+  assert.is(taken, FakeWorker.spawned[0]);
+  await turn();
+  assert.is(FakeWorker.spawned.length, 1, 'no spare starts while the session starts');
+  taken.settle();
+  await turn();
+  assert.is(FakeWorker.spawned.length, 2, 'the next spare starts after STARTED');
+  pool.warm();
+  assert.is(FakeWorker.spawned.length, 2, 'one spare at a time');
+});
+
+test('a take with no spare starts one and waits for it; a second take does not wait for the first session', async () => {
+  FakeWorker.spawned = [];
+  const pool = new WorkerPool(() => new FakeWorker(), quiet);
+  const first = pool.take();
+  assert.is(FakeWorker.spawned.length, 1);
+  FakeWorker.spawned[0]!.becomeReady();
+  await first;
+  const second = pool.take();
+  assert.is(FakeWorker.spawned.length, 2, 'demand starts a spare at once');
+  FakeWorker.spawned[1]!.becomeReady();
+  assert.is(await second, FakeWorker.spawned[1]);
+  FakeWorker.spawned[0]!.settle();
+  await turn();
+  assert.is(FakeWorker.spawned.length, 3);
+  FakeWorker.spawned[1]!.settle();
+  await turn();
+  assert.is(FakeWorker.spawned.length, 3, 'still one spare');
+});
+
+test('a stopped pool shuts its spare down and starts no more', async () => {
+  FakeWorker.spawned = [];
+  const pool = new WorkerPool(() => new FakeWorker(), quiet);
+  pool.warm();
+  pool.stop();
+  assert.ok(FakeWorker.spawned[0]!.shutDown);
+  pool.warm();
+  assert.is(FakeWorker.spawned.length, 1);
+  try {
+    await pool.take();
+    assert.unreachable('take() on a stopped pool');
+  } catch (error) {
+    assert.match((error as Error).message, /stopped/);
+  }
 });
 
 test.run();
