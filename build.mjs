@@ -25,6 +25,26 @@ const usocketByPath = {
   },
 };
 
+// dbus-next's MessageBus builds an XML builder for exported interfaces and proxies parse
+// introspection XML; we do neither (raw method calls only), and xml2js with xmlbuilder and sax is
+// 40% of each bundle that every worker compiles at start. A stub whose use fails loudly stands in.
+const noIntrospection = {
+  name: 'no-introspection',
+  setup(build) {
+    build.onResolve({ filter: /^xml2js$/ }, () => ({ path: 'xml2js', namespace: 'no-introspection' }));
+    build.onLoad({ filter: /.*/, namespace: 'no-introspection' }, () => ({
+      contents: [
+        'class Unavailable {',
+        "  buildObject() { throw new Error('D-Bus introspection is not bundled'); }",
+        "  parseString(_xml, done) { done(new Error('D-Bus introspection is not bundled')); }",
+        '}',
+        'module.exports = { Builder: Unavailable, Parser: Unavailable };',
+      ].join('\n'),
+      loader: 'js',
+    }));
+  },
+};
+
 // dbus-next requires Node built-ins dynamically, so ESM output needs a real `require`.
 const banner = [
   "import { createRequire as __createRequire } from 'node:module';",
@@ -50,7 +70,7 @@ await build({
   outExtension: { '.js': '.js' },
   banner: { js: `#!/usr/bin/env node\n${banner}` },
   external: ['x11'],
-  plugins: [usocketByPath],
+  plugins: [usocketByPath, noIntrospection],
   logLevel: 'warning',
   legalComments: 'none',
 });
