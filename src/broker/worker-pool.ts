@@ -145,14 +145,24 @@ export class WorkerPool<W extends PooledWorker = WorkerHandle> {
    * spare starts when this worker's session has started (or ended), or at the next take().
    */
   async take(): Promise<W> {
-    this.warm();
-    const worker = this.#spare;
-    if (!worker) throw new Error('the worker pool is stopped');
-    this.#spare = undefined;
-    void worker.settled.then(() => this.warm());
-    await worker.ready;
-    if (worker.control.closed) throw new Error(`worker ${worker.child.pid} is gone`);
-    return worker;
+    // A spare that dies before it is ready (it could not reach the bus, say, during a bus restart)
+    // is replaced once: the replacement starts the moment the first one is gone.
+    for (let attempt = 0; ; attempt += 1) {
+      this.warm();
+      const worker = this.#spare;
+      if (!worker) throw new Error('the worker pool is stopped');
+      this.#spare = undefined;
+      try {
+        await worker.ready;
+      } catch (error) {
+        if (attempt > 0 || this.#stopped) throw error;
+        this.#log('warning', `${(error as Error).message}; trying a new one`);
+        continue;
+      }
+      void worker.settled.then(() => this.warm());
+      if (worker.control.closed) throw new Error(`worker ${worker.child.pid} is gone`);
+      return worker;
+    }
   }
 
   /** Ends the spare (it holds no session) and starts no more. */

@@ -51,10 +51,18 @@ class FakeWorker implements PooledWorker {
   child = { pid: 1000 + FakeWorker.spawned.length } as PooledWorker['child'];
   shutDown = false;
   becomeReady!: () => void;
+  die!: () => void;
   settle!: () => void;
 
   constructor() {
-    this.ready = new Promise((resolve) => (this.becomeReady = resolve));
+    this.ready = new Promise((resolve, reject) => {
+      this.becomeReady = resolve;
+      this.die = () => {
+        reject(new Error(`worker ${this.child.pid} exited before it was ready`));
+        this.settle();
+      };
+    });
+    this.ready.catch(() => undefined);
     this.settled = new Promise((resolve) => (this.settle = resolve));
     FakeWorker.spawned.push(this);
   }
@@ -100,6 +108,28 @@ test('a take with no spare starts one and waits for it; a second take does not w
   FakeWorker.spawned[1]!.settle();
   await turn();
   assert.is(FakeWorker.spawned.length, 3, 'still one spare');
+});
+
+test('a spare that dies before it is ready is replaced once within the same take', async () => {
+  FakeWorker.spawned = [];
+  const pool = new WorkerPool(() => new FakeWorker(), quiet);
+  const taken = pool.take();
+  FakeWorker.spawned[0]!.die();
+  await turn();
+  assert.is(FakeWorker.spawned.length, 2, 'the replacement starts at once, and only it');
+  FakeWorker.spawned[1]!.becomeReady();
+  assert.is(await taken, FakeWorker.spawned[1]);
+  const next = pool.take();
+  await turn();
+  FakeWorker.spawned.at(-1)!.die();
+  await turn();
+  FakeWorker.spawned.at(-1)!.die();
+  try {
+    await next;
+    assert.unreachable('a second death in one take fails it');
+  } catch (error) {
+    assert.match((error as Error).message, /exited before it was ready/);
+  }
 });
 
 test('a stopped pool shuts its spare down and starts no more', async () => {
