@@ -13,7 +13,10 @@
     {
       "target_name": "opencode-pty-session",
       "type": "executable",
-      "sources": ["native/session-helper.c"],
+      "sources": [
+        "native/session/main.c", "native/session/relay.c", "native/session/decode.c",
+        "native/session/control.c", "native/session/cgroup.c"
+      ],
       "cflags": ["-std=c11", "-Wall", "-Wextra", "-O2", "-D_GNU_SOURCE"],
       "libraries": ["-lutil"]
     }

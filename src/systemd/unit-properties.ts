@@ -22,8 +22,10 @@ export interface SessionUnitSpec {
   group: string;
   /** Directory fd the helper fchdir()s into; handed over as its stdin. */
   cwdFd: number;
-  /** One end of the relay socketpair; the helper's stdout. */
+  /** The helper's stdout: the client connection itself. */
   stdoutFd: number;
+  /** The helper's stderr: its control channel to the worker; the journal when absent. */
+  stderrFd?: number;
   /** Exactly the environment the session gets (TERM and what the caller allows), nothing more. */
   environment: Readonly<Record<string, string>>;
   slice?: string;
@@ -92,6 +94,7 @@ function serviceProperties(spec: SessionUnitSpec): PropertyTuple[] {
   }
   checkFd(spec.cwdFd, 'cwdFd');
   checkFd(spec.stdoutFd, 'stdoutFd');
+  if (spec.stderrFd !== undefined) checkFd(spec.stderrFd, 'stderrFd');
   return [
     // "exec": the start job fails when the exec fails (missing binary, unknown user) instead of
     // reporting a started session that is already dead.
@@ -100,7 +103,7 @@ function serviceProperties(spec: SessionUnitSpec): PropertyTuple[] {
     ['Group', 's', spec.group],
     ['StandardInputFileDescriptor', 'h', spec.cwdFd],
     ['StandardOutputFileDescriptor', 'h', spec.stdoutFd],
-    ['StandardError', 's', 'journal'],
+    spec.stderrFd === undefined ? ['StandardError', 's', 'journal'] : ['StandardErrorFileDescriptor', 'h', spec.stderrFd],
     ['Environment', 'as', environmentEntries(spec.environment)],
     // Programs in a terminal expect SIGPIPE to kill them (`yes | head`); systemd ignores it by default.
     ['IgnoreSIGPIPE', 'b', false],

@@ -1,29 +1,29 @@
-// One terminal session, from START to its one end: start the unit, relay, and always stop and wait for it.
+// One terminal session, from START to its one end. The worker authenticates the start, hands the
+// client connection to the session helper (the unit's stdout) and supervises: it never reads a
+// data-phase byte. The client socket's write side passes like a token: worker (STARTED) → GO →
+// helper (data phase) → END report → worker (the last frame, once the unit is inactive).
 import { randomBytes } from 'node:crypto';
 import { unitStopWaitMs, type Config } from '../config/schema.ts';
 import { FdSocket } from '../io/fd-socket.ts';
 import { closeQuietly } from '../io/fds.ts';
 import { native } from '../native/binding.ts';
-import { ErrorCode, encodeFrame, errorFrame, type Frame, type FrameOf } from '../protocol/index.ts';
-import type { Units } from '../systemd/bus-session.ts';
+import { ErrorCode, encodeFrame, errorFrame, PROTOCOL_VERSION, type FrameOf } from '../protocol/index.ts';
+import type { UnitManager } from '../systemd/unit-manager.ts';
 import { unitNameFor } from '../systemd/unit-names.ts';
-import { programLabel } from '../systemd/unit-text.ts';
 import type { ExitStatus } from '../systemd/unit-watch.ts';
 import type { PeerIdentity, WorkerMessage } from '../control/broker-worker.ts';
+import type { HelperMessage } from '../control/helper-channel.ts';
 import { sessionEnvironment } from './environment.ts';
-import { writeFinalFrame } from './final-frame.ts';
+import { flushed, lastWrite, writeFinalFrame, type SessionOutcome } from './final-frame.ts';
+import { HelperLink } from './helper-link.ts';
 import { recheckPeer } from '../identity/peer-recheck.ts';
 import { receiveStart } from './receive-start.ts';
-import { Relay } from './relay.ts';
 import { SessionError } from '../protocol/session-error.ts';
-
-/** Signals a client may send to its session's processes (HUP INT QUIT KILL USR1 USR2 TERM CONT STOP TSTP WINCH). */
-export const ALLOWED_SIGNALS: ReadonlySet<number> = new Set([1, 2, 3, 9, 10, 12, 15, 18, 19, 20, 28]);
 
 export type EndReason = 'exit' | 'stop' | 'client-gone' | 'error' | 'shutdown';
 
 export interface SessionDeps {
-  manager: Units;
+  manager: UnitManager;
   config: Config;
   /** The session helper's path as the unit sees it. */
   helperPath: string;
@@ -31,11 +31,7 @@ export interface SessionDeps {
   log(message: string): void;
 }
 
-export interface Ending {
-  reason: EndReason;
-  error?: SessionError;
-  exit?: ExitStatus;
-}
+type Phase = 'handshake' | 'starting' | 'running' | 'final' | 'done';
 
 export class Session {
   #client: FdSocket;
@@ -44,15 +40,18 @@ export class Session {
   #deps: SessionDeps;
   #deadlineMs: number;
   #unit: string | undefined;
-  #helper: FdSocket | undefined;
-  #relay: Relay | undefined;
-  #ending: Ending | undefined;
-  #signalsWanted = new Set<number>();
-  #signalling = false;
-  /** The handshake deadline wrote its own ERROR (it must precede the close that ends the read). */
-  #lastFrameSent = false;
-  #ended: (ending: Ending) => void = () => undefined;
-  #endedPromise = new Promise<Ending>((resolve) => (this.#ended = resolve));
+  #helper: HelperLink | undefined;
+  #phase: Phase = 'handshake';
+  #outcome: SessionOutcome = { clientGone: false };
+  #stopping = false;
+  #unitStopped: Promise<void> | undefined;
+  #timers: NodeJS.Timeout[] = [];
+  /** Resolves when the unit is inactive (with its exit when systemd recorded it) or gone. */
+  #unitDone: (exit: ExitStatus | undefined) => void = () => undefined;
+  #unitDonePromise = new Promise<ExitStatus | undefined>((resolve) => (this.#unitDone = resolve));
+  /** Before the hand-off: an end that needs no unit (handshake timeout, client gone, shutdown). */
+  #abort: (error: SessionError | undefined) => void = () => undefined;
+  #abortPromise = new Promise<SessionError | undefined>((resolve) => (this.#abort = resolve));
 
   /** Takes ownership of the client socket and the peer's pidfd. `deadlineMs`: what is left until START must be in. */
   constructor(clientFd: number, pidfd: number, peer: PeerIdentity, deadlineMs: number, deps: SessionDeps) {
@@ -61,168 +60,219 @@ export class Session {
     this.#deps = deps;
     this.#deadlineMs = deadlineMs;
     this.#client = new FdSocket(clientFd);
-    // Before the relay takes over, failures surface as rejected reads or the final write's result;
-    // an 'error' event with no listener would end this root process instead.
-    this.#client.on('error', () => undefined);
+    // Failures surface as rejected reads or the final write's result; an 'error' event with no
+    // listener would end this root process instead. The worker never reads after START: hang-ups
+    // (POLLRDHUP, POLLHUP) are all it watches for.
+    this.#client.on('error', () => this.#onClientGone());
+    this.#client.on('hangup', () => this.#onClientGone());
   }
 
   get unit(): string | undefined {
     return this.#unit;
   }
 
-  /** How the session ended, once it has. */
-  get ending(): Ending | undefined {
-    return this.#ending;
-  }
-
-  /** The one place every end goes through: the first call decides how the session ends. */
-  end(reason: EndReason, error?: SessionError, exit?: ExitStatus): void {
-    if (this.#ending) return;
-    this.#ending = { reason, error, exit };
-    this.#relay?.closeInput();
-    this.#ended(this.#ending);
+  /** The worker's own end: broker shutdown or a failure of ours. */
+  end(reason: 'shutdown' | 'error', error: SessionError): void {
+    if (this.#phase === 'final' || this.#phase === 'done') return;
+    this.#outcome.workerError ??= error;
+    if (this.#phase !== 'running') return this.#abort(error);
+    // The helper ends at a frame boundary and reports "terminated"; the unit is stopped after that
+    // report, or after stopTimeoutSec without one.
+    if (!this.#helper?.send('terminate')) void this.#stopUnit();
+    else this.#later(this.#deps.config.session.stopTimeoutSec * 1000, () => void this.#stopUnit());
   }
 
   /** Runs the session; resolves with how it ended, once its unit is gone. */
   async run(): Promise<EndReason> {
     try {
-      const { exit } = await this.#start();
-      exit.then(
-        (status) => this.end('exit', undefined, status),
-        (error: Error) => this.end('error', new SessionError(ErrorCode.INTERNAL, `watching the session unit failed: ${error.message}`)),
-      );
+      await this.#start();
     } catch (error) {
-      this.end('error', asSessionError(error));
+      const failure = asSessionError(error);
+      // Before GO the worker holds the client's write side: an ordinary ERROR.
+      if (!this.#outcome.clientGone) await writeFinalFrame(this.#client, errorFrame(failure.wireCode, failure.message), this.#writeTimeoutMs);
+      await this.#cleanUp();
+      if (this.#outcome.workerError?.wireCode === ErrorCode.SHUTDOWN) return 'shutdown';
+      return this.#outcome.clientGone ? 'client-gone' : 'error';
     }
-    const ending = await this.#endedPromise;
-    await this.#finish(ending);
-    return ending.reason;
+    const exit = await this.#unitDonePromise;
+    this.#phase = 'final';
+    for (const timer of this.#timers) clearTimeout(timer);
+    // PID 1 holds its own copy of the helper's end until it releases the unit, so EOF is no signal:
+    // the unit is inactive now, so what the kernel does not have yet will never come.
+    this.#helper?.readAvailable();
+    this.#outcome.exit = exit;
+    const { remainder, frame } = lastWrite(this.#outcome);
+    if (frame) await writeFinalFrame(this.#client, frame, this.#writeTimeoutMs, remainder);
+    else if (!this.#outcome.report && !this.#outcome.clientGone) this.#deps.log(`${this.#unit}: the session helper ended without a report; closing without a last frame`);
+    await this.#cleanUp();
+    return this.#reason();
   }
 
-  async #start(): Promise<{ exit: Promise<ExitStatus> }> {
-    const deadline = setTimeout(() => {
-      // The ERROR goes out here, before the close that ends the pending read; the end sends nothing more.
-      this.end('error', new SessionError(ErrorCode.HANDSHAKE_TIMEOUT, 'handshake timeout: no START within the deadline'));
-      this.#lastFrameSent = true;
-      void writeFinalFrame(this.#client, errorFrame(ErrorCode.HANDSHAKE_TIMEOUT, 'handshake timeout'), 1000).finally(() => this.#client.close());
-    }, this.#deadlineMs);
+  get #writeTimeoutMs(): number {
+    return this.#deps.config.limits.writeTimeoutMs;
+  }
+
+  #reason(): EndReason {
+    const { clientGone, workerError, report } = this.#outcome;
+    if (clientGone || report?.reason === 'client-gone') return 'client-gone';
+    if (workerError) return workerError.wireCode === ErrorCode.SHUTDOWN ? 'shutdown' : 'error';
+    if (report?.reason === 'exit') return 'exit';
+    if (report?.reason === 'stop') return 'stop';
+    return 'error';
+  }
+
+  async #start(): Promise<void> {
+    const aborted = this.#abortPromise.then((error) => {
+      throw error ?? new SessionError(ErrorCode.INTERNAL, 'session ended before its start');
+    });
+    aborted.catch(() => undefined);
+    const deadline = setTimeout(() => this.#abort(new SessionError(ErrorCode.HANDSHAKE_TIMEOUT, 'handshake timeout')), this.#deadlineMs);
     let start;
     try {
-      start = await receiveStart(this.#client);
+      start = await Promise.race([settled(receiveStart(this.#client)), aborted]);
     } finally {
       clearTimeout(deadline);
     }
+    this.#phase = 'starting';
     try {
-      return await this.#startUnit(start.frame, start.cwdFd);
+      await Promise.race([settled(this.#startUnit(start.frame, start.cwdFd)), aborted]);
     } finally {
       closeQuietly(start.cwdFd);
     }
   }
 
-  async #startUnit(frame: FrameOf<'start'>, cwdFd: number): Promise<{ exit: Promise<ExitStatus> }> {
+  async #startUnit(frame: FrameOf<'start'>, cwdFd: number): Promise<void> {
     const { config, manager, helperPath } = this.#deps;
-    if (this.#ending) throw this.#ending.error ?? new SessionError(ErrorCode.INTERNAL, 'session ended before its start');
     const name = unitNameFor(randomBytes(16), config.unitPrefix);
     this.#unit = name;
     // The broker learns the name first, so it can stop the unit even if this process dies mid-start.
     this.#deps.report({ type: 'unit', name });
     recheckPeer(this.#client.fd, this.#pidfd, this.#peer);
-    const [helperEnd, unitEnd] = native().socketpair();
-    this.#helper = new FdSocket(helperEnd);
+    const [workerEnd, helperEnd] = native().socketpair();
+    this.#helper = new HelperLink(workerEnd, {
+      message: (message) => this.#onHelperMessage(message),
+      failed: (error) => this.#deps.log(`${name}: session helper channel: ${JSON.stringify(error.message)}`),
+    });
     let started;
     try {
       started = await manager.startSession(name, {
-        // Client bytes never reach unit-file text: the program's name only through a safe alphabet.
-        description: `opencode-pty session ${programLabel(frame.argv[0]!)}`,
+        description: `opencode-pty session ${frame.argv[0]}`,
         helperPath,
-        helperArgs: [String(frame.rows), String(frame.cols), ...frame.argv],
+        helperArgs: [`--protocol=${PROTOCOL_VERSION}`, `--write-timeout-ms=${config.limits.writeTimeoutMs}`, String(frame.rows), String(frame.cols), ...frame.argv],
         user: config.client.user,
         group: config.client.group,
         cwdFd,
-        stdoutFd: unitEnd,
+        // The client connection itself: the helper speaks the data phase. Our fd stays a dup we
+        // never read; systemd holds one more until it releases the unit.
+        stdoutFd: this.#client.fd,
+        stderrFd: helperEnd,
         environment: sessionEnvironment(frame.env, config.session.environmentAllowlist, config.session.term),
         slice: config.session.slice,
         stopTimeoutSec: config.session.stopTimeoutSec,
         limits: config.session.properties,
       });
     } finally {
-      closeQuietly(unitEnd);
+      closeQuietly(helperEnd);
     }
     // AddRef keeps the unit loaded after a fast exit, so this sees it even if it already happened.
-    const exit = manager.waitForExit(name);
-    exit.catch(() => undefined);
-    if (this.#ending) return { exit };
-    this.#relay = new Relay(this.#client, this.#helper, { writeTimeoutMs: config.limits.writeTimeoutMs }, {
-      stop: () => this.end('stop'),
-      signal: (signal) => this.#signal(signal),
-      failed: (error) => this.end('error', error),
-      clientGone: () => this.end('client-gone'),
-    });
+    manager.waitForExit(name).then(
+      (exit) => this.#unitDone(exit),
+      (error: Error) => this.#onWatchLost(error),
+    );
+    this.#helper.start();
     this.#client.write(encodeFrame({ type: 'started', mainPid: started.mainPid, unit: name }));
+    // The token rule: nothing of ours may still be queued when the helper starts writing.
+    if (!(await flushed(this.#client, this.#writeTimeoutMs))) throw new SessionError(ErrorCode.INTERNAL, 'STARTED could not be written');
+    if (this.#phase !== 'starting') return;
+    this.#phase = 'running';
+    if (!this.#helper.send('go')) throw new SessionError(ErrorCode.INTERNAL, 'the session helper cannot be reached');
     this.#deps.report({ type: 'started', mainPid: started.mainPid });
     this.#deps.log(`session ${name} started for pid ${this.#peer.pid}: ${JSON.stringify(frame.argv[0])}, ${frame.rows}x${frame.cols}`);
-    this.#relay.start();
-    return { exit };
   }
 
-  /** One KillUnit in flight at a time; signals asked for meanwhile are sent after it, each once, so a
-   * flood of SIGNAL frames costs a set of at most ALLOWED_SIGNALS.size, not a call per frame. */
-  #signal(signal: number): void {
-    if (!ALLOWED_SIGNALS.has(signal)) {
-      this.end('error', new SessionError(ErrorCode.PROTOCOL, `signal ${signal} is not allowed`));
-      return;
-    }
-    this.#signalsWanted.add(signal);
-    if (this.#signalling) return;
-    this.#signalling = true;
-    void (async () => {
-      try {
-        for (let next = first(this.#signalsWanted); next !== undefined && !this.#ending; next = first(this.#signalsWanted)) {
-          this.#signalsWanted.delete(next);
-          await this.#deps.manager.kill(this.#unit!, next);
-        }
-      } catch (error) {
-        this.end('error', new SessionError(ErrorCode.INTERNAL, `signalling the session failed: ${(error as Error).message}`));
-      } finally {
-        this.#signalling = false;
-      }
-    })();
-  }
-
-  async #finish(ending: Ending): Promise<void> {
-    const { manager, config } = this.#deps;
-    const { drainTimeoutMs, writeTimeoutMs } = config.limits;
+  #onHelperMessage(message: HelperMessage): void {
     const unit = this.#unit;
-    const relay = this.#relay;
-    try {
-      if (relay && (ending.reason === 'exit' || ending.reason === 'stop')) {
-        // STOP: stop first (SIGTERM + SIGHUP), then drain what the program wrote before it ended.
-        if (ending.reason === 'stop') await manager.stopAndWait(unit!, unitStopWaitMs(config));
-        if (!(await relay.drain(drainTimeoutMs))) {
-          this.#deps.log(`${unit}: output not drained within ${drainTimeoutMs} ms; shutting the transport down`);
-        }
-        const exit = ending.exit;
-        const last: Frame = exit ? { type: 'exit', code: exit.code, status: exit.status, result: exit.result } : { type: 'stopped' };
-        await relay.finish(last, writeTimeoutMs);
-      } else if (ending.error && ending.reason !== 'client-gone' && !this.#lastFrameSent) {
-        const frame = errorFrame(ending.error.wireCode, ending.error.message);
-        await (relay ? relay.finish(frame, writeTimeoutMs) : writeFinalFrame(this.#client, frame, writeTimeoutMs));
+    switch (message.type) {
+      case 'log':
+        // The helper's text is data: quoted into one line, never spliced into the message.
+        return this.#deps.log(`${unit}: session helper [${message.priority}]: ${JSON.stringify(message.text)}`);
+      case 'stop':
+        return void this.#stopSequence();
+      case 'end': {
+        if (this.#outcome.report) return;
+        this.#outcome.report = message.report;
+        const { reason } = message.report;
+        // After exit or stop the helper ends by itself; otherwise the program may outlive the hang-up.
+        if (reason !== 'exit' && reason !== 'stop') void this.#stopUnit();
+        return;
       }
-    } catch (error) {
-      this.#deps.log(`${unit ?? 'session'}: ending failed: ${(error as Error).message}`);
-    } finally {
-      relay?.close();
-      this.#helper?.close();
-      this.#client.close();
-      closeQuietly(this.#pidfd);
     }
-    // Whatever ended the session, its unit is stopped and gone before the session counts as ended.
-    if (unit) await manager.stopAndWait(unit, unitStopWaitMs(config));
+  }
+
+  /** STOP: SIGTERM and SIGHUP to every process (the helper lives through both), SIGKILL to all but
+   * the helper after stopTimeoutSec (the helper does it: systemd 252's KillUnit cannot spare it),
+   * and the unit's stop as the backstop. The helper relays the last output, then reports "stop". */
+  async #stopSequence(): Promise<void> {
+    if (this.#stopping || this.#phase !== 'running') return;
+    this.#stopping = true;
+    const { manager, config } = this.#deps;
+    const stepMs = config.session.stopTimeoutSec * 1000;
+    this.#later(stepMs, () => this.#helper?.send('kill'));
+    this.#later(2 * stepMs, () => void this.#stopUnit());
+    try {
+      await manager.kill(this.#unit!, 'SIGTERM');
+      await manager.kill(this.#unit!, 'SIGHUP');
+    } catch (error) {
+      this.#deps.log(`${this.#unit}: stopping the session's processes failed: ${(error as Error).message}`);
+      void this.#stopUnit();
+    }
+  }
+
+  #onClientGone(): void {
+    if (this.#outcome.clientGone || this.#phase === 'final' || this.#phase === 'done') return;
+    this.#outcome.clientGone = true;
+    if (this.#phase === 'running') void this.#stopUnit();
+    else this.#abort(undefined);
+  }
+
+  #onWatchLost(error: Error): void {
+    if (this.#unitStopped) return; // our own stop collected the unit: #stopUnit resolves the end
+    this.#outcome.workerError ??= new SessionError(ErrorCode.INTERNAL, `watching the session unit failed: ${error.message}`);
+    this.#helper?.send('terminate');
+    void this.#stopUnit();
+  }
+
+  /** Stops the unit (once) and counts it done when it is gone. */
+  #stopUnit(): Promise<void> {
+    this.#unitStopped ??= this.#deps.manager.stopAndWait(this.#unit!, unitStopWaitMs(this.#deps.config)).then(
+      () => this.#unitDone(undefined),
+      (error: Error) => {
+        this.#deps.log(`${this.#unit}: stopping the session unit failed: ${error.message}`);
+        this.#unitDone(undefined);
+      },
+    );
+    return this.#unitStopped;
+  }
+
+  #later(ms: number, action: () => void): void {
+    this.#timers.push(setTimeout(action, ms));
+  }
+
+  /** Closes everything; whatever ended the session, its unit is stopped and gone before it counts as ended. */
+  async #cleanUp(): Promise<void> {
+    this.#phase = 'done';
+    for (const timer of this.#timers) clearTimeout(timer);
+    this.#helper?.close();
+    this.#client.close();
+    closeQuietly(this.#pidfd);
+    if (this.#unit) await this.#deps.manager.stopAndWait(this.#unit, unitStopWaitMs(this.#deps.config));
   }
 }
 
-function first<T>(set: Set<T>): T | undefined {
-  return set.values().next().value;
+/** A promise raced against an abort: its later rejection (a read ended by our close) is expected. */
+function settled<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => undefined);
+  return promise;
 }
 
 function asSessionError(error: unknown): SessionError {

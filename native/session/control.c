@@ -1,0 +1,127 @@
+// The helper's end of the control channel: GO, TERMINATE and KILL from the worker; LOG, STOP and the
+// one END report to it. The worker treats everything here as untrusted; the helper keeps it bounded.
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "helper.h"
+
+static void put_be16(unsigned char *p, uint32_t v) {
+  p[0] = (unsigned char)(v >> 8), p[1] = (unsigned char)v;
+}
+
+static void put_be32(unsigned char *p, uint32_t v) {
+  p[0] = (unsigned char)(v >> 24), p[1] = (unsigned char)(v >> 16), p[2] = (unsigned char)(v >> 8), p[3] = (unsigned char)v;
+}
+
+static void put_be64(unsigned char *p, uint64_t v) {
+  put_be32(p, (uint32_t)(v >> 32));
+  put_be32(p + 4, (uint32_t)v);
+}
+
+// Blocking in effect, without touching the socket's flags: messages are small and the worker always
+// reads. -1 when the worker is gone.
+int control_write_all(const unsigned char *data, size_t len) {
+  while (len > 0) {
+    ssize_t n = send(r.control, data, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      data += n, len -= (size_t)n;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      struct pollfd p = {.fd = r.control, .events = POLLOUT};
+      if (poll(&p, 1, -1) < 0 && errno != EINTR) return -1;
+      continue;
+    }
+    return -1;
+  }
+  return 0;
+}
+
+static void send_message(uint8_t type, const unsigned char *payload, size_t len) {
+  unsigned char header[CONTROL_HEADER_SIZE] = {type};
+  put_be32(header + 1, (uint32_t)len);
+  if (control_write_all(header, sizeof header) == 0 && len > 0) control_write_all(payload, len);
+}
+
+// Cuts at a UTF-8 character boundary so the worker's strict decoding never sees a torn character.
+static size_t utf8_cut(const char *text, size_t max) {
+  size_t len = strlen(text);
+  if (len <= max) return len;
+  while (max > 0 && ((unsigned char)text[max] & 0xc0) == 0x80) max--;
+  return max;
+}
+
+// Diagnostics travel to the worker, which writes them to the journal with the session's unit name;
+// a session gets MAX_LOGS of them, so a misbehaving program cannot flood the journal through us.
+void say(int priority, const char *fmt, ...) {
+  if (r.logs_sent >= MAX_LOGS) return;
+  char text[MAX_LOG_TEXT + 1];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  if (++r.logs_sent == MAX_LOGS) snprintf(text, sizeof text, "further diagnostics of this session are dropped");
+  unsigned char payload[1 + MAX_LOG_TEXT];
+  payload[0] = (unsigned char)priority;
+  size_t len = utf8_cut(text, MAX_LOG_TEXT);
+  memcpy(payload + 1, text, len);
+  if (r.control >= 0) send_message(CONTROL_LOG, payload, 1 + len);
+  else fprintf(stderr, TAG "%s\n", text);
+}
+
+void control_send_stop(void) {
+  send_message(CONTROL_STOP, NULL, 0);
+}
+
+// The one END: how the data phase ended, what crossed, and the rest of the frame in progress (at
+// most one frame), which the worker writes before its last frame so the client never sees it torn.
+void control_send_end(void) {
+  static unsigned char payload[MAX_CONTROL_PAYLOAD];
+  const unsigned char *rest = NULL;
+  size_t rest_len = 0;
+  if (r.urgent_off > 0 && r.urgent_off < r.urgent_len) rest = r.urgent + r.urgent_off, rest_len = r.urgent_len - r.urgent_off;
+  else if (r.out_off > 0 && r.out_off < r.out_len) rest = r.out + r.out_off, rest_len = r.out_len - r.out_off;
+  size_t text_len = utf8_cut(r.end_text, MAX_REPORT_TEXT);
+  payload[0] = (unsigned char)r.end_reason;
+  put_be16(payload + 1, r.end_code);
+  put_be64(payload + 3, r.bytes_in);
+  put_be64(payload + 11, r.bytes_out);
+  put_be32(payload + 19, (uint32_t)rest_len);
+  if (rest_len) memcpy(payload + END_FIXED_SIZE, rest, rest_len);
+  memcpy(payload + END_FIXED_SIZE + rest_len, r.end_text, text_len);
+  send_message(CONTROL_END, payload, END_FIXED_SIZE + rest_len + text_len);
+}
+
+// Reads what the worker sent: 0 fine, -1 the worker is gone or sent what it never sends.
+int control_read(void) {
+  for (;;) {
+    ssize_t n = recv(r.control, r.ctl_in + r.ctl_got, sizeof r.ctl_in - r.ctl_got, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    if (n <= 0) return -1;
+    r.ctl_got += (size_t)n;
+    if (r.ctl_got < sizeof r.ctl_in) continue;
+    r.ctl_got = 0;
+    uint32_t len = (uint32_t)r.ctl_in[1] << 24 | (uint32_t)r.ctl_in[2] << 16 | (uint32_t)r.ctl_in[3] << 8 | r.ctl_in[4];
+    if (len != 0) return -1;
+    switch (r.ctl_in[0]) {
+    case CONTROL_GO:
+      r.go = true;
+      break;
+    case CONTROL_TERMINATE:
+      fail(END_TERMINATED, ERR_SHUTDOWN, "terminated by the supervisor");
+      break;
+    case CONTROL_KILL:
+      kill_cgroup_others();
+      break;
+    default:
+      return -1;
+    }
+  }
+}

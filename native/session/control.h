@@ -1,0 +1,45 @@
+// The control channel between the worker and the session helper (the helper's fd 2 at start): frames
+// of 1 byte type, 4 bytes payload length (big-endian), payload. It mirrors src/control/helper-channel.ts;
+// test/native/helper-constants.test.ts fails on any difference.
+#ifndef OPENCODE_PTY_SESSION_CONTROL_H
+#define OPENCODE_PTY_SESSION_CONTROL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum control_type {
+  // worker -> helper, all empty
+  CONTROL_GO = 0x01,        // STARTED is on the wire: the client socket's write side is the helper's now
+  CONTROL_TERMINATE = 0x02, // end at a frame boundary and report "terminated"
+  CONTROL_KILL = 0x03,      // STOP's last step: SIGKILL every other process of the session's cgroup
+  // helper -> worker
+  CONTROL_LOG = 0x41,       // priority u8 (sd-daemon), text
+  CONTROL_STOP = 0x42,      // the client sent STOP (empty); the worker stops the session's processes
+  CONTROL_END = 0x43,       // the end report; the helper writes nothing to the client after it
+};
+
+enum end_reason {
+  END_EXIT = 1,        // the program ended and all its output was sent
+  END_STOP = 2,        // the client sent STOP; the program's last output was sent
+  END_CLIENT_GONE = 3, // the client closed or reset its connection
+  END_FLOW = 4,        // output waits, the client has credit, but it did not read for the write timeout
+  END_PROTOCOL = 5,    // the client broke the protocol: code and text say how
+  END_TERMINATED = 6,  // the worker asked (CONTROL_TERMINATE)
+  END_INTERNAL = 7,    // the helper failed
+};
+
+enum control_limits {
+  CONTROL_HEADER_SIZE = 5,
+  // END: reason u8, code u16, bytes in u64, bytes out u64, remainder length u32, remainder, text.
+  END_FIXED_SIZE = 23,
+  MAX_REMAINDER = 5 + 32768,
+  MAX_REPORT_TEXT = 1024,
+  MAX_LOG_TEXT = 1024,
+  MAX_LOGS = 64,
+  MAX_CONTROL_PAYLOAD = END_FIXED_SIZE + MAX_REMAINDER + MAX_REPORT_TEXT,
+};
+
+// Signals a client may send (HUP INT QUIT KILL USR1 USR2 TERM CONT STOP TSTP WINCH).
+#define ALLOWED_SIGNALS {1, 2, 3, 9, 10, 12, 15, 18, 19, 20, 28}
+
+#endif

@@ -1,0 +1,143 @@
+// The worker↔session-helper control channel (the helper's fd 2 at start; native/session/control.h):
+// frames of 1 byte type, 4 bytes payload length (big-endian), payload. The helper runs as the client's
+// user, so everything it sends is untrusted: known types and reasons only, bounded sizes, strict UTF-8.
+import { ErrorCode } from '../protocol/constants.ts';
+
+export const HelperMessageType = {
+  GO: 0x01, // worker → helper: STARTED is on the wire, the client socket's write side is the helper's
+  TERMINATE: 0x02, // worker → helper: end at a frame boundary, report "terminated"
+  KILL: 0x03, // worker → helper: STOP's last step, SIGKILL every other process of the session's cgroup
+  LOG: 0x41, // helper → worker: priority (sd-daemon) and text, for the journal
+  STOP: 0x42, // helper → worker: the client sent STOP
+  END: 0x43, // helper → worker: the one end report; the helper writes nothing to the client after it
+} as const;
+
+/** How the data phase ended, as the helper reports it (the byte on the wire in brackets). */
+export const EndReasonCode = {
+  exit: 1, // the program ended and all its output was sent
+  stop: 2, // the client sent STOP; the program's last output was sent
+  'client-gone': 3, // the client closed or reset its connection
+  flow: 4, // output waits, the client has credit, but it did not read for the write timeout
+  protocol: 5, // the client broke the protocol (code and text say how)
+  terminated: 6, // the worker asked (TERMINATE)
+  internal: 7, // the helper failed
+} as const;
+export type HelperEndReason = keyof typeof EndReasonCode;
+
+export const HelperLimits = {
+  HEADER_SIZE: 5,
+  /** END: reason u8, code u16, bytes in u64, bytes out u64, remainder length u32. */
+  END_FIXED_SIZE: 23,
+  /** The rest of one frame at most: a header and MAX_IO_PAYLOAD. */
+  MAX_REMAINDER: 5 + 32768,
+  MAX_REPORT_TEXT: 1024,
+  MAX_LOG_TEXT: 1024,
+  /** LOG messages one session's helper sends at most. */
+  MAX_LOGS: 64,
+  MAX_CONTROL_PAYLOAD: 23 + 5 + 32768 + 1024,
+} as const;
+
+/** Signals a client may send to its session's foreground process group (HUP INT QUIT KILL USR1 USR2 TERM CONT STOP TSTP WINCH). */
+export const ALLOWED_SIGNALS: ReadonlySet<number> = new Set([1, 2, 3, 9, 10, 12, 15, 18, 19, 20, 28]);
+
+/** The codes a helper may ask the client to be sent for a protocol failure. */
+const PROTOCOL_CODES: ReadonlySet<number> = new Set([ErrorCode.PROTOCOL, ErrorCode.FLOW]);
+
+export interface EndReport {
+  reason: HelperEndReason;
+  /** The wire ERROR code for `protocol` (PROTOCOL or FLOW); 0 otherwise. */
+  code: number;
+  bytesIn: bigint;
+  bytesOut: bigint;
+  /** The unsent rest of the frame in progress, written to the client before the last frame. */
+  remainder: Buffer;
+  text: string;
+}
+
+export type HelperMessage = { type: 'log'; priority: number; text: string } | { type: 'stop' } | { type: 'end'; report: EndReport };
+
+export class HelperChannelError extends Error {
+  readonly code = 'HELPER_CHANNEL';
+}
+
+export function encodeCommand(command: 'go' | 'terminate' | 'kill'): Buffer {
+  const type = { go: HelperMessageType.GO, terminate: HelperMessageType.TERMINATE, kill: HelperMessageType.KILL }[command];
+  return Buffer.from([type, 0, 0, 0, 0]);
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function text(bytes: Buffer, max: number, what: string): string {
+  if (bytes.length > max) throw new HelperChannelError(`${what} of ${bytes.length} bytes exceeds ${max}`);
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw new HelperChannelError(`${what} is not UTF-8`);
+  }
+}
+
+const REASONS = new Map<number, HelperEndReason>(Object.entries(EndReasonCode).map(([name, code]) => [code, name as HelperEndReason]));
+
+export function parseEnd(payload: Buffer): EndReport {
+  if (payload.length < HelperLimits.END_FIXED_SIZE) throw new HelperChannelError(`END of ${payload.length} bytes`);
+  const reason = REASONS.get(payload[0]!);
+  if (!reason) throw new HelperChannelError(`END with unknown reason ${payload[0]}`);
+  const code = payload.readUInt16BE(1);
+  if (reason === 'protocol' ? !PROTOCOL_CODES.has(code) : false) throw new HelperChannelError(`END protocol with code ${code}`);
+  const length = payload.readUInt32BE(19);
+  if (length > HelperLimits.MAX_REMAINDER || HelperLimits.END_FIXED_SIZE + length > payload.length) {
+    throw new HelperChannelError(`END remainder of ${length} bytes`);
+  }
+  const remainder = Buffer.from(payload.subarray(HelperLimits.END_FIXED_SIZE, HelperLimits.END_FIXED_SIZE + length));
+  return {
+    reason,
+    code,
+    bytesIn: payload.readBigUInt64BE(3),
+    bytesOut: payload.readBigUInt64BE(11),
+    remainder,
+    text: text(payload.subarray(HelperLimits.END_FIXED_SIZE + length), HelperLimits.MAX_REPORT_TEXT, 'END text'),
+  };
+}
+
+function parseMessage(type: number, payload: Buffer): HelperMessage {
+  switch (type) {
+    case HelperMessageType.LOG:
+      if (payload.length < 1) throw new HelperChannelError('empty LOG');
+      return { type: 'log', priority: Math.min(payload[0]!, 7), text: text(payload.subarray(1), HelperLimits.MAX_LOG_TEXT, 'LOG text') };
+    case HelperMessageType.STOP:
+      if (payload.length !== 0) throw new HelperChannelError(`STOP of ${payload.length} bytes`);
+      return { type: 'stop' };
+    case HelperMessageType.END:
+      return { type: 'end', report: parseEnd(payload) };
+    default:
+      throw new HelperChannelError(`unknown message type 0x${type.toString(16).padStart(2, '0')}`);
+  }
+}
+
+/** Push decoder of the helper's messages: the length is judged on the header, before any payload is kept. */
+export class HelperDecoder {
+  #buffered: Buffer = Buffer.alloc(0);
+  #ended = false;
+
+  push(chunk: Buffer): HelperMessage[] {
+    const messages: HelperMessage[] = [];
+    this.#buffered = this.#buffered.length ? Buffer.concat([this.#buffered, chunk]) : chunk;
+    while (this.#buffered.length >= HelperLimits.HEADER_SIZE) {
+      const type = this.#buffered[0]!;
+      const length = this.#buffered.readUInt32BE(1);
+      if (length > HelperLimits.MAX_CONTROL_PAYLOAD) throw new HelperChannelError(`message of ${length} bytes`);
+      if (this.#buffered.length < HelperLimits.HEADER_SIZE + length) break;
+      const payload = this.#buffered.subarray(HelperLimits.HEADER_SIZE, HelperLimits.HEADER_SIZE + length);
+      this.#buffered = this.#buffered.subarray(HelperLimits.HEADER_SIZE + length);
+      if (this.#ended) throw new HelperChannelError('a message after END');
+      const message = parseMessage(type, payload);
+      if (message.type === 'end') this.#ended = true;
+      messages.push(message);
+    }
+    return messages;
+  }
+
+  get buffered(): number {
+    return this.#buffered.length;
+  }
+}

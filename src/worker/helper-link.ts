@@ -1,0 +1,86 @@
+// The worker's end of the control channel to its session helper: commands out, untrusted messages in.
+// Read with recvmsg on our own watcher (never libuv's read, which would drop a stray fd unseen), and
+// readable to EAGAIN on demand: once the unit is inactive, what is not there now will never come.
+import { native, type FdWatcher } from '../native/binding.ts';
+import { closeAll, closeQuietly } from '../io/fds.ts';
+import { HelperChannelError, HelperDecoder, encodeCommand, type HelperMessage } from '../control/helper-channel.ts';
+
+export interface HelperLinkEvents {
+  message(message: HelperMessage): void;
+  /** The helper sent something it never sends; nothing more is read from it. */
+  failed(error: Error): void;
+}
+
+export class HelperLink {
+  #fd: number;
+  #events: HelperLinkEvents;
+  #watcher: FdWatcher | undefined;
+  #decoder = new HelperDecoder();
+  #buffer = Buffer.allocUnsafe(64 * 1024);
+  #done = false;
+
+  /** Takes ownership of `fd`, the worker's end of the control socketpair. */
+  constructor(fd: number, events: HelperLinkEvents) {
+    this.#fd = fd;
+    this.#events = events;
+  }
+
+  start(): void {
+    if (this.#done || this.#watcher) return;
+    this.#watcher = native().watch(this.#fd, { readable: true }, () => this.readAvailable());
+  }
+
+  /** Commands are 5 bytes into a socket buffer of 128 KiB that the helper drains: false if not sent. */
+  send(command: 'go' | 'terminate' | 'kill'): boolean {
+    if (this.#fd < 0) return false;
+    const frame = encodeCommand(command);
+    try {
+      return native().sendmsg(this.#fd, frame, 0, frame.length) === frame.length;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Reads until the kernel has nothing more (EAGAIN) or the channel ends. */
+  readAvailable(): void {
+    while (!this.#done && this.#fd >= 0) {
+      let received;
+      try {
+        received = native().recvmsg(this.#fd, this.#buffer, 0, this.#buffer.length, 1);
+      } catch {
+        return this.#stop();
+      }
+      if (received === null) return;
+      if (received.fds.length > 0 || received.controlTruncated || received.foreignControl) {
+        closeAll(received.fds);
+        return this.#fail(new HelperChannelError('the session helper sent a descriptor'));
+      }
+      if (received.bytes === 0) return this.#stop();
+      let messages: HelperMessage[];
+      try {
+        messages = this.#decoder.push(Buffer.from(this.#buffer.subarray(0, received.bytes)));
+      } catch (error) {
+        return this.#fail(error as Error);
+      }
+      for (const message of messages) this.#events.message(message);
+    }
+  }
+
+  close(): void {
+    this.#stop();
+    if (this.#fd >= 0) closeQuietly(this.#fd);
+    this.#fd = -1;
+  }
+
+  #fail(error: Error): void {
+    this.#stop();
+    this.#events.failed(error);
+  }
+
+  /** EOF (or an error): level-triggered, so the watcher must go. */
+  #stop(): void {
+    this.#done = true;
+    this.#watcher?.close();
+    this.#watcher = undefined;
+  }
+}
