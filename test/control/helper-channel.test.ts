@@ -1,0 +1,77 @@
+// The helper's messages as the worker decodes them: strict, bounded, split anywhere; built by hand.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { HelperChannelError, HelperDecoder, encodeCommand, type HelperMessage } from '../../src/control/helper-channel.ts';
+
+function message(type: number, payload: Buffer): Buffer {
+  const header = Buffer.alloc(5);
+  header[0] = type;
+  header.writeUInt32BE(payload.length, 1);
+  return Buffer.concat([header, payload]);
+}
+
+function end(reason: number, code: number, remainder: Buffer, text: Buffer | string): Buffer {
+  const fixed = Buffer.alloc(23);
+  fixed[0] = reason;
+  fixed.writeUInt16BE(code, 1);
+  fixed.writeBigUInt64BE(7n, 3);
+  fixed.writeBigUInt64BE(9n, 11);
+  fixed.writeUInt32BE(remainder.length, 19);
+  return message(0x43, Buffer.concat([fixed, remainder, typeof text === 'string' ? Buffer.from(text) : text]));
+}
+
+const decodeAll = (stream: Buffer): HelperMessage[] => new HelperDecoder().push(stream);
+
+function refuses(stream: Buffer, pattern: RegExp): void {
+  assert.throws(() => decodeAll(stream), (error: unknown) => error instanceof HelperChannelError && pattern.test((error as Error).message));
+}
+
+test('commands are five bytes: type and an empty length', () => {
+  assert.is(encodeCommand('go').toString('hex'), '0100000000');
+  assert.is(encodeCommand('terminate').toString('hex'), '0200000000');
+  assert.is(encodeCommand('kill').toString('hex'), '0300000000');
+});
+
+test('LOG, STOP and END decode, split at every offset', () => {
+  const stream = Buffer.concat([
+    message(0x41, Buffer.concat([Buffer.from([4]), Buffer.from('tiocswinsz: é')])),
+    message(0x42, Buffer.alloc(0)),
+    end(5, 9, Buffer.from('06000000', 'hex'), 'peer sent too much'),
+  ]);
+  const want = decodeAll(stream);
+  assert.equal(want.map((m) => m.type), ['log', 'stop', 'end']);
+  assert.equal(want[0], { type: 'log', priority: 4, text: 'tiocswinsz: é' });
+  const report = (want[2] as Extract<HelperMessage, { type: 'end' }>).report;
+  assert.equal({ ...report, remainder: report.remainder.toString('hex') }, {
+    reason: 'protocol',
+    code: 9,
+    bytesIn: 7n,
+    bytesOut: 9n,
+    remainder: '06000000',
+    text: 'peer sent too much',
+  });
+  for (let cut = 0; cut <= stream.length; cut++) {
+    const decoder = new HelperDecoder();
+    const got = [...decoder.push(stream.subarray(0, cut)), ...decoder.push(stream.subarray(cut))];
+    assert.equal(got.map((m) => m.type), ['log', 'stop', 'end'], `split at ${cut}`);
+  }
+});
+
+test('untrusted: unknown types, unknown reasons, codes, oversize, bad UTF-8, a second message after END', () => {
+  refuses(message(0x44, Buffer.alloc(0)), /unknown message type/);
+  refuses(message(0x01, Buffer.alloc(0)), /unknown message type/); // a command, never sent by a helper
+  refuses(end(8, 0, Buffer.alloc(0), ''), /unknown reason/);
+  refuses(end(5, 10, Buffer.alloc(0), ''), /protocol with code 10/);
+  refuses(end(1, 0, Buffer.alloc(0), Buffer.from([0xc0, 0x80])), /not UTF-8/);
+  refuses(end(1, 0, Buffer.alloc(0), Buffer.from([0xed, 0xa0, 0x80])), /not UTF-8/);
+  refuses(end(1, 0, Buffer.alloc(0), 'x'.repeat(1025)), /exceeds 1024/);
+  refuses(end(1, 0, Buffer.alloc(32774), ''), /remainder of 32774/);
+  refuses(message(0x43, Buffer.alloc(22)), /END of 22 bytes/);
+  refuses(message(0x42, Buffer.alloc(1)), /STOP of 1 bytes/);
+  refuses(Buffer.concat([end(1, 0, Buffer.alloc(0), ''), message(0x42, Buffer.alloc(0))]), /after END/);
+  // Judged on the header alone: nothing of a huge payload is waited for.
+  const decoder = new HelperDecoder();
+  assert.throws(() => decoder.push(Buffer.from([0x41, 0xff, 0xff, 0xff, 0xff])), /message of 4294967295 bytes/);
+});
+
+test.run();

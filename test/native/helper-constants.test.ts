@@ -1,0 +1,57 @@
+// The session helper's C constants have one source with the TypeScript ones: this fails on any difference.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ErrorCode, FrameType, HEADER_SIZE, Limits } from '../../src/protocol/constants.ts';
+import { ALLOWED_SIGNALS, EndReasonCode, HelperLimits, HelperMessageType } from '../../src/control/helper-channel.ts';
+
+const header = (name: string) => readFileSync(fileURLToPath(new URL(`../../native/session/${name}`, import.meta.url)), 'utf8');
+
+/** Every `NAME = value,` of the C enums in a header (decimal or hex, or a sum of such). */
+function enums(text: string): Map<string, number> {
+  const found = new Map<string, number>();
+  for (const match of text.matchAll(/^\s*([A-Z][A-Z0-9_]*)\s*=\s*([0-9a-fx +]+),/gm)) {
+    const value = match[2]!.split('+').reduce((sum, term) => sum + Number(term.trim()), 0);
+    found.set(match[1]!, value);
+  }
+  return found;
+}
+
+const protocol = enums(header('protocol.h'));
+const control = enums(header('control.h'));
+
+test('frame types', () => {
+  for (const [name, value] of Object.entries(FrameType)) assert.is(protocol.get(`FRAME_${name}`), value, name);
+  assert.is([...protocol.keys()].filter((k) => k.startsWith('FRAME_')).length, Object.keys(FrameType).length);
+});
+
+test('limits and window sizes', () => {
+  assert.is(protocol.get('HEADER_SIZE'), HEADER_SIZE);
+  for (const name of ['MAX_FRAME_PAYLOAD', 'MAX_IO_PAYLOAD', 'MAX_UNIT_NAME', 'MAX_RESULT', 'INITIAL_WINDOW', 'MAX_WINDOW', 'MAX_SIGNAL'] as const) {
+    assert.is(protocol.get(name), Limits[name], name);
+  }
+});
+
+test('error codes', () => {
+  for (const [name, value] of Object.entries(ErrorCode)) assert.is(protocol.get(`ERR_${name}`), value, name);
+});
+
+test('control channel: message types, end reasons, limits', () => {
+  for (const [name, value] of Object.entries(HelperMessageType)) assert.is(control.get(`CONTROL_${name}`), value, name);
+  for (const [name, value] of Object.entries(EndReasonCode)) assert.is(control.get(`END_${name.toUpperCase().replace('-', '_')}`), value, name);
+  assert.is(control.get('CONTROL_HEADER_SIZE'), HelperLimits.HEADER_SIZE);
+  for (const name of ['END_FIXED_SIZE', 'MAX_REMAINDER', 'MAX_REPORT_TEXT', 'MAX_LOG_TEXT', 'MAX_LOGS'] as const) {
+    assert.is(control.get(name), HelperLimits[name], name);
+  }
+  assert.is(HelperLimits.MAX_CONTROL_PAYLOAD, HelperLimits.END_FIXED_SIZE + HelperLimits.MAX_REMAINDER + HelperLimits.MAX_REPORT_TEXT);
+  assert.is(HelperLimits.MAX_REMAINDER, HEADER_SIZE + Limits.MAX_IO_PAYLOAD);
+});
+
+test('allowed signals', () => {
+  const list = /#define ALLOWED_SIGNALS \{([0-9, ]+)\}/.exec(header('control.h'))?.[1];
+  assert.ok(list, 'ALLOWED_SIGNALS in control.h');
+  assert.equal(list!.split(',').map(Number), [...ALLOWED_SIGNALS]);
+});
+
+test.run();

@@ -1,0 +1,54 @@
+// The worker's last write after the hand-off, decided from the helper's report and systemd's view.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { lastWrite, type SessionOutcome } from '../../src/worker/final-frame.ts';
+import type { EndReport, HelperEndReason } from '../../src/control/helper-channel.ts';
+import { SessionError } from '../../src/protocol/session-error.ts';
+
+const exit = { code: 1, status: 3, result: 'exit-code' };
+const report = (reason: HelperEndReason, extra: Partial<EndReport> = {}): EndReport => ({
+  reason,
+  code: 0,
+  bytesIn: 0n,
+  bytesOut: 0n,
+  remainder: Buffer.alloc(0),
+  text: '',
+  ...extra,
+});
+const outcome = (o: Partial<SessionOutcome>): SessionOutcome => ({ clientGone: false, ...o });
+
+test('exit: EXIT with systemd\'s status; stop: STOPPED', () => {
+  assert.equal(lastWrite(outcome({ report: report('exit'), exit })), { remainder: undefined, frame: { type: 'exit', ...exit } });
+  assert.equal(lastWrite(outcome({ report: report('stop'), exit })), { remainder: undefined, frame: { type: 'stopped' } });
+});
+
+test('no report, or the client gone: nothing at all', () => {
+  assert.equal(lastWrite(outcome({ exit })), {});
+  assert.equal(lastWrite(outcome({ report: report('client-gone'), exit })), {});
+  assert.equal(lastWrite(outcome({ clientGone: true, report: report('exit'), exit })), {});
+  assert.equal(lastWrite(outcome({ clientGone: true, workerError: new SessionError(11, 'bye'), report: report('terminated') })), {});
+});
+
+test('flow, protocol, internal: ERROR with the code, after the remainder of the frame in progress', () => {
+  const remainder = Buffer.from('abc');
+  const flow = lastWrite(outcome({ report: report('flow', { remainder }) }));
+  assert.is(flow.remainder, remainder);
+  assert.is(flow.frame?.type === 'error' && flow.frame.code, 9);
+  const protocol = lastWrite(outcome({ report: report('protocol', { code: 1, text: 'unknown frame type 0xee' }) }));
+  assert.equal(protocol.frame, { type: 'error', code: 1, message: 'unknown frame type 0xee' });
+  const internal = lastWrite(outcome({ report: report('internal', { text: 'poll failed' }) }));
+  assert.equal(internal.frame, { type: 'error', code: 10, message: 'session helper failed: poll failed' });
+});
+
+test('the worker\'s own end wins over the report, but never over a missing one', () => {
+  const shutdown = new SessionError(11, 'supervisor is shutting down');
+  assert.equal(lastWrite(outcome({ workerError: shutdown, report: report('terminated') })).frame, { type: 'error', code: 11, message: 'supervisor is shutting down' });
+  assert.equal(lastWrite(outcome({ workerError: shutdown, report: report('exit'), exit })).frame, { type: 'error', code: 11, message: 'supervisor is shutting down' });
+  assert.equal(lastWrite(outcome({ workerError: shutdown })), {});
+});
+
+test('an exit report without systemd\'s status is INTERNAL, never an invented EXIT', () => {
+  assert.is(lastWrite(outcome({ report: report('exit') })).frame?.type, 'error');
+});
+
+test.run();

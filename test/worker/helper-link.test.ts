@@ -1,0 +1,77 @@
+// The worker's end of the helper's control channel over a real socketpair: commands out, messages in,
+// a stray descriptor refused, and everything the kernel holds read on demand (EAGAIN ends it).
+import { closeSync, openSync } from 'node:fs';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { native } from '../../src/native/binding.ts';
+import type { HelperMessage } from '../../src/control/helper-channel.ts';
+import { HelperLink } from '../../src/worker/helper-link.ts';
+
+function pair() {
+  const [ours, theirs] = native().socketpair();
+  const messages: HelperMessage[] = [];
+  const failures: Error[] = [];
+  const link = new HelperLink(ours, { message: (m) => messages.push(m), failed: (e) => failures.push(e) });
+  return { link, theirs, messages, failures };
+}
+
+const log = (text: string) => {
+  const body = Buffer.concat([Buffer.from([6]), Buffer.from(text)]);
+  const header = Buffer.from([0x41, 0, 0, 0, 0]);
+  header.writeUInt32BE(body.length, 1);
+  return Buffer.concat([header, body]);
+};
+
+test('commands reach the helper end as five bytes each', () => {
+  const { link, theirs } = pair();
+  assert.ok(link.send('go'));
+  assert.ok(link.send('kill'));
+  const buffer = Buffer.alloc(16);
+  const got = native().recvmsg(theirs, buffer, 0, 16, 1);
+  assert.is(buffer.subarray(0, got!.bytes).toString('hex'), '01000000000300000000');
+  link.close();
+  closeSync(theirs);
+  assert.not.ok(link.send('terminate'), 'nothing is sent once closed');
+});
+
+test('readAvailable takes what the kernel holds now, without waiting for EOF', () => {
+  const { link, theirs, messages } = pair();
+  const stream = Buffer.concat([log('one'), log('two')]);
+  native().sendmsg(theirs, stream, 0, stream.length);
+  link.readAvailable();
+  assert.equal(messages, [
+    { type: 'log', priority: 6, text: 'one' },
+    { type: 'log', priority: 6, text: 'two' },
+  ]);
+  link.readAvailable(); // EAGAIN now: returns at once
+  link.close();
+  closeSync(theirs);
+});
+
+test('a descriptor from the helper is closed and fails the channel', () => {
+  const { link, theirs, messages, failures } = pair();
+  const fd = openSync('/dev/null', 'r');
+  const data = log('with fd');
+  native().sendmsg(theirs, data, 0, data.length, [fd]);
+  closeSync(fd);
+  link.readAvailable();
+  assert.is(messages.length, 0);
+  assert.is(failures.length, 1);
+  assert.match(failures[0]!.message, 'descriptor');
+  link.close();
+  closeSync(theirs);
+});
+
+test('a malformed message fails the channel and nothing more is read', () => {
+  const { link, theirs, messages, failures } = pair();
+  const bad = Buffer.concat([Buffer.from([0x99, 0, 0, 0, 0]), log('after')]);
+  native().sendmsg(theirs, bad, 0, bad.length);
+  link.readAvailable();
+  link.readAvailable();
+  assert.is(failures.length, 1);
+  assert.is(messages.length, 0);
+  link.close();
+  closeSync(theirs);
+});
+
+test.run();
