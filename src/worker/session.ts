@@ -7,9 +7,10 @@ import { unitStopWaitMs, type Config } from '../config/schema.ts';
 import { FdSocket } from '../io/fd-socket.ts';
 import { closeQuietly } from '../io/fds.ts';
 import { native } from '../native/binding.ts';
-import { ErrorCode, encodeFrame, errorFrame, PROTOCOL_VERSION, type FrameOf } from '../protocol/index.ts';
-import type { UnitManager } from '../systemd/unit-manager.ts';
+import { ErrorCode, encodeFrame, errorFrame, PROTOCOL_VERSION, type ErrorCodeValue, type FrameOf } from '../protocol/index.ts';
+import type { Units } from '../systemd/bus-session.ts';
 import { unitNameFor } from '../systemd/unit-names.ts';
+import { programLabel } from '../systemd/unit-text.ts';
 import type { ExitStatus } from '../systemd/unit-watch.ts';
 import type { PeerIdentity, WorkerMessage } from '../control/broker-worker.ts';
 import type { HelperMessage } from '../control/helper-channel.ts';
@@ -23,7 +24,7 @@ import { SessionError } from '../protocol/session-error.ts';
 export type EndReason = 'exit' | 'stop' | 'client-gone' | 'error' | 'shutdown';
 
 export interface SessionDeps {
-  manager: UnitManager;
+  manager: Units;
   config: Config;
   /** The session helper's path as the unit sees it. */
   helperPath: string;
@@ -32,6 +33,13 @@ export interface SessionDeps {
 }
 
 type Phase = 'handshake' | 'starting' | 'running' | 'final' | 'done';
+
+/** How a session ended, for its journal line (end-report.ts). */
+export interface Ending {
+  reason: EndReason;
+  error?: SessionError;
+  exit?: ExitStatus;
+}
 
 export class Session {
   #client: FdSocket;
@@ -43,6 +51,7 @@ export class Session {
   #helper: HelperLink | undefined;
   #phase: Phase = 'handshake';
   #outcome: SessionOutcome = { clientGone: false };
+  #ending: Ending | undefined;
   #stopping = false;
   #unitStopped: Promise<void> | undefined;
   #timers: NodeJS.Timeout[] = [];
@@ -71,6 +80,11 @@ export class Session {
     return this.#unit;
   }
 
+  /** How the session ended, once it has. */
+  get ending(): Ending | undefined {
+    return this.#ending;
+  }
+
   /** The worker's own end: broker shutdown or a failure of ours. */
   end(reason: 'shutdown' | 'error', error: SessionError): void {
     if (this.#phase === 'final' || this.#phase === 'done') return;
@@ -90,9 +104,10 @@ export class Session {
       const failure = asSessionError(error);
       // Before GO the worker holds the client's write side: an ordinary ERROR.
       if (!this.#outcome.clientGone) await writeFinalFrame(this.#client, errorFrame(failure.wireCode, failure.message), this.#writeTimeoutMs);
+      const reason = this.#outcome.workerError?.wireCode === ErrorCode.SHUTDOWN ? 'shutdown' : this.#outcome.clientGone ? 'client-gone' : 'error';
+      this.#ending = { reason, error: this.#outcome.clientGone ? undefined : failure };
       await this.#cleanUp();
-      if (this.#outcome.workerError?.wireCode === ErrorCode.SHUTDOWN) return 'shutdown';
-      return this.#outcome.clientGone ? 'client-gone' : 'error';
+      return reason;
     }
     const exit = await this.#unitDonePromise;
     this.#phase = 'final';
@@ -104,8 +119,10 @@ export class Session {
     const { remainder, frame } = lastWrite(this.#outcome);
     if (frame) await writeFinalFrame(this.#client, frame, this.#writeTimeoutMs, remainder);
     else if (!this.#outcome.report && !this.#outcome.clientGone) this.#deps.log(`${this.#unit}: the session helper ended without a report; closing without a last frame`);
+    const reason = this.#reason();
+    this.#ending = { reason, exit, error: frame?.type === 'error' ? new SessionError(frame.code as ErrorCodeValue, frame.message) : undefined };
     await this.#cleanUp();
-    return this.#reason();
+    return reason;
   }
 
   get #writeTimeoutMs(): number {
@@ -126,7 +143,7 @@ export class Session {
       throw error ?? new SessionError(ErrorCode.INTERNAL, 'session ended before its start');
     });
     aborted.catch(() => undefined);
-    const deadline = setTimeout(() => this.#abort(new SessionError(ErrorCode.HANDSHAKE_TIMEOUT, 'handshake timeout')), this.#deadlineMs);
+    const deadline = setTimeout(() => this.#abort(new SessionError(ErrorCode.HANDSHAKE_TIMEOUT, 'handshake timeout: no START within the deadline')), this.#deadlineMs);
     let start;
     try {
       start = await Promise.race([settled(receiveStart(this.#client)), aborted]);
@@ -156,7 +173,8 @@ export class Session {
     let started;
     try {
       started = await manager.startSession(name, {
-        description: `opencode-pty session ${frame.argv[0]}`,
+        // Client bytes never reach unit-file text: the program's name only through a safe alphabet.
+        description: `opencode-pty session ${programLabel(frame.argv[0]!)}`,
         helperPath,
         helperArgs: [`--protocol=${PROTOCOL_VERSION}`, `--write-timeout-ms=${config.limits.writeTimeoutMs}`, String(frame.rows), String(frame.cols), ...frame.argv],
         user: config.client.user,
