@@ -53,6 +53,15 @@ bool UnixAddress(Napi::Env env, const std::string& path, bool abstractAllowed, c
 
 Napi::Value Socketpair(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
+  // An optional buffer size (tests: a tiny one makes a peer's send stop inside a frame).
+  int bytes = kPairBufferBytes;
+  if (info.Length() > 0 && !info[0].IsUndefined()) {
+    if (!info[0].IsNumber() || info[0].As<Napi::Number>().Int32Value() < 1) {
+      ThrowType(env, "The \"bufferBytes\" argument must be a positive number");
+      return Napi::Value();
+    }
+    bytes = info[0].As<Napi::Number>().Int32Value();
+  }
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0) {
     ThrowErrno(env, errno, "socketpair");
@@ -60,7 +69,7 @@ Napi::Value Socketpair(const Napi::CallbackInfo& info) {
   }
   for (int fd : pair) {
     for (int option : {SO_SNDBUF, SO_RCVBUF}) {
-      if (setsockopt(fd, SOL_SOCKET, option, &kPairBufferBytes, sizeof kPairBufferBytes) < 0) {
+      if (setsockopt(fd, SOL_SOCKET, option, &bytes, sizeof bytes) < 0) {
         const int err = errno;
         close(pair[0]);
         close(pair[1]);

@@ -66,8 +66,9 @@ export interface NativeBinding {
   /** sendmsg with MSG_DONTWAIT | MSG_NOSIGNAL, attaching fds (SCM_RIGHTS) when given.
    * Returns bytes sent, or -1 when it would block. */
   sendmsg(fd: number, buffer: Buffer, offset: number, length: number, fds?: number[]): number;
-  /** socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC) with 128 KiB send and receive buffers on both ends. */
-  socketpair(): [number, number];
+  /** socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC) with 128 KiB send and receive buffers on both ends
+   * (or `bufferBytes`, which the kernel doubles). */
+  socketpair(bufferBytes?: number): [number, number];
   /** SO_SNDBUF and SO_RCVBUF as the kernel reports them. */
   socketBufferSizes(fd: number): { send: number; receive: number };
   shutdown(fd: number, how: 'read' | 'write' | 'both'): void;

@@ -84,6 +84,20 @@ test('a client with credit that stops reading ends in a flow report after the wr
   assert.is(ended.signal, 'SIGHUP', 'the program is hung up');
 });
 
+test('a frame the full socket cut travels in the flow report: what arrived and the remainder are whole frames', async () => {
+  const run = new HelperRun(sh('stty -opost; while :; do head -c 100000 /dev/zero | tr "\\0" r; done'), { writeTimeoutMs: 100, clientBuffer: 4096 });
+  await run.until('output', () => run.received > 0);
+  run.client.pauseReading();
+  await run.waitForMessage('end');
+  const end = run.messages.find((m) => m.type === 'end');
+  assert.is(end?.type === 'end' && end.report.reason, 'flow');
+  assert.ok(end?.type === 'end' && end.report.remainder.length > 0, 'a frame was in progress');
+  run.client.resumeReading();
+  // The harness appends the remainder and fails on anything but whole frames.
+  const ended = await run.ended;
+  assert.ok(ended.output.every((byte) => byte === 0x72));
+});
+
 test('input credit comes back only once the terminal took the bytes, in quarter-window batches', async () => {
   const run = new HelperRun(sh('stty raw -echo; echo ready; head -c 200000 >/dev/null; echo done'));
   await run.waitFor('ready');

@@ -59,6 +59,8 @@ export interface RunOptions {
   writeTimeoutMs?: number;
   /** Options before ROWS (default: none, so the helper's defaults are exercised). */
   options?: string[];
+  /** SO_SNDBUF/SO_RCVBUF of the client socketpair (a tiny one makes the helper's sends stop inside a frame). */
+  clientBuffer?: number;
   /** Run as this uid and gid instead of ours. */
   as?: number;
 }
@@ -85,7 +87,7 @@ export class HelperRun {
 
   constructor(argv: string[], options: RunOptions = {}) {
     const dirFd = options.dirFd ?? openSync(options.dir ?? tmpdir(), 'r');
-    const [clientOurs, clientTheirs] = native().socketpair();
+    const [clientOurs, clientTheirs] = native().socketpair(options.clientBuffer);
     const [controlOurs, controlTheirs] = native().socketpair();
     const pre = options.options ?? (options.writeTimeoutMs ? [`--write-timeout-ms=${options.writeTimeoutMs}`] : []);
     this.child = spawn(helperPath(), [...pre, ...argv], { stdio: [dirFd, clientTheirs, controlTheirs], uid: options.as, gid: options.as });
@@ -115,11 +117,12 @@ export class HelperRun {
     this.ended = new Promise((resolve, reject) => {
       void Promise.all([exited, eof(this.client), eof(this.control)]).then(([[code, signal]]) => {
         this.#closed = true;
-        // Whatever the kernel still holds for us was sent before the exit.
+        const end = this.messages.find((m) => m.type === 'end');
+        // As the worker does: the rest of the frame the helper was writing follows what it wrote.
+        if (end?.type === 'end' && end.report.remainder.length > 0) this.#onData(end.report.remainder);
         this.#wake();
         if (this.#raw.length > 0) this.#violation ??= new Error(`${this.#raw.length} bytes of a partial frame at the end`);
         if (this.#violation) return reject(this.#violation);
-        const end = this.messages.find((m) => m.type === 'end');
         const logs = this.messages.flatMap((m) => (m.type === 'log' ? [m.text] : []));
         resolve({ code, signal, output: Buffer.concat(this.#chunks), report: end?.type === 'end' ? end.report : undefined, logs });
       });
