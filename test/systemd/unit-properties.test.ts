@@ -33,6 +33,13 @@ function byName(tuples: PropertyTuple[]): Map<string, PropertyTuple> {
   return map;
 }
 
+test('stderr: the control channel fd when given (the session helper reports there), else the journal', () => {
+  const withControl = byName(sessionUnitProperties(spec({ stderrFd: 19 })));
+  assert.equal(withControl.get('StandardErrorFileDescriptor'), ['StandardErrorFileDescriptor', 'h', 19]);
+  assert.not.ok(withControl.has('StandardError'));
+  throwsCode(() => sessionUnitProperties(spec({ stderrFd: -1 })), 'PROPERTY_INVALID');
+});
+
 test('builds exactly the expected tuples, in group order', () => {
   assert.equal(sessionUnitProperties(spec({ slice: 'opencode-pty.slice' })), [
     ['Description', 's', 'opencode-pty session'],
