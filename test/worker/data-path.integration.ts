@@ -106,6 +106,15 @@ test('SIGNAL USR1 reaches a program that traps it and the session goes on', asyn
   await expectNoUnits(worker);
 });
 
+test('RuntimeMaxSec: systemd stops the unit, the helper drains and reports, the client gets EXIT with result timeout', async () => {
+  const { worker, client } = await session(['/bin/sh', '-c', 'echo up; exec sleep 100'], { session: { properties: { RuntimeMaxSec: 1 } } });
+  await client.waitForOutput('up');
+  const exit = await client.waitFor('exit');
+  assert.is(exit.result, 'timeout');
+  assert.is(client.frames.at(-1)?.type, 'exit');
+  await expectNoUnits(worker);
+});
+
 test('hostile data-phase frames through the whole session are answered with the codec table\'s ERROR codes', async () => {
   for (const hostile of HOSTILE_DATA_PHASE) {
     const { worker, client } = await session(['/bin/sh', '-c', 'echo up; exec sleep 100']);
