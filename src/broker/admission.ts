@@ -48,10 +48,16 @@ export class Admission {
     else if (this.#ordinary > 0) this.#ordinary -= 1;
   }
 
-  /** Whether any slot at all could still be granted: lets the caller refuse before an expensive lookup. */
-  anySlotPossible(pendingLookups: number): boolean {
-    const reserved = this.#reservedTaken ? 0 : 1;
-    return this.#ordinary + pendingLookups < this.#limits.maxUnauthenticated + reserved;
+  /** Whether an ordinary slot and a rate token are free now: if so, nobody needs to ask whether a
+   * peer is the MainPID (the reserved slot is only for when they are not). */
+  ordinaryAvailable(now: number): boolean {
+    this.#forget(now);
+    return this.#ordinary < this.#limits.maxUnauthenticated && this.#recent.length < this.#limits.maxAdmissionsPerMinute;
+  }
+
+  /** Whether the reserved slot is free (a MainPID lookup can only help then). */
+  get reservedFree(): boolean {
+    return !this.#reservedTaken;
   }
 
   get unauthenticated(): number {

@@ -12,12 +12,14 @@ import { Admission, SessionSlots, type Slot } from './admission.ts';
 import { sendErrorNow } from './refuse.ts';
 import { chooseVersion, handshakeRefusal, readHello } from './handshake.ts';
 import type { Listener } from './listener.ts';
-import { ClientServiceCache, credentialsMatch, peerInService, peerPidfd, serviceIsLive, ticksSinceBoot } from '../identity/peer-identity.ts';
+import { ClientService, pidfdCgroupNow } from '../identity/client-service.ts';
+import { AcceptGate, AUTHENTICATION_FAILED, type PeerAtAccept } from './accept-gate.ts';
+import { RefusalLog, QUIET_MS } from './refusal-log.ts';
 import type { WorkerHandle, WorkerPool } from './worker-pool.ts';
 import { AcceptBackoff } from './accept-backoff.ts';
 import { reapUnit, type ReapTimes } from './unit-reaper.ts';
 
-export const ADMISSION_REFUSED = 'authentication admission limit reached';
+export { ADMISSION_REFUSED } from './accept-gate.ts';
 /** Connections accepted per readable event before yielding to the event loop. */
 const ACCEPTS_PER_EVENT = 64;
 /** After an orphan's TimeoutStopSec: time for systemd's own stop to finish before our SIGKILL. */
@@ -36,8 +38,10 @@ export class Broker {
   #deps: BrokerDeps;
   #admission: Admission;
   #slots: SessionSlots;
-  #service: ClientServiceCache | undefined;
-  #pendingLookups = 0;
+  #service: ClientService | undefined;
+  #gate: AcceptGate;
+  #refusals = new RefusalLog();
+  #refusalTimer: NodeJS.Timeout | undefined;
   #handshakes = new Set<FdSocket>();
   #sessions = new Set<WorkerHandle>();
   /** Units of an earlier run still being stopped; each holds a session slot until it is gone. */
@@ -66,7 +70,8 @@ export class Broker {
       },
       deps.log,
     );
-    if (client.service) this.#service = new ClientServiceCache(() => deps.manager.serviceState(client.service!));
+    if (client.service) this.#service = new ClientService(client.service, () => deps.manager.serviceState(client.service!));
+    this.#gate = new AcceptGate({ config: deps.config, admission: this.#admission, service: this.#service });
   }
 
   /**
@@ -124,6 +129,7 @@ export class Broker {
 
   #stopAccepting(): void {
     this.#acceptBackoff.close();
+    this.#expireRefusals(Number.POSITIVE_INFINITY);
     this.#watcher?.close();
     this.#watcher = undefined;
     clearTimeout(this.#idleTimer);
@@ -132,7 +138,7 @@ export class Broker {
   }
 
   #maybeFinish(): void {
-    if (this.#stopping && this.#sessions.size === 0 && this.#orphans.size === 0 && this.#handshakes.size === 0 && this.#pendingLookups === 0) {
+    if (this.#stopping && this.#sessions.size === 0 && this.#orphans.size === 0 && this.#handshakes.size === 0 && this.#gate.pending === 0) {
       this.#finished(0);
     }
   }
@@ -165,58 +171,48 @@ export class Broker {
     }
   }
 
-  /** Identity and admission; owns `fd` until #authenticate takes it. */
+  /** Identity and admission at accept (accept-gate.ts); owns `fd` until #authenticate takes it. */
   async #admit(fd: number): Promise<void> {
-    const { config, log } = this.#deps;
     const acceptedAt = Date.now();
-    let credentials;
-    let acceptedTicks;
-    try {
-      acceptedTicks = ticksSinceBoot();
-      credentials = native().peerCredentials(fd);
-    } catch (error) {
-      closeQuietly(fd);
-      return log('warning', `peer credentials: ${(error as Error).message}`);
+    const decision = await this.#gate.decide(fd);
+    if (!decision.admitted) {
+      this.#noteRefusal(decision.key, decision.reason, decision.detail);
+      return this.#refuseFd(fd, decision.code, decision.message);
     }
-    if (!credentialsMatch(credentials, config)) {
-      log('notice', `refused pid ${credentials.pid} uid ${credentials.uid} gid ${credentials.gid}: not the client account`);
-      return this.#refuseFd(fd, ErrorCode.ADMISSION, ADMISSION_REFUSED);
-    }
-    if (!this.#admission.anySlotPossible(this.#pendingLookups)) {
-      log('notice', `refused pid ${credentials.pid}: admission limit`);
-      return this.#refuseFd(fd, ErrorCode.ADMISSION, ADMISSION_REFUSED);
-    }
-    this.#pendingLookups += 1;
-    let likelyMainPid = false;
-    try {
-      const state = await this.#service?.state();
-      likelyMainPid = !!state && serviceIsLive(state, config.client.service!) && state.mainPid === credentials.pid;
-    } finally {
-      this.#pendingLookups -= 1;
-    }
-    const admitted = this.#admission.admit(likelyMainPid, Date.now());
-    if (!admitted.admitted || this.#stopping) {
-      log('notice', `refused pid ${credentials.pid}: ${admitted.admitted ? 'shutting down' : admitted.reason}`);
-      if (admitted.admitted) this.#admission.release(admitted.slot);
-      return this.#refuseFd(fd, ErrorCode.ADMISSION, ADMISSION_REFUSED);
+    const { slot, peer } = decision;
+    if (this.#stopping) {
+      this.#admission.release(slot);
+      closeQuietly(peer.pidfd);
+      return this.#refuseFd(fd, ErrorCode.SHUTDOWN, 'supervisor is shutting down');
     }
     let socket: FdSocket;
     try {
       socket = new FdSocket(fd);
     } catch (error) {
-      this.#admission.release(admitted.slot);
-      return log('warning', `connection: ${(error as Error).message}`);
+      this.#admission.release(slot);
+      closeQuietly(peer.pidfd);
+      closeQuietly(fd);
+      return this.#deps.log('warning', `connection: ${(error as Error).message}`);
     }
-    await this.#authenticate(socket, credentials, admitted.slot, acceptedAt, acceptedTicks);
+    await this.#authenticate(socket, peer, slot, acceptedAt);
   }
 
-  async #authenticate(
-    socket: FdSocket,
-    credentials: { pid: number; uid: number; gid: number },
-    slot: Slot,
-    acceptedAt: number,
-    acceptedTicks: number,
-  ): Promise<void> {
+  /** One journal line per refused peer per episode, and a closing count (refusal-log.ts). */
+  #noteRefusal(key: string, reason: string, detail: string): void {
+    const line = this.#refusals.record(key, reason, detail, Date.now());
+    if (line) this.#deps.log('notice', line);
+    this.#refusalTimer ??= setInterval(() => this.#expireRefusals(Date.now()), QUIET_MS / 2).unref();
+  }
+
+  #expireRefusals(now: number): void {
+    for (const line of this.#refusals.expire(now)) this.#deps.log('notice', line);
+    if (this.#refusals.open === 0) {
+      clearInterval(this.#refusalTimer);
+      this.#refusalTimer = undefined;
+    }
+  }
+
+  async #authenticate(socket: FdSocket, peer: PeerAtAccept, slot: Slot, acceptedAt: number): Promise<void> {
     const { config, log, pool } = this.#deps;
     // The socket never surfaces errors by event here: every read rejects with them instead.
     socket.on('error', () => undefined);
@@ -226,7 +222,8 @@ export class Broker {
     let sessionSlot = false;
     let worker: WorkerHandle | undefined;
     let handedOff = false;
-    let pidfd = -1;
+    const { credentials } = peer;
+    let pidfd = peer.pidfd;
     const onDeadline = () => {
       if (!socket.closed) log('notice', `pid ${credentials.pid}: handshake timeout`);
       this.#refuse(socket, ErrorCode.HANDSHAKE_TIMEOUT, 'handshake timeout');
@@ -238,15 +235,16 @@ export class Broker {
       const hello = await readHello(socket);
       const version = chooseVersion(hello);
       if (version === undefined) throw new SessionError(ErrorCode.VERSION, 'unsupported protocol version');
-      pidfd = peerPidfd(socket.fd, credentials.pid, acceptedTicks);
+      // The seeds' check after HELLO, through the same pidfd: the peer is still inside the live unit.
       let cgroup: string | null = null;
-      if (config.requireClientUnit) {
-        const state = await this.#service!.state();
-        if (!peerInService(pidfd, state, config.client.service!)) {
-          log('notice', `refused pid ${credentials.pid}: not inside ${config.client.service}`);
-          throw new SessionError(ErrorCode.AUTHENTICATION, 'authentication failed');
+      if (config.requireClientUnit && this.#service) {
+        const { inside, snapshot } = await this.#service.contains(pidfdCgroupNow(pidfd), peer.startTicks);
+        if (!inside || !snapshot?.state) {
+          const cause = snapshot?.error ? `; its state could not be read: ${snapshot.error.message}` : '';
+          log('notice', `refused pid ${credentials.pid}: not inside ${config.client.service}${cause}`);
+          throw new SessionError(ErrorCode.AUTHENTICATION, AUTHENTICATION_FAILED);
         }
-        cgroup = state!.controlGroup;
+        cgroup = snapshot.state.controlGroup;
       }
       this.#admission.release(slot);
       admissionHeld = false;
@@ -369,7 +367,7 @@ export class Broker {
 
   #checkIdle(): void {
     const idleMs = this.#deps.config.limits.idleExitMs;
-    if (this.#stopping || idleMs === 0 || this.#sessions.size > 0 || this.#orphans.size > 0 || this.#handshakes.size > 0 || this.#pendingLookups > 0) return;
+    if (this.#stopping || idleMs === 0 || this.#sessions.size > 0 || this.#orphans.size > 0 || this.#handshakes.size > 0 || this.#gate.pending > 0) return;
     clearTimeout(this.#idleTimer);
     this.#idleTimer = setTimeout(() => {
       this.#deps.log('info', `idle for ${idleMs} ms; exiting (systemd keeps the socket)`);

@@ -21,8 +21,8 @@ function checkSocketPermissions(listener: Listener, config: Config): void {
   if (!listener.fromSystemd) return;
   const stat = statSync(config.socketPath, { throwIfNoEntry: false });
   if (!stat?.isSocket()) throw new Error(`${config.socketPath} is not the socket systemd passed`);
-  if (stat.gid !== config.client.gid || (stat.mode & 0o777) !== 0o660) {
-    throw new Error(`${config.socketPath} must be mode 0660 with group ${config.client.group} (gid ${config.client.gid}); it has gid ${stat.gid} mode ${(stat.mode & 0o777).toString(8)}`);
+  if (stat.gid !== config.socketGid || (stat.mode & 0o777) !== 0o660) {
+    throw new Error(`${config.socketPath} must be mode 0660 with group ${config.socketGroup} (gid ${config.socketGid}); it has gid ${stat.gid} mode ${(stat.mode & 0o777).toString(8)}`);
   }
 }
 
@@ -39,7 +39,7 @@ function notifyBestEffort(state: string): void {
 /** Everything up to serving; any failure here leaves the broker unable to serve. */
 async function start(systemdListener: Listener | undefined): Promise<Broker> {
   const config = loadConfig({ checkProperty: checkSessionProperty });
-  const listener = systemdListener ?? createListener(config.socketPath, config.client.gid);
+  const listener = systemdListener ?? createListener(config.socketPath, config.socketGid);
   checkSocketPermissions(listener, config);
   const busAddress = process.env[BUS_ADDRESS_ENV] || undefined;
   // The first spare boots while we connect to the bus and clean up: the first client waits for both.

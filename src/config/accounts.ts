@@ -17,11 +17,17 @@ export function parseAccounts(passwd: string, group: string): AccountLookup {
       users.set(name, { uid: Number(uid), gid: Number(gid) });
     }
   }
-  const groups = new Map<string, number>();
-  for (const [name, , gid] of records(group)) {
-    if (name && !groups.has(name) && /^\d+$/.test(gid ?? '')) groups.set(name, Number(gid));
+  const groups = new Map<string, { gid: number; members: string[] }>();
+  for (const [name, , gid, members] of records(group)) {
+    if (name && !groups.has(name) && /^\d+$/.test(gid ?? '')) {
+      groups.set(name, { gid: Number(gid), members: (members ?? '').split(',').map((member) => member.trim()).filter(Boolean) });
+    }
   }
-  return { user: (name) => users.get(name), group: (name) => groups.get(name) };
+  return {
+    user: (name) => users.get(name),
+    group: (name) => groups.get(name)?.gid,
+    groupMembers: (name) => groups.get(name)?.members ?? [],
+  };
 }
 
 export function systemAccounts(root = '/'): AccountLookup {

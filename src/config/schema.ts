@@ -41,6 +41,10 @@ export interface Config {
   /** Weaker mode when false: any process of the client account may connect, not only its service. */
   requireClientUnit: boolean;
   socketPath: string;
+  /** The socket's group: given to the client service alone (SupplementaryGroups=), never to the
+   * client account, so programs in sessions (the account without that group) cannot connect. */
+  socketGroup: string;
+  socketGid: number;
   unitPrefix: string;
   /** The session helper's path as the session unit sees it; empty means beside the worker. */
   helperPath: string;
@@ -50,6 +54,7 @@ export interface Config {
 
 export const DEFAULT_SOCKET_PATH = '/run/opencode-pty/supervisor.sock';
 export const DEFAULT_CONFIG_PATH = '/etc/opencode-pty/config.json';
+export const DEFAULT_SOCKET_GROUP = 'opencode-pty';
 
 /** The earlier supervisor's constants, kept as defaults. */
 export const DEFAULT_LIMITS: LimitsConfig = {
@@ -85,6 +90,8 @@ export class ConfigError extends Error {
 export interface AccountLookup {
   user(name: string): { uid: number; gid: number } | undefined;
   group(name: string): number | undefined;
+  /** The accounts listed as supplementary members of a group (group(5)'s fourth field). */
+  groupMembers(name: string): readonly string[];
 }
 
 type Json = Record<string, unknown>;
@@ -144,6 +151,25 @@ function client(raw: unknown, accounts: AccountLookup, requireUnit: boolean): Cl
   return { user, group, uid: account.uid, gid, service };
 }
 
+/**
+ * The socket's group. With a client unit required, it must not be a group the client account has
+ * (primary or listed member): every program in a session runs as that account, and the group is
+ * what keeps them from connect() (EACCES), whatever path they reach the socket by.
+ */
+function socketGroup(raw: unknown, account: ClientConfig, accounts: AccountLookup, requireUnit: boolean): { group: string; gid: number } {
+  const group = string(raw, 'socketGroup', DEFAULT_SOCKET_GROUP, ACCOUNT_NAME);
+  const gid = accounts.group(group);
+  if (gid === undefined) throw new ConfigError('socketGroup', `no such group "${group}" (create it with groupadd --system ${group})`);
+  if (gid === 0) throw new ConfigError('socketGroup', 'must not be gid 0');
+  if (requireUnit && (gid === account.gid || accounts.groupMembers(group).includes(account.user))) {
+    throw new ConfigError(
+      'socketGroup',
+      `the client account ${account.user} has group ${group}: programs in its sessions could reach the socket; give the group only to ${account.service ?? 'the client service'} (SupplementaryGroups=)`,
+    );
+  }
+  return { group, gid };
+}
+
 function limits(raw: unknown): LimitsConfig {
   const value = object(raw, 'limits');
   only(value, 'limits', Object.keys(DEFAULT_LIMITS));
@@ -191,12 +217,16 @@ export function validateConfig(
   checkProperty: (name: string, value: unknown) => string | undefined,
 ): Config {
   const value = object(raw, '(top level)');
-  only(value, '', ['client', 'requireClientUnit', 'socketPath', 'unitPrefix', 'helperPath', 'limits', 'session']);
+  only(value, '', ['client', 'requireClientUnit', 'socketPath', 'socketGroup', 'unitPrefix', 'helperPath', 'limits', 'session']);
   const requireClientUnit = boolean(value.requireClientUnit, 'requireClientUnit', true);
+  const account = client(value.client, accounts, requireClientUnit);
+  const socket = socketGroup(value.socketGroup, account, accounts, requireClientUnit);
   return {
-    client: client(value.client, accounts, requireClientUnit),
+    client: account,
     requireClientUnit,
     socketPath: string(value.socketPath, 'socketPath', DEFAULT_SOCKET_PATH, ABSOLUTE),
+    socketGroup: socket.group,
+    socketGid: socket.gid,
     unitPrefix: string(value.unitPrefix, 'unitPrefix', 'opencode-pty-', UNIT_PREFIX),
     helperPath: value.helperPath === undefined ? '' : string(value.helperPath, 'helperPath', undefined, ABSOLUTE),
     limits: limits(value.limits),

@@ -1,48 +1,11 @@
-// Who is on the other end: credentials against the configured account, the client service's
-// MainPID for the reserved admission slot, and cgroup membership decided through a pidfd.
+// Who is on the other end: credentials against the configured account, a pidfd that names the
+// very process that connected, and when that process started.
 import { closeSync, readFileSync } from 'node:fs';
 import type { Config } from '../config/schema.ts';
 import { native, type NativeBinding, type PeerCredentials } from '../native/binding.ts';
-import type { ServiceState } from '../systemd/unit-manager.ts';
-import { cgroupWithin } from './peer-recheck.ts';
 
 export function credentialsMatch(credentials: PeerCredentials, config: Config): boolean {
   return credentials.uid === config.client.uid && credentials.gid === config.client.gid;
-}
-
-/** A running instance of the client service whose state can be trusted for identity decisions. */
-export function serviceIsLive(state: ServiceState, service: string): boolean {
-  return (
-    state.activeState === 'active' &&
-    state.subState === 'running' &&
-    state.controlGroup.endsWith(`/${service}`) &&
-    state.invocationId.length === 16
-  );
-}
-
-/** Reads the client service's state at most once a second; concurrent callers share one lookup. */
-export class ClientServiceCache {
-  #read: () => Promise<ServiceState>;
-  #ttlMs: number;
-  #cached: { at: number; state: ServiceState | undefined } | undefined;
-  #pending: Promise<ServiceState | undefined> | undefined;
-
-  constructor(read: () => Promise<ServiceState>, ttlMs = 1000) {
-    this.#read = read;
-    this.#ttlMs = ttlMs;
-  }
-
-  async state(now = Date.now()): Promise<ServiceState | undefined> {
-    if (this.#cached && now - this.#cached.at < this.#ttlMs) return this.#cached.state;
-    this.#pending ??= this.#read()
-      .catch(() => undefined)
-      .then((state) => {
-        this.#cached = { at: Date.now(), state };
-        this.#pending = undefined;
-        return state;
-      });
-    return this.#pending;
-  }
 }
 
 /**
@@ -101,12 +64,14 @@ export function processStartTicks(pid: number): number {
   return Number(fields[19]);
 }
 
-/** Whether the peer (through its pidfd) runs inside the live client service. */
-export function peerInService(pidfd: number, state: ServiceState | undefined, service: string): boolean {
-  if (!state || !serviceIsLive(state, service)) return false;
-  try {
-    return cgroupWithin(native().pidfdCgroup(pidfd), state.controlGroup);
-  } catch {
-    return false;
-  }
+/** The peer's cgroup and start time through its pidfd, both confirmed to belong to that live process. */
+export function pidfdIdentity(pidfd: number): { pid: number; cgroup: string; startTicks: number } {
+  const binding = native();
+  const pid = binding.pidfdPid(pidfd);
+  const startTicks = processStartTicks(pid);
+  // pidfdCgroup re-confirms afterwards that the pidfd's process is alive with the same PID, so the
+  // start time read before it cannot be a successor's.
+  const cgroup = binding.pidfdCgroup(pidfd);
+  if (binding.pidfdPid(pidfd) !== pid) throw Object.assign(new Error('peer process is gone'), { code: 'ESRCH' });
+  return { pid, cgroup, startTicks };
 }

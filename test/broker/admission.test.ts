@@ -45,14 +45,28 @@ test('the reserved slot is exempt from the rate', () => {
   assert.equal(admission.admit(true, 2), { admitted: true, slot: 'reserved' });
 });
 
-test('anySlotPossible counts pending lookups against the slots', () => {
+test('ordinaryAvailable says whether the MainPID question matters; pending lookups never count against the reserve', () => {
   const admission = new Admission(limits);
-  assert.ok(admission.anySlotPossible(32));
-  assert.not.ok(admission.anySlotPossible(33));
+  assert.ok(admission.ordinaryAvailable(0));
   for (let i = 0; i < 32; i += 1) admission.admit(false, 0);
-  assert.ok(admission.anySlotPossible(0));
-  admission.admit(true, 0);
-  assert.not.ok(admission.anySlotPossible(0));
+  assert.not.ok(admission.ordinaryAvailable(0));
+  // However many connections are waiting to learn whether they are the MainPID, the reserve is free
+  // until one of them is admitted to it (the flood bug: waiting lookups once counted against it).
+  assert.ok(admission.reservedFree);
+  assert.equal(admission.admit(true, 0), { admitted: true, slot: 'reserved' });
+  assert.not.ok(admission.reservedFree);
+  admission.release('ordinary');
+  assert.ok(admission.ordinaryAvailable(0));
+});
+
+test('a used-up minute rate makes ordinary slots unavailable until the window rolls', () => {
+  const admission = new Admission({ maxUnauthenticated: 32, maxAdmissionsPerMinute: 3 });
+  for (let i = 0; i < 3; i += 1) {
+    admission.admit(false, 1000);
+    admission.release('ordinary');
+  }
+  assert.not.ok(admission.ordinaryAvailable(30_000));
+  assert.ok(admission.ordinaryAvailable(61_001));
 });
 
 test('session slots are taken without waiting and released once', () => {

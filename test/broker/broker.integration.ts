@@ -2,12 +2,13 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ErrorCode } from '../../src/protocol/index.ts';
-import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
+import { bootSandbox, SOCKET_GROUP, type Sandbox } from '../sandbox/index.ts';
 import { agentRun, BROKER_UNIT as BROKER, CONFIG_PATH, deployConfig, SOCKET_PATH } from '../sandbox/deploy.ts';
 import { sessionUnits } from '../worker/harness.ts';
 import { Agent, brokerProperty, deployBroker, peersAs, stopBroker, until } from './harness.ts';
 
-const REFUSED = { frame: 'error', code: ErrorCode.ADMISSION, message: 'authentication admission limit reached' };
+/** A wrong account: AUTHENTICATION (retrying cannot help), with the earlier supervisor's text. */
+const WRONG_ACCOUNT = { frame: 'error', code: ErrorCode.AUTHENTICATION, message: 'authentication admission limit reached' };
 
 let sandbox: Sandbox;
 let agent: Agent;
@@ -54,30 +55,33 @@ test('socket activation: a session through the real supervisor as the agent serv
   assert.equal(await sessionUnits(sandbox), []);
 });
 
-test('wrong uid and wrong gid are refused before anything is read', async () => {
-  // Both can reach the 0660 socket through the client's group, as a member of it could.
-  const socketGroup = [sandbox.client.gid];
+test('wrong uid and wrong gid are refused with AUTHENTICATION before anything is read', async () => {
+  // Both can reach the 0660 socket through its group, as a member of it could.
+  const socketGroup = [SOCKET_GROUP.gid];
   const [other] = await peersAs(sandbox, { as: 'other', groups: socketGroup }, 1, 'silent');
-  assert.equal({ frame: other!.frame, code: other!.code, message: other!.message }, REFUSED);
+  assert.equal({ frame: other!.frame, code: other!.code, message: other!.message }, WRONG_ACCOUNT);
   const [wrongGid] = await peersAs(sandbox, { uid: sandbox.client.uid, gid: sandbox.other.gid, groups: socketGroup }, 1, 'silent');
-  assert.equal({ frame: wrongGid!.frame, code: wrongGid!.code, message: wrongGid!.message }, REFUSED);
-  // The right account is admitted: it is not refused at once but waits for its HELLO.
-  const [right] = await peersAs(sandbox, { as: 'client' }, 1, 'silent');
+  assert.equal({ frame: wrongGid!.frame, code: wrongGid!.code, message: wrongGid!.message }, WRONG_ACCOUNT);
+  // The right account inside the agent unit is admitted: it is not refused at once but waits for its HELLO.
+  const [right] = await agent.childPeers(1, 'silent');
   assert.equal({ frame: right!.frame, code: right!.code }, { frame: 'error', code: ErrorCode.HANDSHAKE_TIMEOUT });
 });
 
-test('the right account outside the agent service fails authentication', async () => {
-  const [report] = await peersAs(sandbox, { as: 'client' }, 1, 'hello');
-  assert.is(report!.frame, 'error');
-  assert.is(report!.code, ErrorCode.AUTHENTICATION);
-  assert.is(report!.message, 'authentication failed');
+test('the right account outside the agent service is refused at accept, before it costs a slot', async () => {
+  // With the socket's group (a misconfigured second service could have it) it reaches the socket...
+  // A silent peer reads why (a peer writing HELLO at that moment may see the close reset first).
+  const [report] = await peersAs(sandbox, { as: 'client', groups: [SOCKET_GROUP.gid] }, 1, 'silent');
+  assert.equal({ frame: report!.frame, code: report!.code, message: report!.message }, { frame: 'error', code: ErrorCode.AUTHENTICATION, message: 'authentication failed' });
+  assert.ok(report!.ms < 4000, `refused at once, not at the handshake deadline (${report!.ms} ms)`);
+  const [hello] = await peersAs(sandbox, { as: 'client', groups: [SOCKET_GROUP.gid] }, 1, 'hello');
+  assert.ok(hello!.frame !== 'welcome' && hello!.closed !== false, JSON.stringify(hello));
+  // ...and without it (the account as sessions run it) the kernel refuses the connect itself.
+  const [plain] = await peersAs(sandbox, { as: 'client' }, 1, 'silent');
+  assert.is(plain!.error, 'EACCES');
 });
 
 test('a silent peer and a peer sending one byte a second are cut at the handshake deadline', async () => {
-  const [silent, drip] = await Promise.all([
-    peersAs(sandbox, { as: 'client' }, 1, 'silent'),
-    peersAs(sandbox, { as: 'client' }, 1, 'drip'),
-  ]);
+  const [silent, drip] = await Promise.all([agent.childPeers(1, 'silent'), agent.childPeers(1, 'drip')]);
   for (const [report] of [silent, drip]) {
     assert.is(report!.frame, 'error');
     assert.is(report!.code, ErrorCode.HANDSHAKE_TIMEOUT);
@@ -107,20 +111,23 @@ test('32 idle connections fill the ordinary slots; the real MainPID still gets i
   assert.ok(idle.pid > 0);
   await until(async () => (await brokerProperty(sandbox, 'StatusText')).includes('32 handshakes'), 20_000, '32 held handshakes', async () =>
     `status ${await brokerProperty(sandbox, 'StatusText')}\n${await sandbox.journal()}`);
-  const [outsider] = await peersAs(sandbox, { as: 'client' }, 1, 'silent');
-  assert.equal({ frame: outsider!.frame, code: outsider!.code }, { frame: 'error', code: ErrorCode.ADMISSION });
+  const [another] = await agent.childPeers(1, 'silent');
+  assert.equal({ frame: another!.frame, code: another!.code }, { frame: 'error', code: ErrorCode.ADMISSION });
   const { reports } = await agent.peers(1, 'hello');
   assert.equal({ frame: reports[0]!.frame, version: (reports[0] as { version?: number }).version }, { frame: 'welcome', version: 1 });
   await configure({ limits: { idleExitMs: 600_000 } });
 });
 
 test('the 121st admission within a minute is refused', async () => {
-  const reports = await peersAs(sandbox, { as: 'client' }, 120, 'hello');
-  // Each of the first 120 was admitted and then failed authentication (not the agent service).
-  assert.ok(reports.every((report) => report.code === ErrorCode.AUTHENTICATION), JSON.stringify(reports.find((r) => r.code !== ErrorCode.AUTHENTICATION)));
+  const reports = await agent.childPeers(120, 'junk');
+  // Each of the first 120 was admitted, then refused for its frame of unknown type.
+  assert.ok(reports.every((report) => report.code === ErrorCode.PROTOCOL), JSON.stringify(reports.find((r) => r.code !== ErrorCode.PROTOCOL)));
   // The 121st is refused on accept; a silent peer (sending nothing that could race the close) reads why.
-  const [last] = await peersAs(sandbox, { as: 'client' }, 1, 'silent');
+  const [last] = await agent.childPeers(1, 'silent');
   assert.equal({ frame: last!.frame, code: last!.code }, { frame: 'error', code: ErrorCode.ADMISSION });
+  // The MainPID still gets in, past the rate, through its reserved slot.
+  const { reports: main } = await agent.peers(1, 'hello');
+  assert.is(main[0]!.frame, 'welcome');
 });
 
 test('the 17th session is refused; SIGTERM with 16 live sessions leaves no session unit', async () => {

@@ -34,7 +34,7 @@ export async function peersAs(
   sandbox: Sandbox,
   who: { as?: 'client' | 'other'; uid?: number; gid?: number; groups?: number[] },
   count: number,
-  mode: 'silent' | 'hello' | 'drip',
+  mode: 'silent' | 'hello' | 'drip' | 'junk',
 ): Promise<PeerReport[]> {
   const result = await sandbox.exec(['/usr/bin/node', PEER, SOCKET_PATH, String(count), mode], { ...who, timeoutMs: 60_000 });
   if (result.code !== 0) throw new Error(`peer failed: ${result.stderr}`);
@@ -87,6 +87,13 @@ export class Agent {
   /** A CLI session run by a child of the agent (inside its cgroup). */
   session(argv: string[], background = false): Promise<{ code: number | null; stdout: string; stderr: string; pid?: number }> {
     return this.command({ run: ['/usr/bin/node', `${INSTALL_DIR}/cli.js`, 'run', '--socket', SOCKET_PATH, '--', ...argv], background });
+  }
+
+  /** Test peers run by a child of the agent (inside its cgroup, not its MainPID). */
+  async childPeers(count: number, mode: 'silent' | 'hello' | 'drip' | 'junk'): Promise<PeerReport[]> {
+    const run = await this.command<{ code: number; stdout: string; stderr: string }>({ run: ['/usr/bin/node', PEER, SOCKET_PATH, String(count), mode] });
+    if (run.code !== 0) throw new Error(`child peer failed: ${run.stderr}`);
+    return run.stdout.trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as PeerReport);
   }
 
   release(): Promise<unknown> {

@@ -1,7 +1,7 @@
 // The broker's life under systemd: idle exit, re-activation (also racing the exit), bad configs.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
+import { bootSandbox, SOCKET_GROUP, type Sandbox } from '../sandbox/index.ts';
 import { BROKER_UNIT, CONFIG_PATH, deployConfig } from '../sandbox/deploy.ts';
 import { Agent, brokerProperty, deployBroker, until } from './harness.ts';
 
@@ -62,22 +62,23 @@ test('a bad config keeps the broker from starting, with the reason in the journa
   assert.is(fixed.stdout, 'back\r\n', fixed.stderr);
 });
 
-test('a socket whose group is not the client group keeps the broker from serving', async () => {
+test('a socket whose group is not the configured socket group keeps the broker from serving', async () => {
   const dropIn = '/etc/systemd/system/opencode-pty-supervisor.socket.d/group.conf';
   const setGroup = async (group: string) => {
     await sandbox.install([{ content: `[Socket]\nSocketGroup=${group}\n`, to: dropIn }]);
     await sandbox.systemctl('daemon-reload');
     await sandbox.systemctl('restart', 'opencode-pty-supervisor.socket');
   };
-  await setGroup('ocpty');
+  // The client account's own group: every session program could connect; the broker refuses to serve.
+  await setGroup(sandbox.client.group);
   try {
     const refused = await agent.session(['true']);
     assert.is(refused.code, 125);
     assert.match(refused.stderr, 'supervisor cannot start; see its journal');
     await until(async () => (await brokerProperty(sandbox, 'ActiveState')) === 'failed', 10_000, 'the broker to fail');
-    assert.match(await sandbox.journal(BROKER_UNIT), `must be mode 0660 with group ${sandbox.client.group}`);
+    assert.match(await sandbox.journal(BROKER_UNIT), `must be mode 0660 with group ${SOCKET_GROUP.name}`);
   } finally {
-    await setGroup(sandbox.client.group);
+    await setGroup(SOCKET_GROUP.name);
     await sandbox.systemctl('reset-failed', BROKER_UNIT);
   }
   const fixed = await agent.session(['sh', '-c', 'echo ok']);

@@ -1,13 +1,16 @@
 // A test peer run inside the sandbox (plain Node, no dependencies): opens connections to the
 // supervisor socket and reports, per connection, the first frame the broker answered with.
 // As a command: node peer.mjs SOCKET COUNT MODE [hold]; each report is one JSON line on stdout.
-//   MODE: silent (send nothing) | hello (send HELLO) | drip (one HELLO byte a second)
+//   MODE: silent (send nothing) | hello (send HELLO) | drip (one HELLO byte a second) | junk (a frame of unknown type)
 //         | hello-idle (send HELLO, then nothing; reported when the server closes, with every frame)
 //   hold: keep every connection open (reported as "connected") until the process is killed.
+// Or: node peer.mjs SOCKET flood SECONDS [PARALLEL]: connects and closes as fast as it can for that
+// long, PARALLEL loops at once; one JSON line counting the outcomes (first frame, or connect error).
 import net from 'node:net';
 import { pathToFileURL } from 'node:url';
 
 export const HELLO = Buffer.from('01000000084f43505400010001', 'hex');
+const JUNK = Buffer.from('7f00000000', 'hex');
 
 function frames(buffer) {
   const found = [];
@@ -42,6 +45,7 @@ export function connectOne(socketPath, mode, hold, sockets = []) {
     };
     socket.on('connect', () => {
       if (mode === 'hello' || mode === 'hello-idle') socket.write(HELLO);
+      if (mode === 'junk') socket.write(JUNK);
       if (mode === 'drip') {
         let sent = 0;
         const timer = setInterval(() => {
@@ -78,7 +82,25 @@ export async function runPeers(socketPath, count, mode, hold, sockets = []) {
   return reports;
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+/** Connects and closes for `seconds`, `parallel` loops at once; counts outcomes by first frame or error. */
+export async function flood(socketPath, seconds, parallel = 4) {
+  const counts = {};
+  const until = Date.now() + seconds * 1000;
+  const loop = async () => {
+    while (Date.now() < until) {
+      const report = await connectOne(socketPath, 'silent', false);
+      const key = report.error && report.frame === 'none' ? report.error : report.code !== undefined ? `error-${report.code}` : report.frame;
+      counts[key] = (counts[key] ?? 0) + 1;
+    }
+  };
+  await Promise.all(Array.from({ length: parallel }, loop));
+  return counts;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1]).href && process.argv[3] === 'flood') {
+  const [socketPath, , seconds, parallel] = process.argv.slice(2);
+  process.stdout.write(`${JSON.stringify(await flood(socketPath, Number(seconds), Number(parallel ?? 4)))}\n`);
+} else if (import.meta.url === pathToFileURL(process.argv[1]).href) {
   const [socketPath, count, mode, hold] = process.argv.slice(2);
   const reports = await runPeers(socketPath, Number(count), mode, hold === 'hold');
   for (const report of reports) process.stdout.write(`${JSON.stringify(report)}\n`);

@@ -8,6 +8,8 @@ const config: Config = {
   client: { user: 'agent', group: 'agent', uid: 1500, gid: 1500, service: 'agent.service' },
   requireClientUnit: true,
   socketPath: '/run/opencode-pty/supervisor.sock',
+  socketGroup: 'opencode-pty',
+  socketGid: 4240,
   unitPrefix: 'opencode-pty-',
   helperPath: '',
   limits: DEFAULT_LIMITS,

@@ -5,7 +5,7 @@ import { ConfigError, DEFAULT_LIMITS, validateConfig } from '../../src/config/sc
 
 const accounts = parseAccounts(
   'root:x:0:0:root:/root:/bin/bash\nagent:x:1500:1500::/home/agent:/bin/sh\nrootgroup:x:1600:0::/:/bin/sh\n',
-  'root:x:0:\nagent:x:1500:\nother:x:1700:\n',
+  'root:x:0:\nagent:x:1500:\nother:x:1700:\nopencode-pty:x:1800:\nwithagent:x:1900:other,agent\n',
 );
 const allowAll = (_name: string, _value: unknown): string | undefined => undefined;
 const minimal = { client: { user: 'agent', service: 'agent.service' } };
@@ -37,6 +37,27 @@ test('a minimal config gets the seeds defaults and resolved ids', () => {
   assert.is(config.session.term, 'xterm-256color');
 });
 
+test('the socket group is one the client account does not have, so sessions cannot connect', () => {
+  const config = validateConfig(minimal, accounts, allowAll);
+  assert.is(config.socketGroup, 'opencode-pty');
+  assert.is(config.socketGid, 1800);
+  // Its own primary group, or a group listing it as a member, would let every session program in.
+  rejects({ ...minimal, socketGroup: 'agent' }, 'socketGroup');
+  rejects({ ...minimal, socketGroup: 'withagent' }, 'socketGroup');
+  assert.match(messageOf({ ...minimal, socketGroup: 'withagent' }), 'the client account agent has group withagent');
+  // Without a required client unit any process of the account may connect anyway (documented).
+  assert.is(validateConfig({ client: { user: 'agent' }, requireClientUnit: false, socketGroup: 'agent' }, accounts, allowAll).socketGid, 1500);
+});
+
+function messageOf(raw: unknown): string {
+  try {
+    validateConfig(raw, accounts, allowAll);
+  } catch (error) {
+    return (error as Error).message;
+  }
+  return '';
+}
+
 test('every field is checked and named', () => {
   rejects([], '(top level)');
   rejects({ ...minimal, extra: 1 }, 'extra');
@@ -51,6 +72,8 @@ test('every field is checked and named', () => {
   rejects({ ...minimal, requireClientUnit: 'no' }, 'requireClientUnit');
   rejects({ ...minimal, socketPath: 'relative' }, 'socketPath');
   rejects({ ...minimal, unitPrefix: 'Bad Prefix' }, 'unitPrefix');
+  rejects({ ...minimal, socketGroup: 'missing' }, 'socketGroup');
+  rejects({ ...minimal, socketGroup: 'root' }, 'socketGroup');
   rejects({ ...minimal, helperPath: 'x' }, 'helperPath');
   for (const key of Object.keys(DEFAULT_LIMITS)) {
     rejects({ ...minimal, limits: { [key]: -1 } }, `limits.${key}`);

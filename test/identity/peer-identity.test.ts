@@ -1,7 +1,10 @@
 // Peer identity policy: the client service's live state, its one-second cache, cgroup membership.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ClientServiceCache, credentialsMatch, processStartTicks, serviceIsLive, ticksSinceBoot } from '../../src/identity/peer-identity.ts';
+import { credentialsMatch, pidfdIdentity, processStartTicks, ticksSinceBoot } from '../../src/identity/peer-identity.ts';
+import { serviceIsLive } from '../../src/identity/client-service.ts';
+import { native } from '../../src/native/binding.ts';
+import { closeSync, readFileSync } from 'node:fs';
 import { cgroupWithin } from '../../src/identity/peer-recheck.ts';
 import type { Config } from '../../src/config/schema.ts';
 import type { ServiceState } from '../../src/systemd/unit-manager.ts';
@@ -37,36 +40,22 @@ test('credentials must equal the configured uid and gid exactly', () => {
   assert.not.ok(credentialsMatch({ pid: 1, uid: 0, gid: 1001 }, config));
 });
 
-test('the service state is read at most once a second, and concurrent callers share one read', async () => {
-  let reads = 0;
-  let release: () => void = () => undefined;
-  const cache = new ClientServiceCache(async () => {
-    reads += 1;
-    await new Promise<void>((resolve) => (release = resolve));
-    return live;
-  });
-  const pending = [cache.state(0), cache.state(0), cache.state(0)];
-  release();
-  const states = await Promise.all(pending);
-  assert.is(reads, 1);
-  assert.ok(states.every((state) => state === live));
-  assert.is(await cache.state(Date.now()), live);
-  assert.is(reads, 1);
-  const later = cache.state(Date.now() + 1000);
-  release();
-  await later;
-  assert.is(reads, 2);
-});
-
-test('a failed read counts as no live service', async () => {
-  const cache = new ClientServiceCache(() => Promise.reject(new Error('no such unit')));
-  assert.is(await cache.state(), undefined);
-});
-
 test('start times: this process started before now', () => {
   const started = processStartTicks(process.pid);
   assert.ok(started > 0);
   assert.ok(started <= ticksSinceBoot());
+});
+
+test('pidfdIdentity: cgroup and start time of the live process behind a pidfd', () => {
+  const pidfd = native().pidfdOpen(process.pid);
+  try {
+    const identity = pidfdIdentity(pidfd);
+    assert.is(identity.pid, process.pid);
+    assert.is(identity.startTicks, processStartTicks(process.pid));
+    assert.is(`0::${identity.cgroup}`, readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((line) => line.startsWith('0::')));
+  } finally {
+    closeSync(pidfd);
+  }
 });
 
 test.run();

@@ -4,6 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../../src/config/schema.ts';
 import type { Sandbox } from './sandbox.ts';
+import { SOCKET_GROUP } from './seed.ts';
 
 export const INSTALL_DIR = '/opt/opencode-pty';
 export const CONFIG_PATH = `${INSTALL_DIR}/config.json`;
@@ -31,7 +32,7 @@ export async function deploy(sandbox: Sandbox, config: Record<string, unknown> |
   const units: Record<string, string> = {
     [SOCKET_UNIT]: readFileSync(`${root}units/supervisor.socket`, 'utf8'),
     'opencode-pty-supervisor@.service': readFileSync(`${root}units/supervisor@.service`, 'utf8'),
-    [`${SOCKET_UNIT}.d/group.conf`]: `[Socket]\nSocketGroup=${sandbox.client.group}\n`,
+    [`${SOCKET_UNIT}.d/group.conf`]: `[Socket]\nSocketGroup=${SOCKET_GROUP.name}\n`,
     'opencode-pty-supervisor@.service.d/paths.conf': [
       '[Service]',
       'ExecStart=',
@@ -59,6 +60,7 @@ export function agentRun(sandbox: Sandbox, command: string[], options: { tty?: b
     '--service-type=exec',
     `--uid=${sandbox.client.user}`,
     `--gid=${sandbox.client.group}`,
+    `--property=SupplementaryGroups=${SOCKET_GROUP.name}`,
     `--working-directory=${options.cwd ?? sandbox.client.home}`,
     '--setenv=TERM=' + (process.env.TERM ?? 'xterm-256color'),
     '--',

@@ -5,7 +5,7 @@ import { execArgv, runInside, spawnInside, type ExecOptions, type ExecResult } f
 import { hostPidOf, pid1Alive, type PidNamespaceIdentity } from './namespaces.ts';
 import type { BootLog } from './boot-log.ts';
 import type { Launched } from './launch.ts';
-import type { TestAccount } from './seed.ts';
+import { SOCKET_GROUP, type TestAccount } from './seed.ts';
 
 const UNIT_NAME = /^[A-Za-z0-9:_.\\@-]+\.(service|socket|target|timer|path|slice|mount)$/;
 
@@ -131,6 +131,8 @@ export class Sandbox {
       '--service-type=exec',
       `--uid=${this.client.user}`,
       `--gid=${this.client.group}`,
+      // The agent alone holds the socket's group (the installer's drop-in does this on a host).
+      `--property=SupplementaryGroups=${SOCKET_GROUP.name}`,
       `--working-directory=${this.client.home}`,
       '--',
       ...argv,

@@ -14,8 +14,9 @@ export interface TestAccount {
 
 export const CLIENT: TestAccount = { user: 'ocpty-client', group: 'ocpty-client', uid: 4242, gid: 4242, home: '/home/ocpty-client' };
 export const OTHER: TestAccount = { user: 'ocpty-other', group: 'ocpty-other', uid: 4243, gid: 4243, home: '/home/ocpty-other' };
-/** A supplementary group only the client account is in (for a socket's group, 0660 :G). */
-export const SOCKET_GROUP = { name: 'ocpty', gid: 4240, members: [CLIENT.user] } as const;
+/** The socket's group (0660 root:G): no account is a member; only the agent's service unit gets it
+ * (SupplementaryGroups=), so programs in sessions, running as the client account, cannot connect. */
+export const SOCKET_GROUP = { name: 'opencode-pty', gid: 4240, members: [] as string[] } as const;
 
 export const TARGET = 'opencode-pty-test.target';
 

@@ -9,7 +9,7 @@ import { FdSocket } from '../../src/io/fd-socket.ts';
 import { native } from '../../src/native/binding.ts';
 import { FrameDecoder, encodeFrame, type Frame, type FrameName, type FrameOf } from '../../src/protocol/index.ts';
 import { ControlDecoder, encodeControl, type PeerIdentity, type WorkerMessage } from '../../src/control/broker-worker.ts';
-import type { Sandbox } from '../sandbox/index.ts';
+import { SOCKET_GROUP, type Sandbox } from '../sandbox/index.ts';
 
 export const HELPER_INSIDE = '/opt/opencode-pty/opencode-pty-session';
 const WORKER_MAIN = fileURLToPath(new URL('../../src/worker/main.ts', import.meta.url));
@@ -24,6 +24,8 @@ export function workerConfig(sandbox: Sandbox, overrides: Partial<Config> = {}):
     client: { ...sandbox.client, service: null },
     requireClientUnit: false,
     socketPath: '/run/opencode-pty/supervisor.sock',
+    socketGroup: SOCKET_GROUP.name,
+    socketGid: SOCKET_GROUP.gid,
     unitPrefix: 'opencode-pty-',
     helperPath: HELPER_INSIDE,
     limits: { ...DEFAULT_LIMITS },

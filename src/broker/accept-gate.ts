@@ -1,0 +1,131 @@
+// The checks a connection passes at accept, before it may cost anything but its refusal:
+// credentials → the peer's cgroup inside the client unit → an admission slot (MainPID reserve).
+//
+// The earlier supervisor checked the cgroup only after HELLO, so any process of the account
+// (a session's program included) could use up the admissions of the rolling minute and lock the
+// agent out. Here a peer outside the client unit is refused before it takes a slot or a rate token,
+// and without a D-Bus call when its cgroup cannot be the unit's (client-service.ts).
+import type { Config } from '../config/schema.ts';
+import { closeQuietly } from '../io/fds.ts';
+import { native, type PeerCredentials } from '../native/binding.ts';
+import { ErrorCode, type ErrorCodeValue } from '../protocol/index.ts';
+import type { ClientService } from '../identity/client-service.ts';
+import { credentialsMatch, pidfdIdentity, peerPidfd, ticksSinceBoot } from '../identity/peer-identity.ts';
+import type { Admission, Slot } from './admission.ts';
+
+export const ADMISSION_REFUSED = 'authentication admission limit reached';
+export const AUTHENTICATION_FAILED = 'authentication failed';
+/** Connections waiting on a client-service read at once; more are refused (only a slow bus fills it). */
+export const MAX_PENDING_LOOKUPS = 64;
+
+export interface PeerAtAccept {
+  credentials: PeerCredentials;
+  /** The peer's pidfd (SO_PEERPIDFD or its fallback); the caller owns it once admitted. */
+  pidfd: number;
+  cgroup: string;
+  startTicks: number;
+}
+
+export type GateResult =
+  | { admitted: true; slot: Slot; peer: PeerAtAccept }
+  | {
+      admitted: false;
+      code: ErrorCodeValue;
+      message: string;
+      /** Who was refused, stable across a flood's new PIDs (refusal-log.ts). */
+      key: string;
+      reason: string;
+      detail: string;
+    };
+
+export interface GateDeps {
+  config: Config;
+  admission: Admission;
+  /** The client service, when one is configured. */
+  service: ClientService | undefined;
+}
+
+export class AcceptGate {
+  #deps: GateDeps;
+  /** Connections awaiting a client-service read right now. */
+  pending = 0;
+
+  constructor(deps: GateDeps) {
+    this.#deps = deps;
+  }
+
+  /** Decides for a freshly accepted `fd` (never closes it). */
+  async decide(fd: number): Promise<GateResult> {
+    const { config } = this.#deps;
+    const acceptedTicks = ticksSinceBoot();
+    let credentials: PeerCredentials;
+    try {
+      credentials = native().peerCredentials(fd);
+    } catch (error) {
+      return refusal(ErrorCode.INTERNAL, 'peer credentials unavailable', '(unknown peer)', `peer credentials: ${(error as Error).message}`, '');
+    }
+    const who = `pid ${credentials.pid}`;
+    if (!credentialsMatch(credentials, config)) {
+      // AUTHENTICATION, not ADMISSION: retrying cannot help a wrong account (the seeds' text stays).
+      return refusal(ErrorCode.AUTHENTICATION, ADMISSION_REFUSED, `uid ${credentials.uid} gid ${credentials.gid}`, 'not the client account', who);
+    }
+    let pidfd = -1;
+    let identity;
+    try {
+      pidfd = peerPidfd(fd, credentials.pid, acceptedTicks);
+      identity = pidfdIdentity(pidfd);
+    } catch (error) {
+      closeQuietly(pidfd);
+      return refusal(ErrorCode.AUTHENTICATION, AUTHENTICATION_FAILED, 'peers gone before accept', `peer process: ${(error as Error).message}`, who);
+    }
+    const peer: PeerAtAccept = { credentials, pidfd, cgroup: identity.cgroup, startTicks: identity.startTicks };
+    const result = await this.#decideFor(peer);
+    if (!result.admitted) closeQuietly(pidfd);
+    return result;
+  }
+
+  async #decideFor(peer: PeerAtAccept): Promise<GateResult> {
+    const { config, admission, service } = this.#deps;
+    const who = `pid ${peer.credentials.pid}`;
+    if (config.requireClientUnit && service) {
+      const looked = await this.#lookup(() => service.contains(peer.cgroup, peer.startTicks));
+      if (looked === 'busy') return busy(peer);
+      if (!looked.inside) {
+        const cause = looked.snapshot?.error ? `; its state could not be read: ${looked.snapshot.error.message}` : '';
+        return refusal(ErrorCode.AUTHENTICATION, AUTHENTICATION_FAILED, peer.cgroup, `not inside ${service.service}${cause}`, who);
+      }
+    }
+    // Only when the ordinary slots or the minute's rate are used up does it matter whether this is
+    // the MainPID; then the reserved slot decides.
+    if (!admission.ordinaryAvailable(Date.now()) && admission.reservedFree && service) {
+      const looked = await this.#lookup(() => service.isMainPid(peer.credentials.pid, peer.startTicks));
+      if (looked === 'busy') return busy(peer);
+      return this.#admit(peer, looked.main);
+    }
+    return this.#admit(peer, false);
+  }
+
+  #admit(peer: PeerAtAccept, likelyMainPid: boolean): GateResult {
+    const admitted = this.#deps.admission.admit(likelyMainPid, Date.now());
+    if (admitted.admitted) return { admitted: true, slot: admitted.slot, peer };
+    return refusal(ErrorCode.ADMISSION, ADMISSION_REFUSED, peer.cgroup, `admission: ${admitted.reason}`, `pid ${peer.credentials.pid}`);
+  }
+
+  async #lookup<T>(look: () => Promise<T>): Promise<T | 'busy'> {
+    if (this.pending >= MAX_PENDING_LOOKUPS) return 'busy';
+    this.pending += 1;
+    try {
+      return await look();
+    } finally {
+      this.pending -= 1;
+    }
+  }
+}
+
+function busy(peer: PeerAtAccept): GateResult {
+  return refusal(ErrorCode.ADMISSION, ADMISSION_REFUSED, peer.cgroup, `${MAX_PENDING_LOOKUPS} connections already wait for the client service's state`, `pid ${peer.credentials.pid}`);
+}
+
+function refusal(code: ErrorCodeValue, message: string, key: string, reason: string, detail: string): GateResult {
+  return { admitted: false, code, message, key, reason, detail };
+}
