@@ -155,8 +155,12 @@ static void usage(void) {
 }
 
 int main(int argc, char **argv) {
-  // Before anything else: no process of the same user may ptrace us or take our fds (pidfd_getfd).
-  prctl(PR_SET_DUMPABLE, 0);
+  // Before anything else: no process of the same user may ptrace us or take our fds (pidfd_getfd;
+  // there is no Yama on the hosts we run on). Installed root-owned 0711, the kernel has made us
+  // non-dumpable at exec already (the user cannot read the file); readable, there is a window
+  // between exec and this call in which our stdio (the client socket) can be taken, so the broker
+  // refuses to run with a helper that is not root-owned 0711. The program we exec is dumpable again.
+  if (prctl(PR_SET_DUMPABLE, 0) != 0) return 1;
   int cwd = take_fds();
   if (cwd < 0) {
     // Nothing is known to be safe to write to; exit as a failed start does.

@@ -7,6 +7,9 @@ import type { Sandbox } from './sandbox.ts';
 import { SOCKET_GROUP } from './seed.ts';
 
 export const INSTALL_DIR = '/opt/opencode-pty';
+/** The session helper is root-owned and not readable by the client: the kernel then makes it
+ * non-dumpable from exec on, so no same-account process can ptrace it or take its fds. */
+export const HELPER_MODE = 0o711;
 export const CONFIG_PATH = `${INSTALL_DIR}/config.json`;
 export const SOCKET_PATH = '/run/opencode-pty/supervisor.sock';
 export const SOCKET_UNIT = 'opencode-pty-supervisor.socket';
@@ -25,7 +28,7 @@ export async function deploy(sandbox: Sandbox, config: Record<string, unknown> |
   const missing = BUNDLE.filter((name) => !existsSync(`${root}dist/${name}`));
   if (missing.length) throw new Error(`dist/ lacks ${missing.join(', ')}: run node build.mjs`);
   await sandbox.install([
-    ...BUNDLE.map((name) => ({ from: `${root}dist/${name}`, to: `${INSTALL_DIR}/${name}`, mode: name.endsWith('.js') || name.endsWith('.node') ? 0o644 : 0o755 })),
+    ...BUNDLE.map((name) => ({ from: `${root}dist/${name}`, to: `${INSTALL_DIR}/${name}`, mode: name.endsWith('.js') || name.endsWith('.node') ? 0o644 : HELPER_MODE })),
     { content: `${JSON.stringify(config, null, 2)}\n`, to: CONFIG_PATH, mode: 0o644 },
   ]);
   // /usr is the host's, read-only: the bundle lives in /opt here, so a drop-in points the unit at it.

@@ -10,13 +10,14 @@ import { native } from '../../src/native/binding.ts';
 import { FrameDecoder, encodeFrame, type Frame, type FrameName, type FrameOf } from '../../src/protocol/index.ts';
 import { ControlDecoder, encodeControl, type PeerIdentity, type WorkerMessage } from '../../src/control/broker-worker.ts';
 import { SOCKET_GROUP, type Sandbox } from '../sandbox/index.ts';
+import { HELPER_MODE } from '../sandbox/deploy.ts';
 
 export const HELPER_INSIDE = '/opt/opencode-pty/opencode-pty-session';
 const WORKER_MAIN = fileURLToPath(new URL('../../src/worker/main.ts', import.meta.url));
 const HELPER_BUILT = fileURLToPath(new URL('../../build/Release/opencode-pty-session', import.meta.url));
 
 export async function installHelper(sandbox: Sandbox): Promise<void> {
-  await sandbox.install([{ from: HELPER_BUILT, to: HELPER_INSIDE, mode: 0o755 }]);
+  await sandbox.install([{ from: HELPER_BUILT, to: HELPER_INSIDE, mode: HELPER_MODE }]);
 }
 
 export function workerConfig(sandbox: Sandbox, overrides: Partial<Config> = {}): Config {

@@ -1,0 +1,101 @@
+// One session's program cannot attach to another session's helper (same account, no Yama): the
+// helper is non-dumpable, so pidfd_getfd(2) and /proc/PID/fd on it fail with EPERM.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { chownSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { native } from '../../src/native/binding.ts';
+import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
+import { HELPER_MODE } from '../sandbox/deploy.ts';
+import { installHelper, RawClient, WorkerProcess, workerConfig } from './harness.ts';
+
+/** Tries to take fd 1 of each PID with pidfd_getfd and to list its /proc fds; prints one line per PID. */
+const PROBE = `
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+for pid in map(int, sys.argv[1:]):
+    pidfd = os.pidfd_open(pid)
+    got = libc.syscall(438, pidfd, 1, 0)  # pidfd_getfd
+    getfd = "ok" if got >= 0 else os.strerror(ctypes.get_errno())
+    try:
+        os.listdir(f"/proc/{pid}/fd")
+        listing = "ok"
+    except OSError as error:
+        listing = error.strerror
+    print(f"{pid} getfd={getfd} fd-list={listing}", flush=True)
+`;
+
+let sandbox: Sandbox;
+let workDir: string;
+
+test.before(async () => {
+  sandbox = await bootSandbox({ name: 'worker-helper-isolation' });
+  await installHelper(sandbox);
+  await sandbox.install([{ content: PROBE, to: '/opt/opencode-pty/test/probe.py', mode: 0o644 }]);
+  workDir = join(sandbox.root, sandbox.client.home, 'work');
+  mkdirSync(workDir, { recursive: true });
+  chownSync(workDir, sandbox.client.uid, sandbox.client.gid);
+});
+
+test.after(async () => {
+  await sandbox?.stop();
+});
+
+async function startSession(argv: string[]) {
+  const worker = new WorkerProcess(sandbox, workerConfig(sandbox));
+  await worker.waitFor('ready');
+  const [ours, theirs] = native().socketpair();
+  worker.handOff(theirs);
+  const client = new RawClient(ours);
+  client.worker = worker;
+  client.start(workDir, argv);
+  return { worker, client, started: await client.waitFor('started') };
+}
+
+test('another session cannot take the helper\'s fds; the program it runs stays reachable (same account)', async () => {
+  const victim = await startSession(['/bin/sh', '-c', 'echo "pid=$$"; exec sleep 300']);
+  const programPid = Number(/pid=(\d+)\r\n/.exec(await victim.client.waitForOutput('\r\n'))![1]);
+  const helperPid = victim.started.mainPid;
+  const attacker = await startSession(['/usr/bin/python3', '/opt/opencode-pty/test/probe.py', String(helperPid), String(programPid)]);
+  const seen = await attacker.client.waitForOutput(`${programPid} getfd=`);
+  await attacker.client.waitFor('exit');
+  const lines = seen.split('\r\n').filter((line) => /^\d+ getfd=/.test(line));
+  // The helper (the unit's main process, holding the terminal master and the client socket) refuses.
+  assert.ok(lines.includes(`${helperPid} getfd=Operation not permitted fd-list=Permission denied`), seen);
+  // Its program is an ordinary process of the account: the probe works, so the refusal above is real.
+  assert.ok(lines.includes(`${programPid} getfd=ok fd-list=ok`), seen);
+  victim.client.send({ type: 'stop' });
+  await victim.client.waitFor('stopped');
+  assert.is(await victim.worker.exited, 0);
+  assert.is(await attacker.worker.exited, 0);
+});
+
+test(`a binary installed root-owned mode ${HELPER_MODE.toString(8)} is non-dumpable from exec on (no window before prctl)`, async () => {
+  for (const [mode, expected] of [
+    [HELPER_MODE, 'getfd=Operation not permitted fd-list=Permission denied'],
+    [0o755, 'getfd=ok fd-list=ok'],
+  ] as const) {
+    const path = `/opt/opencode-pty/test/sleep-${mode.toString(8)}`;
+    await sandbox.exec(['/bin/sh', '-c', `cp /bin/sleep ${path} && chmod ${mode.toString(8)} ${path}`]);
+    const target = sandbox.spawn([path, '300'], { as: 'client' });
+    try {
+      const pid = await waitForPid(path);
+      const probe = await sandbox.exec(['/usr/bin/python3', '/opt/opencode-pty/test/probe.py', String(pid)], { as: 'client' });
+      assert.is(probe.stdout.trim(), `${pid} ${expected}`, probe.stderr);
+    } finally {
+      target.kill('SIGKILL');
+    }
+  }
+});
+
+/** The PID inside the sandbox of the one process running `path` (pgrep, as it has no event to wait on). */
+async function waitForPid(path: string): Promise<number> {
+  for (let i = 0; i < 100; i += 1) {
+    const found = (await sandbox.exec(['pgrep', '-f', `^${path} 300$`])).stdout.trim();
+    if (found) return Number(found.split('\n')[0]);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`${path} did not start`);
+}
+
+test.run();
