@@ -1,5 +1,5 @@
 // Reads START frame-exact, so the cwd fd can only arrive with START's own bytes, and checks that fd.
-import { fstatSync } from 'node:fs';
+import { fstat, readFileSync, type BigIntStats } from 'node:fs';
 import type { FdSocket } from '../io/fd-socket.ts';
 import { closeAll } from '../io/fds.ts';
 import { ErrorCode, FrameType, HEADER_SIZE, parseHeader, parsePayload, isProtocolError, type ErrorCodeValue, type FrameOf } from '../protocol/index.ts';
@@ -22,16 +22,40 @@ function badStart(message: string): SessionError {
   return new SessionError(ErrorCode.BAD_START, message);
 }
 
+/** open(2) O_PATH, as /proc/PID/fdinfo's "flags:" field shows it (octal). */
+const O_PATH = 0o10000000;
+
+/** The open flags of our own fd, from /proc/self/fdinfo: reading it never touches the file itself. */
+export function openFlags(fd: number): number {
+  const line = readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8').split('\n').find((entry) => entry.startsWith('flags:'));
+  return line ? parseInt(line.slice('flags:'.length).trim(), 8) : 0;
+}
+
+/**
+ * fstat on the libuv thread pool, so a file system that never answers (a FUSE getattr left hanging)
+ * blocks a pool thread, never this event loop: the START deadline still fires and ends the session.
+ */
+function fstatOffLoop(fd: number): Promise<BigIntStats> {
+  return new Promise((resolve, reject) => fstat(fd, { bigint: true }, (error, stats) => (error ? reject(error) : resolve(stats))));
+}
+
 /** Checks what arrived with START; throws a SessionError, never returns with a doubtful fd. */
-export function checkStartDescriptors(
+export async function checkStartDescriptors(
   frame: FrameOf<'start'>,
   fds: number[],
   control: { controlTruncated: boolean; foreignControl: boolean },
-): number {
+): Promise<number> {
   if (control.controlTruncated) throw badStart('START carried more control data than allowed');
   if (control.foreignControl) throw badStart('START carried control data other than a descriptor');
   if (fds.length !== 1) throw badStart(`START must carry exactly one descriptor, got ${fds.length}`);
-  const stat = fstatSync(fds[0]!, { bigint: true });
+  // An O_PATH fd passes fstat but cannot be used as the unit's stdin: refuse it here, at once.
+  if (openFlags(fds[0]!) & O_PATH) throw badStart('the START descriptor is an O_PATH descriptor, not an open directory');
+  let stat: BigIntStats;
+  try {
+    stat = await fstatOffLoop(fds[0]!);
+  } catch (error) {
+    throw badStart(`the START descriptor cannot be examined: ${(error as Error).message}`);
+  }
   if (!stat.isDirectory()) throw badStart('the START descriptor is not a directory');
   if (stat.dev !== frame.cwdDev || stat.ino !== frame.cwdIno) {
     throw badStart('the START descriptor does not match the device and inode in START');
@@ -56,7 +80,7 @@ export async function receiveStart(socket: FdSocket): Promise<ReceivedStart> {
     truncated ||= payload.controlTruncated;
     foreign ||= payload.foreignControl;
     const frame = parsePayload(type, payload.data) as FrameOf<'start'>;
-    const cwdFd = checkStartDescriptors(frame, fds, { controlTruncated: truncated, foreignControl: foreign });
+    const cwdFd = await checkStartDescriptors(frame, fds, { controlTruncated: truncated, foreignControl: foreign });
     return { frame, cwdFd };
   } catch (error) {
     closeAll(fds);

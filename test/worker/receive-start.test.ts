@@ -110,4 +110,10 @@ test('an unknown type or oversize length is refused from the header alone', asyn
 
 test.after(() => rmSync(scratch, { recursive: true }));
 
+test('an O_PATH directory fd is refused as BAD_START at once, before any fstat', async () => {
+  // Node has no O_PATH constant; its value on Linux (open(2)).
+  const fd = openSync(dir, 0o10000000 | 0o200000);
+  await refused(encodeFrame(startFor(dir)), [fd], /O_PATH/);
+});
+
 test.run();
