@@ -34,6 +34,8 @@ export interface SessionConfig {
   slice: string;
   /** Extra unit properties (resource limits, sandboxing), from an allowlist of names. */
   properties: Record<string, unknown>;
+  /** 'hardened': no session can debug or read the memory of another session's programs (docs/security.md). */
+  profile: 'default' | 'hardened';
 }
 
 export interface Config {
@@ -74,6 +76,7 @@ export const DEFAULT_SESSION: SessionConfig = {
   stopTimeoutSec: 5,
   slice: 'system.slice',
   properties: {},
+  profile: 'default',
 };
 
 export class ConfigError extends Error {
@@ -203,6 +206,7 @@ function session(raw: unknown, checkProperty: (name: string, value: unknown) => 
     stopTimeoutSec: integer(value.stopTimeoutSec, 'session.stopTimeoutSec', DEFAULT_SESSION.stopTimeoutSec, 1, 600),
     slice: string(value.slice, 'session.slice', DEFAULT_SESSION.slice, SLICE_NAME),
     properties,
+    profile: string(value.profile, 'session.profile', DEFAULT_SESSION.profile, /^(default|hardened)$/) as SessionConfig['profile'],
   };
 }
 

@@ -9,6 +9,7 @@ export type PropertyValue =
   | bigint
   | boolean
   | string[]
+  | [allowList: boolean, names: string[]]
   | Array<[path: string, argv: string[], flags: string[]]>;
 export type PropertyTuple = readonly [name: string, signature: string, value: PropertyValue];
 

@@ -3,6 +3,7 @@
 import { SystemdError } from './errors.ts';
 import { limitProperties, type PropertyTuple } from './unit-limits.ts';
 import { checkUnitFileText } from './unit-text.ts';
+import { profileProperties, type SessionProfile } from './session-profile.ts';
 
 export type { PropertyTuple, PropertyValue } from './unit-limits.ts';
 export { ALLOWED_LIMIT_NAMES } from './unit-limits.ts';
@@ -35,6 +36,8 @@ export interface SessionUnitSpec {
   limits?: Readonly<Record<string, unknown>>;
   /** Paths the session may not reach; defaults to the supervisor's runtime directory. */
   inaccessiblePaths?: readonly string[];
+  /** 'hardened' adds session-profile.ts's settings: no debugging of other sessions' programs. */
+  profile?: SessionProfile;
 }
 
 /** systemd.service(5) "ExecStart=" flags: only this one; never "+", "!", "@" or ambient variants. */
@@ -139,6 +142,8 @@ export function sessionUnitProperties(spec: SessionUnitSpec): PropertyTuple[] {
     ...killProperties(spec),
     ...serviceProperties(spec),
     ...sandboxProperties(spec),
+    ...profileProperties(spec.profile ?? 'default'),
+    // The operator's own limits come last: systemd applies the last setting of a name.
     ...limitProperties(spec.limits ?? {}),
   ];
   // Last, over everything, whatever its source: no string becomes unit-file syntax (unit-text.ts).

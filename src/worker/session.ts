@@ -188,6 +188,7 @@ export class Session {
         slice: config.session.slice,
         stopTimeoutSec: config.session.stopTimeoutSec,
         limits: config.session.properties,
+        profile: config.session.profile,
       });
     } finally {
       closeQuietly(helperEnd);

@@ -59,10 +59,24 @@ test('argv and environment may carry any byte but NUL: systemd escapes those its
   throwsCode(() => sessionUnitProperties(spec({ helperArgs: ['a\0b'] })), 'PROPERTY_INVALID');
 });
 
-test('a nested string signature the check does not examine is refused, not passed', () => {
-  throwsCode(() => checkUnitFileText([['Odd', 'a(ss)', [] as never]]), 'PROPERTY_INVALID');
-  // Non-string signatures pass.
+test('strings nested in structs and arrays are checked too', () => {
+  throwsCode(() => checkUnitFileText([['SystemCallFilter', '(bas)', [false, ['@debug', 'a\nb']] as never]]), 'PROPERTY_INVALID');
+  checkUnitFileText([['SystemCallFilter', '(bas)', [false, ['@debug', 'ptrace']] as never]]);
   checkUnitFileText([['AddRef', 'b', true], ['TimeoutStopUSec', 't', 1n]]);
+});
+
+test('the hardened profile adds the call filter and protections; the default adds nothing; operator limits come last', () => {
+  const plain = sessionUnitProperties(spec());
+  const hardened = sessionUnitProperties(spec({ profile: 'hardened', limits: { NoNewPrivileges: false } }));
+  assert.not.ok(plain.some(([name]) => name === 'SystemCallFilter'));
+  const filter = hardened.find(([name]) => name === 'SystemCallFilter')!;
+  assert.equal(filter[1], '(bas)');
+  const [allow, names] = filter[2] as [boolean, string[]];
+  assert.is(allow, false);
+  for (const call of ['@debug', 'ptrace', 'pidfd_getfd', 'process_vm_readv', 'process_vm_writev']) assert.ok(names.includes(call), call);
+  assert.equal(hardened.find(([name]) => name === 'SystemCallErrorNumber'), ['SystemCallErrorNumber', 'i', 1]);
+  const nnp = hardened.filter(([name]) => name === 'NoNewPrivileges');
+  assert.equal(nnp.at(-1), ['NoNewPrivileges', 'b', false], 'the operator setting is the last of its name');
 });
 
 test.run();

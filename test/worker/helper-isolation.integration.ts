@@ -22,7 +22,21 @@ for pid in map(int, sys.argv[1:]):
         listing = "ok"
     except OSError as error:
         listing = error.strerror
-    print(f"{pid} getfd={getfd} fd-list={listing}", flush=True)
+    extra = ""
+    if os.environ.get("PROBE_MORE"):
+        if libc.ptrace(16, pid, 0, 0) == 0:  # PTRACE_ATTACH
+            attach = "ok"
+            os.waitpid(pid, 0)
+            libc.ptrace(17, pid, 0, 0)  # PTRACE_DETACH
+        else:
+            attach = os.strerror(ctypes.get_errno())
+        try:
+            open(f"/proc/{pid}/mem", "rb").close()
+            mem = "ok"
+        except OSError as error:
+            mem = error.strerror
+        extra = f" ptrace={attach} mem={mem}"
+    print(f"{pid} getfd={getfd} fd-list={listing}{extra}", flush=True)
 `;
 
 let sandbox: Sandbox;
@@ -41,14 +55,16 @@ test.after(async () => {
   await sandbox?.stop();
 });
 
-async function startSession(argv: string[]) {
-  const worker = new WorkerProcess(sandbox, workerConfig(sandbox));
+async function startSession(argv: string[], options: { profile?: 'default' | 'hardened'; env?: Record<string, string> } = {}) {
+  const config = workerConfig(sandbox);
+  config.session = { ...config.session, profile: options.profile ?? 'default', environmentAllowlist: ['PROBE_MORE'] };
+  const worker = new WorkerProcess(sandbox, config);
   await worker.waitFor('ready');
   const [ours, theirs] = native().socketpair();
   worker.handOff(theirs);
   const client = new RawClient(ours);
   client.worker = worker;
-  client.start(workDir, argv);
+  client.start(workDir, argv, { env: options.env });
   return { worker, client, started: await client.waitFor('started') };
 }
 
@@ -86,6 +102,30 @@ test(`a binary installed root-owned mode ${HELPER_MODE.toString(8)} is non-dumpa
       target.kill('SIGKILL');
     }
   }
+});
+
+test('the hardened profile: no ptrace, pidfd_getfd or process_vm of another session; /proc/PID/mem remains (same uid)', async () => {
+  const victim = await startSession(['/bin/sh', '-c', 'echo "pid=$$"; exec sleep 300']);
+  const programPid = Number(/pid=(\d+)\r\n/.exec(await victim.client.waitForOutput('\r\n'))![1]);
+  const probe = ['/usr/bin/python3', '/opt/opencode-pty/test/probe.py', String(programPid)];
+  const plain = await startSession(probe, { env: { PROBE_MORE: '1' } });
+  const plainSeen = await plain.client.waitForOutput(`${programPid} getfd=`);
+  await plain.client.waitFor('exit');
+  // The default profile: the account reaches its own processes, as the kernel allows.
+  assert.match(plainSeen, `${programPid} getfd=ok fd-list=ok ptrace=ok mem=ok`);
+  const hardened = await startSession(probe, { profile: 'hardened', env: { PROBE_MORE: '1' } });
+  const hardenedSeen = await hardened.client.waitForOutput(`${programPid} getfd=`);
+  await hardened.client.waitFor('exit');
+  // The hardened profile's filter refuses the calls; what the kernel decides by uid alone stays
+  // (listing /proc/PID/fd, opening /proc/PID/mem): docs/security.md says so, and what would close it.
+  assert.match(hardenedSeen, `${programPid} getfd=Operation not permitted fd-list=ok ptrace=Operation not permitted mem=ok`);
+  // A hardened session is still an interactive terminal.
+  const shell = await startSession(['/bin/sh', '-c', 'tty; echo works'], { profile: 'hardened' });
+  assert.match(await shell.client.waitForOutput('works'), /\/dev\/pts\/\d+/);
+  await shell.client.waitFor('exit');
+  victim.client.send({ type: 'stop' });
+  await victim.client.waitFor('stopped');
+  for (const session of [victim, plain, hardened, shell]) assert.is(await session.worker.exited, 0);
 });
 
 /** The PID inside the sandbox of the one process running `path` (pgrep, as it has no event to wait on). */

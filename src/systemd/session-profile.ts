@@ -1,0 +1,56 @@
+// Session profiles: what a session unit adds to the defaults (pure). Every session runs as the
+// client account, so one session's programs can reach another's as the kernel lets any process of
+// a user reach its own others (ptrace, pidfd_getfd, process_vm_*, signals). Interactive work needs
+// debuggers, so the default profile keeps that; "hardened" takes it away (docs/security.md).
+import type { PropertyTuple } from './unit-limits.ts';
+
+export type SessionProfile = 'default' | 'hardened';
+export const SESSION_PROFILES: readonly SessionProfile[] = ['default', 'hardened'];
+
+/** EPERM (errno 1): a denied call fails like a permission error instead of killing the program. */
+const EPERM = 1;
+
+/**
+ * Calls that reach into another process of the same user, plus groups no interactive session needs
+ * (systemd.exec(5) "System Call Filtering"). @debug holds ptrace, pidfd_getfd and perf_event_open;
+ * process_vm_readv/writev are named as well.
+ */
+export const HARDENED_DENIED_CALLS: readonly string[] = [
+  '@debug',
+  'ptrace',
+  'pidfd_getfd',
+  'process_vm_readv',
+  'process_vm_writev',
+  '@mount',
+  '@module',
+  '@reboot',
+  '@swap',
+  '@raw-io',
+  '@clock',
+  '@cpu-emulation',
+  '@obsolete',
+];
+
+export function profileProperties(profile: SessionProfile): PropertyTuple[] {
+  if (profile === 'default') return [];
+  return [
+    ['NoNewPrivileges', 'b', true],
+    ['SystemCallFilter', '(bas)', [false, [...HARDENED_DENIED_CALLS]]],
+    ['SystemCallErrorNumber', 'i', EPERM],
+    // A filter for the native ABI only could be sidestepped through another one (x32, i386).
+    ['SystemCallArchitectures', 'as', ['native']],
+    ['RestrictSUIDSGID', 'b', true],
+    ['LockPersonality', 'b', true],
+    ['RestrictRealtime', 'b', true],
+    ['ProtectKernelTunables', 'b', true],
+    ['ProtectKernelModules', 'b', true],
+    ['ProtectKernelLogs', 'b', true],
+    ['ProtectControlGroups', 'b', true],
+    ['ProtectClock', 'b', true],
+    ['ProtectHostname', 'b', true],
+    // A /tmp of its own: no session can plant files in another's temporary directory.
+    ['PrivateTmp', 'b', true],
+    ['ProtectSystem', 's', 'full'],
+    ['CapabilityBoundingSet', 't', 0n],
+  ];
+}
