@@ -52,5 +52,11 @@ export function profileProperties(profile: SessionProfile): PropertyTuple[] {
     ['PrivateTmp', 'b', true],
     ['ProtectSystem', 's', 'full'],
     ['CapabilityBoundingSet', 't', 0n],
+    // Other accounts' processes are hidden; the session's own account stays visible (hidepid=).
+    ['ProtectProc', 's', 'invisible'],
+    // No new namespaces of any kind (the mask of allowed ones, empty: systemd.exec(5)).
+    ['RestrictNamespaces', 't', 0n],
+    ['RestrictAddressFamilies', '(bas)', [true, ['AF_UNIX', 'AF_INET', 'AF_INET6', 'AF_NETLINK']]],
+    ['UMask', 'u', 0o077],
   ];
 }
