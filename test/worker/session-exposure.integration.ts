@@ -1,0 +1,53 @@
+// `systemd-analyze security` of a live session unit under each profile: the figures the README's
+// security section states, and a bound the hardened profile must keep.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { chownSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { native } from '../../src/native/binding.ts';
+import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
+import { installHelper, RawClient, WorkerProcess, workerConfig } from './harness.ts';
+
+let sandbox: Sandbox;
+let workDir: string;
+
+test.before(async () => {
+  sandbox = await bootSandbox({ name: 'worker-session-exposure' });
+  await installHelper(sandbox);
+  workDir = join(sandbox.root, sandbox.client.home, 'work');
+  mkdirSync(workDir, { recursive: true });
+  chownSync(workDir, sandbox.client.uid, sandbox.client.gid);
+});
+
+test.after(async () => {
+  await sandbox?.stop();
+});
+
+async function exposure(profile: 'default' | 'hardened'): Promise<number> {
+  const config = workerConfig(sandbox);
+  config.session = { ...config.session, profile };
+  const worker = new WorkerProcess(sandbox, config);
+  await worker.waitFor('ready');
+  const [ours, theirs] = native().socketpair();
+  worker.handOff(theirs);
+  const client = new RawClient(ours);
+  client.start(workDir, ['/bin/sleep', '300']);
+  const started = await client.waitFor('started');
+  const analysis = await sandbox.exec(['systemd-analyze', 'security', '--no-pager', started.unit]);
+  client.send({ type: 'stop' });
+  await client.waitFor('stopped');
+  assert.is(await worker.exited, 0);
+  const score = /Overall exposure level for \S+: ([0-9.]+)/.exec(analysis.stdout);
+  assert.ok(score, analysis.stdout + analysis.stderr);
+  return Number(score[1]);
+}
+
+test('the hardened profile rates OK (below 4.0) where the default, an interactive shell as its user, does not', async () => {
+  const plain = await exposure('default');
+  const hardened = await exposure('hardened');
+  console.log(`# systemd-analyze security of a session unit: default ${plain}, hardened ${hardened}`);
+  assert.ok(hardened < 4.0, `hardened ${hardened}`);
+  assert.ok(hardened < plain, `hardened ${hardened} against default ${plain}`);
+});
+
+test.run();
