@@ -225,7 +225,7 @@ export class Broker {
     const { credentials } = peer;
     let pidfd = peer.pidfd;
     const onDeadline = () => {
-      if (!socket.closed) log('notice', `pid ${credentials.pid}: handshake timeout`);
+      if (!socket.closed) this.#noteRefusal(peer.cgroup, 'handshake timeout', `pid ${credentials.pid}`);
       this.#refuse(socket, ErrorCode.HANDSHAKE_TIMEOUT, 'handshake timeout');
     };
     let deadline = setTimeout(onDeadline, config.limits.handshakeTimeoutMs);
@@ -241,7 +241,7 @@ export class Broker {
         const { inside, snapshot } = await this.#service.contains(pidfdCgroupNow(pidfd), peer.startTicks);
         if (!inside || !snapshot?.state) {
           const cause = snapshot?.error ? `; its state could not be read: ${snapshot.error.message}` : '';
-          log('notice', `refused pid ${credentials.pid}: not inside ${config.client.service}${cause}`);
+          this.#noteRefusal(peer.cgroup, `not inside ${config.client.service}${cause}`, `pid ${credentials.pid}`);
           throw new SessionError(ErrorCode.AUTHENTICATION, AUTHENTICATION_FAILED);
         }
         cgroup = snapshot.state.controlGroup;
@@ -282,7 +282,10 @@ export class Broker {
       socket.close();
     } catch (error) {
       const refusal = handshakeRefusal(error);
-      if (!socket.closed) log(refusal.internal ? 'warning' : 'notice', `pid ${credentials.pid}: ${refusal.log}`);
+      // Internal causes (a worker that could not start, EMFILE…) are logged each time as warnings;
+      // a client's own failures go through the per-episode refusal log.
+      if (!socket.closed && refusal.internal) log('warning', `pid ${credentials.pid}: ${refusal.log}`);
+      else if (!socket.closed) this.#noteRefusal(peer.cgroup, refusal.log, `pid ${credentials.pid}`);
       this.#refuse(socket, refusal.error.wireCode, refusal.error.message);
     } finally {
       clearTimeout(deadline);

@@ -33,9 +33,9 @@ test('account files append the test accounts and replace entries of the same nam
     files.passwd,
     'root:x:0:0:root:/root:/bin/bash\nocpty-client:x:4242:4242::/home/ocpty-client:/bin/bash\nocpty-other:x:4243:4243::/home/ocpty-other:/bin/bash\n',
   );
-  assert.is(files.group, 'root:x:0:\nocpty-client:x:4242:\nocpty-other:x:4243:\nocpty:x:4240:ocpty-client\n');
+  assert.is(files.group, 'root:x:0:\nocpty-client:x:4242:\nocpty-other:x:4243:\nopencode-pty:x:4240:\n');
   assert.match(files.shadow, /^ocpty-client:!:/m);
-  assert.match(files.gshadow, /^ocpty:!::ocpty-client$/m);
+  assert.match(files.gshadow, /^opencode-pty:!::$/m);
 });
 
 test.run();
