@@ -8,6 +8,7 @@
 #include "errors.cc"
 #include "fd-flags.cc"
 #include "fd-passing.cc"
+#include "fd-stat.cc"
 #include "peer.cc"
 #include "sockets.cc"
 #include "watch.cc"
@@ -18,6 +19,7 @@ namespace {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   opencode_pty::InitFdFlags(env, exports);
   opencode_pty::InitFdPassing(env, exports);
+  opencode_pty::InitFdStat(env, exports);
   opencode_pty::InitPeer(env, exports);
   opencode_pty::InitSockets(env, exports);
   opencode_pty::InitWatch(env, exports);

@@ -37,6 +37,7 @@ bool ArgBytes(const Napi::CallbackInfo& info, size_t index, uint8_t** data, size
 // --- Registration of each module's functions on the exports object.
 void InitFdFlags(Napi::Env env, Napi::Object exports);
 void InitFdPassing(Napi::Env env, Napi::Object exports);
+void InitFdStat(Napi::Env env, Napi::Object exports);
 void InitPeer(Napi::Env env, Napi::Object exports);
 void InitSockets(Napi::Env env, Napi::Object exports);
 void InitWatch(Napi::Env env, Napi::Object exports);

@@ -77,6 +77,9 @@ export interface NativeBinding {
   /** Set or clear O_NONBLOCK. */
   setNonBlocking(fd: number, on: boolean): void;
   setCloexec(fd: number): void;
+  /** Device, inode and whether it is a directory, from statx(AT_STATX_DONT_SYNC): the kernel's cached
+   * attributes, so the file system (FUSE, NFS) is never asked and cannot make the caller wait. */
+  statCached(fd: number): { dev: bigint; ino: bigint; directory: boolean };
   /** socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK), bind(path), listen(backlog). */
   listenUnix(path: string, backlog: number): number;
   /** accept4 with SOCK_CLOEXEC | SOCK_NONBLOCK; -1 when nothing is pending. */

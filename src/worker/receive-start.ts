@@ -1,7 +1,8 @@
 // Reads START frame-exact, so the cwd fd can only arrive with START's own bytes, and checks that fd.
-import { fstat, readFileSync, type BigIntStats } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import type { FdSocket } from '../io/fd-socket.ts';
 import { closeAll } from '../io/fds.ts';
+import { native } from '../native/binding.ts';
 import { ErrorCode, FrameType, HEADER_SIZE, parseHeader, parsePayload, isProtocolError, type ErrorCodeValue, type FrameOf } from '../protocol/index.ts';
 import { SessionError } from '../protocol/session-error.ts';
 
@@ -31,14 +32,6 @@ export function openFlags(fd: number): number {
   return line ? parseInt(line.slice('flags:'.length).trim(), 8) : 0;
 }
 
-/**
- * fstat on the libuv thread pool, so a file system that never answers (a FUSE getattr left hanging)
- * blocks a pool thread, never this event loop: the START deadline still fires and ends the session.
- */
-function fstatOffLoop(fd: number): Promise<BigIntStats> {
-  return new Promise((resolve, reject) => fstat(fd, { bigint: true }, (error, stats) => (error ? reject(error) : resolve(stats))));
-}
-
 /** Checks what arrived with START; throws a SessionError, never returns with a doubtful fd. */
 export async function checkStartDescriptors(
   frame: FrameOf<'start'>,
@@ -50,13 +43,16 @@ export async function checkStartDescriptors(
   if (fds.length !== 1) throw badStart(`START must carry exactly one descriptor, got ${fds.length}`);
   // An O_PATH fd passes fstat but cannot be used as the unit's stdin: refuse it here, at once.
   if (openFlags(fds[0]!) & O_PATH) throw badStart('the START descriptor is an O_PATH descriptor, not an open directory');
-  let stat: BigIntStats;
+  // Never a plain fstat: on a FUSE directory whose getattr never answers it blocks in an uninterruptible
+  // wait (once the server has read the request, not even SIGKILL ends it), which holds this process,
+  // and its session slot, for as long as the client's file system likes, whichever thread it runs on.
+  let stat: { dev: bigint; ino: bigint; directory: boolean };
   try {
-    stat = await fstatOffLoop(fds[0]!);
+    stat = native().statCached(fds[0]!);
   } catch (error) {
     throw badStart(`the START descriptor cannot be examined: ${(error as Error).message}`);
   }
-  if (!stat.isDirectory()) throw badStart('the START descriptor is not a directory');
+  if (!stat.directory) throw badStart('the START descriptor is not a directory');
   if (stat.dev !== frame.cwdDev || stat.ino !== frame.cwdIno) {
     throw badStart('the START descriptor does not match the device and inode in START');
   }
