@@ -134,6 +134,8 @@ export class RawClient {
     const stat = fstatSync(options.statOf ?? dirFd, { bigint: true });
     const env = Object.entries(options.env ?? {}).map(([name, value]) => ({ name, value }));
     const frame: Frame = { type: 'start', rows: options.rows ?? 24, cols: options.cols ?? 80, cwdDev: stat.dev, cwdIno: stat.ino, argv, env };
+    // The send owns (and closes) the fds it carries; `dir`'s own fd is ours to close when it stays behind.
+    if (options.fds) closeSync(dirFd);
     this.send(frame, options.fds ?? [dirFd]);
   }
 
