@@ -80,7 +80,7 @@ export class Agent {
   }
 
   /** Connections made by the agent's main process itself. */
-  peers(count: number, mode: 'silent' | 'hello' | 'hello-idle', hold = false): Promise<{ reports: PeerReport[] }> {
+  peers(count: number, mode: 'silent' | 'hello' | 'hello-idle' | 'junk', hold = false): Promise<{ reports: PeerReport[] }> {
     return this.command({ peers: { count, mode, hold } });
   }
 
