@@ -11,14 +11,18 @@ import { helperPath } from './helper-path.ts';
 import { Session } from './session.ts';
 import { describeEnd } from './end-report.ts';
 import { SessionError } from '../protocol/session-error.ts';
+import { createLogger, sessionFields, type LogFields, type LogLevel } from '../log.ts';
 
 /** The control socketpair end the broker hands every worker. */
 export const CONTROL_FD = 3;
 export const WORKER_CONFIG_ENV = 'OPENCODE_PTY_WORKER_CONFIG';
 export const BUS_ADDRESS_ENV = 'OPENCODE_PTY_BUS_ADDRESS';
 
-function log(message: string): void {
-  process.stderr.write(`worker[${process.pid}]: ${message}\n`);
+const logger = createLogger(`worker[${process.pid}]`);
+
+/** The session's lines are info; fields (SESSION_UNIT, …) make them searchable in the journal. */
+function log(message: string, fields?: LogFields, level: LogLevel = 'info'): void {
+  logger(level, message, fields);
 }
 
 /** Reports are tiny, but the process must not exit while one still sits in our queue. */
@@ -42,7 +46,7 @@ async function main(): Promise<number> {
     (address, options) => UnitManager.connect(address, options),
     process.env[BUS_ADDRESS_ENV] || undefined,
     { timeoutMs: config.limits.operationTimeoutMs },
-    (_level, message) => log(message),
+    (level, message) => log(message, undefined, level),
   );
   sendControl(control, { type: 'ready' });
   const first = await readControl(control);
@@ -75,14 +79,14 @@ async function main(): Promise<number> {
     reason = await session.run();
   } catch (error) {
     // Stopping the unit failed: the broker sees this report (or our exit) and stops the unit itself.
-    log(`session ${session.unit ?? ''} could not be cleaned up: ${(error as Error).message}`);
+    log(`session ${session.unit ?? ''} could not be cleaned up: ${(error as Error).message}`, sessionFields(session.unit), 'error');
     sendControl(control, { type: 'ended', reason: 'cleanup-failed' });
     manager.close();
     await flushed(control);
     return 1;
   }
   sendControl(control, { type: 'ended', reason });
-  log(`session ${session.unit ?? '(none)'} ended: ${session.ending ? describeEnd(session.ending) : reason}`);
+  log(`session ${session.unit ?? '(none)'} ended: ${session.ending ? describeEnd(session.ending) : reason}`, { ...sessionFields(session.unit), RESULT: reason });
   manager.close();
   await flushed(control);
   return 0;
@@ -91,7 +95,7 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (error) => {
-    log(`fatal: ${(error as Error).message}`);
+    log(`fatal: ${(error as Error).message}`, undefined, 'error');
     process.exit(1);
   },
 );
