@@ -1,13 +1,16 @@
 // Bundles the broker, the worker and the CLI into single files in dist/ that run with no
 // node_modules beside them; the native addon, dbus-next's usocket addon and the session
-// helper are copied next to them and loaded by path.
+// helper are copied next to them and loaded by path; dist/manifest.json hashes all of it.
 import { build } from 'esbuild';
-import { chmodSync, copyFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { buildManifest } from './scripts/manifest.mjs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = dirname(fileURLToPath(import.meta.url));
 const out = join(root, 'dist');
+// A fresh dist/ each time: the manifest lists exactly what this build shipped.
+rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
 
 // usocket finds its addon through bindings(), which searches from its own package folder;
@@ -63,6 +66,10 @@ const entries = {
 await build({
   entryPoints: Object.fromEntries(Object.entries(entries).map(([name, path]) => [name, join(root, path)])),
   outdir: out,
+  // Paths in the bundle's comments are relative to this, so the output is the same from any directory.
+  absWorkingDir: root,
+  // …and a node_modules reached through a symlink is named by that link, not by where it points.
+  preserveSymlinks: true,
   bundle: true,
   platform: 'node',
   target: 'node20',
@@ -81,5 +88,11 @@ const copies = [
   ['node_modules/usocket/build/Release/uwrap.node', 'uwrap.node'],
 ];
 for (const [from, to] of copies) copyFileSync(join(root, from), join(out, to));
+// The units ship with the bundle: the installer writes them from here.
+mkdirSync(join(out, 'units'));
+for (const name of readdirSync(join(root, 'units'))) copyFileSync(join(root, 'units', name), join(out, 'units', name));
 for (const name of ['cli.js', 'broker.js', 'worker.js', 'opencode-pty-session']) chmodSync(join(out, name), 0o755);
-console.error(`built ${Object.keys(entries).map((name) => `dist/${name}.js`).join(', ')}`);
+for (const name of ['opencode_pty.node', 'uwrap.node']) chmodSync(join(out, name), 0o644);
+for (const name of readdirSync(join(out, 'units'))) chmodSync(join(out, 'units', name), 0o644);
+writeFileSync(join(out, 'manifest.json'), `${JSON.stringify(buildManifest(root, out), null, 2)}\n`, { mode: 0o644 });
+console.error(`built ${Object.keys(entries).map((name) => `dist/${name}.js`).join(', ')}, dist/manifest.json`);
