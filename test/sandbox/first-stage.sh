@@ -56,11 +56,24 @@ root=$state/root
 mount -t tmpfs -o mode=0755 sandbox-root "$root"
 cp -a "$state/seed/." "$root/"
 
-mount --bind -o ro /usr "$root/usr"
-mount --bind -o ro /etc "$root/etc"
+# /usr and /etc are the host's, seen through overlays whose upper layers live in a tmpfs of this
+# namespace: writes inside land there and vanish with the sandbox. /usr stays read-only except the
+# default install directory; /etc is writable (an installer adds a group, writes its config) and
+# starts with the private account files instead of the host's.
+layers=$state/layers
+mkdir "$layers"
+mount -t tmpfs -o mode=0700 sandbox-layers "$layers"
+mkdir "$layers/usr" "$layers/usr-work" "$layers/etc" "$layers/etc-work"
+mount -t overlay -o "lowerdir=/usr,upperdir=$layers/usr,workdir=$layers/usr-work" sandbox-usr "$root/usr"
+mkdir -p "$root/usr/lib/opencode-pty"
+mount -o remount,ro "$root/usr"
+mount -t tmpfs -o mode=0755 sandbox-usr-lib "$root/usr/lib/opencode-pty"
+mount -t overlay -o "lowerdir=/etc,upperdir=$layers/etc,workdir=$layers/etc-work" sandbox-etc "$root/etc"
 for file in passwd group shadow gshadow machine-id hostname; do
-  mount --bind "$state/etc/$file" "$root/etc/$file"
+  cp "$state/etc/$file" "$root/etc/$file"
 done
+mkdir -p "$root/etc/opencode-pty"
+mount -t tmpfs -o mode=0755 sandbox-etc-opencode-pty "$root/etc/opencode-pty"
 # Tests install their units here; the host's enabled units stay out of sight.
 mount -t tmpfs -o mode=0755 sandbox-units "$root/etc/systemd/system"
 
