@@ -11,6 +11,8 @@ import { agentRun, deploy } from '../test/sandbox/deploy.ts';
 import { execArgv } from '../test/sandbox/exec.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
+/** How long a stopped session may take to end before its client is killed. */
+const STOP_DEADLINE_MS = 10_000;
 
 function say(message: string): void {
   process.stderr.write(`opencode-pty start: ${message}\n`);
@@ -48,17 +50,24 @@ async function main(): Promise<number> {
     const argv = agentRun(sandbox, command.length ? command : ['/bin/bash', '-l'], { tty });
     const [file, ...args] = execArgv(sandbox.pid1, argv, {}, sandbox);
     const child = spawn(file!, args, { stdio: 'inherit' });
-    // The terminal's ^C goes to the session in raw mode; a signal to us ends the session through the CLI.
+    const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('exit', (c, s) => resolve([c, s])));
+    // The terminal's ^C goes to the session in raw mode; a signal to us ends the session through the
+    // CLI, and npm's death reaches us as SIGTERM (setpriv --pdeathsig in package.json). A session
+    // that does not end within the deadline is killed: the sandbox always goes.
     for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
       process.on(signal, () => {
-        if (!stopping) child.kill(signal);
+        if (stopping) return;
         stopping = true;
+        child.kill(signal);
+        const deadline = setTimeout(() => child.kill('SIGKILL'), STOP_DEADLINE_MS);
+        void exited.then(() => clearTimeout(deadline));
       });
     }
-    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('exit', (c, s) => resolve([c, s])));
+    const [code, signal] = await exited;
     return code ?? 128 + (signal ? constants.signals[signal] : 0);
   } finally {
-    await sandbox.stop();
+    // The host check reports on stderr; it never replaces the session's status.
+    await sandbox.stop().catch((error: Error) => say(`after the session: ${error.message}`));
   }
 }
 

@@ -2,7 +2,8 @@
 import { tmpdir } from 'node:os';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { compareSnapshots, type HostSnapshot } from './host-check.ts';
+import { existsSync, rmSync } from 'node:fs';
+import { checkHost, compareSnapshots, placeCanary, snapshotHost, type HostSnapshot } from './host-check.ts';
 
 const before: HostSnapshot = { tmp: ['a', 'b'], run: ['dbus', 'lock'], mounts: 30, hashes: { '/etc/passwd': '1', '/etc/shadow': '2' } };
 
@@ -29,9 +30,24 @@ test('outside strict mode a new temp name only warns, unless systemd would have 
   assert.equal(warnings, [`${tmpdir()}: appeared (not from systemd; other work on this host?): w1.log`]);
 });
 
-test('a name that disappeared from the temp dir always fails', () => {
-  const { differences } = compareSnapshots(before, { ...before, tmp: ['a'] }, false);
-  assert.equal(differences, [`${tmpdir()}: disappeared: b`]);
+test('a name that disappeared from the temp dir fails in strict mode and only warns outside it (ordinary churn)', () => {
+  assert.equal(compareSnapshots(before, { ...before, tmp: ['a'] }, true).differences, [`${tmpdir()}: disappeared: b`]);
+  assert.equal(compareSnapshots(before, { ...before, tmp: ['a'] }, false), { differences: [], warnings: [`${tmpdir()}: disappeared (deleted by their owners?): b`] });
+});
+
+test('a wiped temp dir fails through the canary, strict or not', () => {
+  const canary = placeCanary();
+  rmSync(canary);
+  const traces = { canary };
+  assert.throws(() => checkHost(snapshotHost(), traces, false), (error: Error) => error.message.includes(`the canary ${canary} placed before boot is gone`));
+});
+
+test('the canary is left out of the listings and removed by the check', () => {
+  const snapshot = snapshotHost();
+  const canary = placeCanary();
+  assert.equal(snapshotHost().tmp, snapshot.tmp);
+  checkHost(snapshot, { canary }, true);
+  assert.not.ok(existsSync(canary));
 });
 
 test.run();

@@ -1,7 +1,8 @@
 // Proves a sandbox left the host as it found it: a snapshot before boot, compared after stop.
-import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { SandboxError } from './errors.ts';
 import { processesOfNamespace, type PidNamespaceIdentity } from './namespaces.ts';
 
@@ -11,6 +12,8 @@ import { processesOfNamespace, type PidNamespaceIdentity } from './namespaces.ts
  * listings; this sandbox's dir must be gone after stop (checked by exact path).
  */
 export const SANDBOX_DIR_PREFIX = 'opencode-pty-sandbox-';
+/** A file each sandbox leaves in the temp dir while it runs: if it is gone at the check, the temp dir was wiped. */
+export const CANARY_PREFIX = 'opencode-pty-canary-';
 
 const ACCOUNT_FILES = ['/etc/passwd', '/etc/group', '/etc/shadow', '/etc/gshadow'];
 
@@ -23,7 +26,7 @@ export interface HostSnapshot {
 
 function listing(dir: string): string[] {
   return readdirSync(dir)
-    .filter((name) => !name.startsWith(SANDBOX_DIR_PREFIX))
+    .filter((name) => !name.startsWith(SANDBOX_DIR_PREFIX) && !name.startsWith(CANARY_PREFIX))
     .sort();
 }
 
@@ -52,9 +55,10 @@ export interface Comparison {
 
 /**
  * What differs between two snapshots (pure). /run, the mounts and the account files compare
- * exactly. So does the temp dir, except that outside `strict` (CI) a new name there that systemd
- * would not create is only a warning: on a shared development host other work writes there too.
- * A name that disappeared always fails: that is what systemd-tmpfiles on the host's /tmp does.
+ * exactly. So does the temp dir in `strict` mode (CI). Outside it, on a real machine, other
+ * programs create and delete their own files there: a new name systemd would not create, or a name
+ * that disappeared, is only a warning. A wipe (what systemd-tmpfiles did to the host's /tmp once)
+ * is caught by the canary instead (`checkCanary`), which no other program has a reason to touch.
  */
 export function compareSnapshots(before: HostSnapshot, after: HostSnapshot, strict: boolean): Comparison {
   const differences: string[] = [];
@@ -70,7 +74,8 @@ export function compareSnapshots(before: HostSnapshot, after: HostSnapshot, stri
     const tolerated = added.filter((name) => !failing.includes(name));
     if (failing.length) differences.push(`${label}: appeared: ${failing.join(', ')}`);
     if (tolerated.length) warnings.push(`${label}: appeared (not from systemd; other work on this host?): ${tolerated.join(', ')}`);
-    if (removed.length) differences.push(`${label}: disappeared: ${removed.join(', ')}`);
+    if (removed.length && lenient) warnings.push(`${label}: disappeared (deleted by their owners?): ${removed.join(', ')}`);
+    else if (removed.length) differences.push(`${label}: disappeared: ${removed.join(', ')}`);
   }
   if (before.mounts !== after.mounts) differences.push(`host mount count changed: ${before.mounts} → ${after.mounts}`);
   for (const [file, hash] of Object.entries(before.hashes)) {
@@ -79,7 +84,16 @@ export function compareSnapshots(before: HostSnapshot, after: HostSnapshot, stri
   return { differences, warnings };
 }
 
+/** Places the canary; its path goes into the traces the check reads. */
+export function placeCanary(): string {
+  const path = join(tmpdir(), `${CANARY_PREFIX}${process.pid}-${randomBytes(4).toString('hex')}`);
+  writeFileSync(path, 'opencode-pty test sandbox: this file disappearing means the temp dir was wiped\n', { flag: 'wx' });
+  return path;
+}
+
 export interface SandboxTraces {
+  /** The canary placed before boot: it must still be there (then it is removed). */
+  canary?: string;
   /** The sandbox's pid namespace: no process may remain in it. */
   pidNamespace?: PidNamespaceIdentity;
   /** The sandbox's cgroup directory on the host: must be gone. */
@@ -92,6 +106,10 @@ export interface SandboxTraces {
 export function checkHost(before: HostSnapshot, traces: SandboxTraces, strict = Boolean(process.env.CI)): void {
   const { differences, warnings } = compareSnapshots(before, snapshotHost(), strict);
   for (const warning of warnings) process.stderr.write(`sandbox host check: WARNING: ${warning}\n`);
+  if (traces.canary) {
+    if (existsSync(traces.canary)) rmSync(traces.canary, { force: true });
+    else differences.push(`${tmpdir()} was wiped: the canary ${traces.canary} placed before boot is gone`);
+  }
   if (traces.pidNamespace !== undefined) {
     const left = processesOfNamespace(traces.pidNamespace);
     if (left.length) differences.push(`processes of the sandbox's pid namespace still alive: ${left.join(', ')}`);

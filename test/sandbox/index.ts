@@ -9,7 +9,7 @@ import { sandboxUnavailable } from './availability.ts';
 import { BootLog } from './boot-log.ts';
 import { createCgroup, hostCgroup2Mount } from './cgroup.ts';
 import { SandboxError } from './errors.ts';
-import { SANDBOX_DIR_PREFIX, snapshotHost } from './host-check.ts';
+import { placeCanary, SANDBOX_DIR_PREFIX, snapshotHost } from './host-check.ts';
 import { launch } from './launch.ts';
 import { Sandbox, type SandboxParts } from './sandbox.ts';
 import { sweepStale, writeOwner } from './stale.ts';
@@ -80,7 +80,8 @@ export async function bootSandbox(options: { name?: string; runDir?: string } & 
 
   await sweepStale();
   // Snapshot first, then create our temp dir: stop removes it, so the comparison is exact.
-  const resources: SandboxResources = { before: snapshotHost(), stateDir: mkdtempSync(join(tmpdir(), SANDBOX_DIR_PREFIX)) };
+  const before = snapshotHost();
+  const resources: SandboxResources = { before, canary: placeCanary(), stateDir: mkdtempSync(join(tmpdir(), SANDBOX_DIR_PREFIX)) };
   writeOwner(resources.stateDir);
   let sandbox: Sandbox | undefined;
   try {

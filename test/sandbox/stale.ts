@@ -4,7 +4,7 @@ import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cgroupProcesses, hostCgroup2Mount, removeCgroup } from './cgroup.ts';
-import { SANDBOX_DIR_PREFIX } from './host-check.ts';
+import { CANARY_PREFIX, SANDBOX_DIR_PREFIX } from './host-check.ts';
 import { isZombie, startTime } from './namespaces.ts';
 
 const OWNER_FILE = 'owner';
@@ -49,6 +49,14 @@ export async function sweepStale(): Promise<string[]> {
     }
     rmSync(dir, { recursive: true, force: true });
     removed.push(dir);
+  }
+  // Canaries are named by their owner's PID; a dead owner's canary is a leftover too.
+  for (const name of readdirSync(tmpdir()).filter((n) => n.startsWith(CANARY_PREFIX))) {
+    const pid = Number(name.slice(CANARY_PREFIX.length).split('-')[0]);
+    if (Number.isInteger(pid) && pid > 0 && (startTime(pid) === undefined || isZombie(pid))) {
+      rmSync(join(tmpdir(), name), { force: true });
+      removed.push(join(tmpdir(), name));
+    }
   }
   // A cgroup outlives its temp dir only when its test process died in between.
   if (mount) {

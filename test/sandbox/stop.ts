@@ -17,6 +17,8 @@ const STEP_DEADLINE_MS = 5000;
 /** Whatever the boot got as far as creating; stop cleans exactly that. */
 export interface SandboxResources {
   before: HostSnapshot;
+  /** The temp dir's canary (host-check.ts): gone at the check means the temp dir was wiped. */
+  canary?: string;
   stateDir: string;
   /** The sandbox's own cgroup on the host (systemd's whole tree). */
   cgroup?: string;
@@ -125,6 +127,7 @@ export async function teardown(resources: SandboxResources): Promise<StopReport>
     () => removeStateDir(resources.stateDir),
     () =>
       checkHost(resources.before, {
+        canary: resources.canary,
         pidNamespace: resources.launched,
         cgroup: resources.cgroup,
         stateDir: resources.stateDir,
