@@ -91,7 +91,9 @@ for (const [from, to] of copies) copyFileSync(join(root, from), join(out, to));
 // The units ship with the bundle: the installer writes them from here.
 mkdirSync(join(out, 'units'));
 for (const name of readdirSync(join(root, 'units'))) copyFileSync(join(root, 'units', name), join(out, 'units', name));
-for (const name of ['cli.js', 'broker.js', 'worker.js', 'opencode-pty-session']) chmodSync(join(out, name), 0o755);
+for (const name of ['cli.js', 'broker.js', 'worker.js']) chmodSync(join(out, name), 0o755);
+// Not readable by others: the kernel makes it non-dumpable from exec on (see unsafeHelper).
+chmodSync(join(out, 'opencode-pty-session'), 0o711);
 for (const name of ['opencode_pty.node', 'uwrap.node']) chmodSync(join(out, name), 0o644);
 for (const name of readdirSync(join(out, 'units'))) chmodSync(join(out, 'units', name), 0o644);
 writeFileSync(join(out, 'manifest.json'), `${JSON.stringify(buildManifest(root, out), null, 2)}\n`, { mode: 0o644 });

@@ -1,5 +1,5 @@
 // Finds the session helper executable: beside a bundle in dist/, or in build/Release of a checkout.
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -24,6 +24,21 @@ function isExecutable(path: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Why the helper at `path` may not run sessions, or undefined when it may (pure but for one stat).
+ * It must be root-owned and neither readable nor writable by anyone else: the kernel then makes it
+ * non-dumpable from exec on, so no process of the client account can take its fds (the client
+ * socket) in the moment before its own prctl(PR_SET_DUMPABLE, 0). With the helper readable a
+ * same-account process racing pidfd_getfd took the socket from 3 of 20 helpers.
+ */
+export function unsafeHelper(path: string): string | undefined {
+  const stat = statSync(path, { throwIfNoEntry: false });
+  if (!stat?.isFile()) return `${path} is not a file`;
+  if (stat.uid !== 0) return `${path} is owned by uid ${stat.uid}, not root`;
+  if ((stat.mode & 0o066) !== 0) return `${path} has mode ${(stat.mode & 0o7777).toString(8)}: group and others must not read or write it (install it 0711)`;
+  return undefined;
 }
 
 /** The absolute path of the helper; `from` is the directory of the running module (for tests). */

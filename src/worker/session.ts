@@ -17,6 +17,7 @@ import type { HelperMessage } from '../control/helper-channel.ts';
 import { sessionEnvironment } from './environment.ts';
 import { flushed, lastWrite, writeFinalFrame, type SessionOutcome } from './final-frame.ts';
 import { HelperLink } from './helper-link.ts';
+import { unsafeHelper } from './helper-path.ts';
 import { recheckPeer } from '../identity/peer-recheck.ts';
 import { receiveStart } from './receive-start.ts';
 import { SessionError } from '../protocol/session-error.ts';
@@ -160,6 +161,8 @@ export class Session {
 
   async #startUnit(frame: FrameOf<'start'>, cwdFd: number): Promise<void> {
     const { config, manager, helperPath } = this.#deps;
+    const unsafe = unsafeHelper(helperPath);
+    if (unsafe) throw new SessionError(ErrorCode.INTERNAL, `the session helper is not installed safely: ${unsafe}`);
     const name = unitNameFor(randomBytes(16), config.unitPrefix);
     this.#unit = name;
     // The broker learns the name first, so it can stop the unit even if this process dies mid-start.

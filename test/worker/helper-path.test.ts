@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { HELPER_NAME, HelperPathError, helperPath } from '../../src/worker/helper-path.ts';
+import { chmodSync, chownSync } from 'node:fs';
+import { HELPER_NAME, HelperPathError, helperPath, unsafeHelper } from '../../src/worker/helper-path.ts';
 
 test('finds the built helper of this checkout', () => {
   assert.match(helperPath(), /\/build\/Release\/opencode-pty-session$/);
@@ -39,6 +40,32 @@ test('throws HELPER_NOT_FOUND when there is none, or only a file that is not exe
   } finally {
     rmSync(base, { recursive: true });
   }
+});
+
+test('a helper runs sessions only root-owned and unreadable by others (0711): no window before its prctl', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'helper-mode-'));
+  const path = join(dir, HELPER_NAME);
+  try {
+    writeFileSync(path, '', { mode: 0o711 });
+    chmodSync(path, 0o711);
+    assert.is(unsafeHelper(path), undefined);
+    for (const mode of [0o755, 0o744, 0o715, 0o731]) {
+      chmodSync(path, mode);
+      assert.match(unsafeHelper(path) ?? '', 'must not read or write', mode.toString(8));
+    }
+    chmodSync(path, 0o711);
+    chownSync(path, 4242, 0);
+    assert.match(unsafeHelper(path) ?? '', 'not root');
+    assert.match(unsafeHelper(join(dir, 'missing')) ?? '', 'is not a file');
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
+});
+
+test('the build ships the helper 0711', async () => {
+  const { statSync } = await import('node:fs');
+  const built = new URL('../../dist/opencode-pty-session', import.meta.url);
+  assert.is(statSync(built).mode & 0o7777, 0o711);
 });
 
 test.run();
