@@ -31,6 +31,17 @@ void CloseAll(const std::vector<int>& fds) {
   for (int fd : fds) close(fd);
 }
 
+// A peer may send a socket with SO_LINGER set and data it cannot deliver: close(2) on it would then
+// block the closing thread for as long as the peer chose (socket(7) "SO_LINGER"), freezing the
+// broker or a worker. Every received socket has lingering turned off before anyone can close it.
+void DisarmLinger(int fd) {
+  int type;
+  socklen_t size = sizeof type;
+  if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) != 0) return;  // not a socket
+  const linger off = {0, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &off, sizeof off);
+}
+
 // Collects every descriptor the kernel installed, bounded by what it says it wrote (msg_controllen).
 void CollectFds(msghdr* msg, std::vector<int>* fds, bool* foreign) {
   const auto* end = static_cast<const unsigned char*>(msg->msg_control) + msg->msg_controllen;
@@ -46,6 +57,7 @@ void CollectFds(msghdr* msg, std::vector<int>* fds, bool* foreign) {
     for (size_t i = 0; i + sizeof(int) <= bytes; i += sizeof(int)) {
       int fd;
       std::memcpy(&fd, data + i, sizeof fd);  // CMSG_DATA need not be int-aligned for the compiler
+      DisarmLinger(fd);
       fds->push_back(fd);
     }
   }

@@ -5,6 +5,9 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <thread>
 
 namespace opencode_pty {
 
@@ -31,10 +34,25 @@ Napi::Value StatCached(const Napi::CallbackInfo& info) {
   return result;
 }
 
+// close(2) on a peer's file on FUSE sends FLUSH and waits for the answer without end (the kernel's
+// forced requests wait uninterruptibly): such a descriptor is closed on a thread of its own, so
+// only that thread can be held, never the event loop.
+Napi::Value CloseDetached(const Napi::CallbackInfo& info) {
+  int fd;
+  if (!ArgFd(info, 0, &fd)) return Napi::Value();
+  try {
+    std::thread([fd] { close(fd); }).detach();
+  } catch (...) {
+    close(fd);  // no thread to be had (EAGAIN): close here rather than leak
+  }
+  return info.Env().Undefined();
+}
+
 }  // namespace
 
 void InitFdStat(Napi::Env env, Napi::Object exports) {
   exports.Set("statCached", Napi::Function::New(env, StatCached, "statCached"));
+  exports.Set("closeDetached", Napi::Function::New(env, CloseDetached, "closeDetached"));
 }
 
 }  // namespace opencode_pty

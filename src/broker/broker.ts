@@ -305,8 +305,17 @@ export class Broker {
   #adopt(worker: WorkerHandle): void {
     this.#sessions.add(worker);
     this.#status();
-    void worker.exited.then(async () => {
-      const { manager, config, log } = this.#deps;
+    const { log } = this.#deps;
+    // The slot is free once the session's unit is gone, reported or after the worker's exit: a
+    // worker whose own exit is held (a thread closing a peer's FUSE file) must not hold it.
+    const cleanEnd = worker.ended.then((reason) => (reason === 'cleanup-failed' ? worker.exited : undefined));
+    void Promise.race([worker.exited, cleanEnd]).then(async () => {
+      const { manager, config } = this.#deps;
+      if (worker.child.exitCode === null && worker.child.signalCode === null) {
+        const held = setTimeout(() => log('warning', `worker ${worker.child.pid} reported its session ended but has not exited after 10 s`), 10_000);
+        held.unref();
+        void worker.exited.then(() => clearTimeout(held));
+      }
       // A worker reports 'ended' only after its unit is gone, unless that cleanup failed.
       const cleanedUp = worker.endReason !== undefined && worker.endReason !== 'cleanup-failed';
       if (worker.unit && !cleanedUp) {

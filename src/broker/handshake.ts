@@ -1,6 +1,6 @@
 // Reads HELLO frame-exact (never a byte of START, which carries the cwd fd) and picks the version.
 import type { FdSocket } from '../io/fd-socket.ts';
-import { closeAll } from '../io/fds.ts';
+import { closeReceived } from '../io/fds.ts';
 import { ErrorCode, FrameType, HEADER_SIZE, PROTOCOL_VERSION, isProtocolError, parseHeader, parsePayload, type FrameOf } from '../protocol/index.ts';
 import { SessionError } from '../protocol/session-error.ts';
 
@@ -29,7 +29,7 @@ export async function readHello(socket: FdSocket): Promise<FrameOf<'hello'>> {
 
 function rejectFds(fds: number[], control: boolean): void {
   if (fds.length === 0 && !control) return;
-  closeAll(fds);
+  closeReceived(fds);
   throw new SessionError(ErrorCode.PROTOCOL, 'protocol error: a descriptor may only travel with START');
 }
 

@@ -1,5 +1,5 @@
 // Refusing a connection without ever blocking: one ERROR frame, then what the peer sent is read away.
-import { closeQuietly } from '../io/fds.ts';
+import { closeQuietly, closeReceived } from '../io/fds.ts';
 import { native } from '../native/binding.ts';
 import { encodeFrame, errorFrame, type ErrorCodeValue } from '../protocol/index.ts';
 
@@ -25,7 +25,7 @@ function discardInput(fd: number): void {
       return;
     }
     if (!message) return;
-    for (const received of message.fds) closeQuietly(received);
+    closeReceived(message.fds);
     if (message.bytes === 0) return;
   }
 }

@@ -39,6 +39,9 @@ export class WorkerHandle {
   endReason: string | undefined;
   readonly ready: Promise<void>;
   readonly exited: Promise<void>;
+  /** Resolves with the reason once the worker reports its session ended (its unit is gone unless 'cleanup-failed'). */
+  readonly ended: Promise<string>;
+  #endedResolve: (reason: string) => void = () => undefined;
   /** Resolves once the worker's session has started or ended, or the worker is gone. */
   readonly settled: Promise<void>;
   #onMessage: (message: WorkerMessage) => void = () => undefined;
@@ -60,6 +63,7 @@ export class WorkerHandle {
     this.ready.catch(() => undefined);
     let settle: () => void = () => undefined;
     this.settled = new Promise((resolve) => (settle = resolve));
+    this.ended = new Promise((resolve) => (this.#endedResolve = resolve));
     this.exited = new Promise((resolve) => {
       const gone = (why: string) => {
         readyReject(new Error(`worker ${this.child.pid ?? '(not started)'} ${why} before it was ready`));
@@ -87,7 +91,10 @@ export class WorkerHandle {
       for (const message of messages as WorkerMessage[]) {
         if (message.type === 'ready') readyResolve();
         if (message.type === 'unit') this.unit = message.name;
-        if (message.type === 'ended') this.endReason = message.reason;
+        if (message.type === 'ended') {
+          this.endReason = message.reason;
+          this.#endedResolve(message.reason);
+        }
         if (message.type === 'started' || message.type === 'ended') settle();
         this.#onMessage(message);
       }

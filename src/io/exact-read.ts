@@ -1,6 +1,6 @@
 // One frame-exact read in progress: recvmsg never past the bytes asked for, fds gathered across partial reads.
 import { native } from '../native/binding.ts';
-import { closeAll } from './fds.ts';
+import { closeReceived } from './fds.ts';
 import { IoError, fromSystemError } from './io-error.ts';
 
 export interface ExactRead {
@@ -68,7 +68,7 @@ export class ExactRequest {
 
   /** Rejects, closing every fd received so far. */
   fail(error: IoError): void {
-    closeAll(this.#fds);
+    closeReceived(this.#fds);
     this.#fds = [];
     this.#reject(error);
   }

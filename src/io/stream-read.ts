@@ -1,6 +1,6 @@
 // One streaming read: recvmsg into a scratch buffer, telling data, EOF and forbidden control data apart.
 import { native } from '../native/binding.ts';
-import { closeAll } from './fds.ts';
+import { closeReceived } from './fds.ts';
 import { fromSystemError, type IoErrorCode } from './io-error.ts';
 
 /** Control space of a streaming read: enough to see that fds came (and close them), never to keep them. */
@@ -23,7 +23,7 @@ export function readChunk(fd: number, scratch: Buffer): StreamRead {
   }
   if (message === null) return { kind: 'blocked' };
   if (message.fds.length > 0 || message.controlTruncated) {
-    closeAll(message.fds);
+    closeReceived(message.fds);
     return { kind: 'control', code: 'UNEXPECTED_FD' };
   }
   if (message.foreignControl) return { kind: 'control', code: 'UNEXPECTED_CONTROL' };

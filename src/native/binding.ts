@@ -80,6 +80,8 @@ export interface NativeBinding {
   /** Device, inode and whether it is a directory, from statx(AT_STATX_DONT_SYNC): the kernel's cached
    * attributes, so the file system (FUSE, NFS) is never asked and cannot make the caller wait. */
   statCached(fd: number): { dev: bigint; ino: bigint; directory: boolean };
+  /** close(fd) on a detached thread of its own: for a peer's descriptor whose close could block without end (FUSE). */
+  closeDetached(fd: number): void;
   /** socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK), bind(path), listen(backlog). */
   listenUnix(path: string, backlog: number): number;
   /** accept4 with SOCK_CLOEXEC | SOCK_NONBLOCK; -1 when nothing is pending. */

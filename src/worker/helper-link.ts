@@ -2,7 +2,7 @@
 // Read with recvmsg on our own watcher (never libuv's read, which would drop a stray fd unseen), and
 // readable to EAGAIN on demand: once the unit is inactive, what is not there now will never come.
 import { native, type FdWatcher } from '../native/binding.ts';
-import { closeAll, closeQuietly } from '../io/fds.ts';
+import { closeQuietly, closeReceived } from '../io/fds.ts';
 import { HelperChannelError, HelperDecoder, encodeCommand, type HelperMessage } from '../control/helper-channel.ts';
 
 export interface HelperLinkEvents {
@@ -52,7 +52,7 @@ export class HelperLink {
       }
       if (received === null) return;
       if (received.fds.length > 0 || received.controlTruncated || received.foreignControl) {
-        closeAll(received.fds);
+        closeReceived(received.fds);
         return this.#fail(new HelperChannelError('the session helper sent a descriptor'));
       }
       if (received.bytes === 0) return this.#stop();

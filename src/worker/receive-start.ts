@@ -1,7 +1,7 @@
 // Reads START frame-exact, so the cwd fd can only arrive with START's own bytes, and checks that fd.
 import { readFileSync } from 'node:fs';
 import type { FdSocket } from '../io/fd-socket.ts';
-import { closeAll } from '../io/fds.ts';
+import { closeReceived } from '../io/fds.ts';
 import { native } from '../native/binding.ts';
 import { ErrorCode, FrameType, HEADER_SIZE, parseHeader, parsePayload, isProtocolError, type ErrorCodeValue, type FrameOf } from '../protocol/index.ts';
 import { SessionError } from '../protocol/session-error.ts';
@@ -79,7 +79,7 @@ export async function receiveStart(socket: FdSocket): Promise<ReceivedStart> {
     const cwdFd = await checkStartDescriptors(frame, fds, { controlTruncated: truncated, foreignControl: foreign });
     return { frame, cwdFd };
   } catch (error) {
-    closeAll(fds);
+    closeReceived(fds);
     if (isProtocolError(error)) throw new SessionError(error.wireCode as ErrorCodeValue, error.message, { cause: error });
     throw error;
   }

@@ -1,0 +1,52 @@
+// A descriptor on HELLO is refused and closed; closing it must not stop the broker. A TCP socket with
+// SO_LINGER and unsent data would block close(2) for its linger time on the broker's event loop,
+// where it accepts everything else: the addon disarms the linger of every socket it receives.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { bootSandbox, SOCKET_GROUP, type Sandbox } from '../sandbox/index.ts';
+import { AGENT_SERVICE, SOCKET_PATH } from '../sandbox/deploy.ts';
+import { deployBroker } from './harness.ts';
+
+const SCRIPT = `
+import socket, struct, time
+HELLO = bytes.fromhex('01000000084f43505400010001')
+def roundtrip():
+    s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect('${SOCKET_PATH}'); s.send(HELLO)
+    try: return 'answered' if s.recv(64)[:1] == b'\\x02' else 'refused'
+    except socket.timeout: return 'no answer in 10 s'
+l = socket.socket(); l.bind(('127.0.0.1', 0)); l.listen()
+c = socket.create_connection(l.getsockname()); a, _ = l.accept()
+a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096); c.setblocking(False)
+try:
+    while True: c.send(b'x' * 65536)
+except BlockingIOError: pass
+c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 3600))
+u = socket.socket(socket.AF_UNIX); u.connect('${SOCKET_PATH}')
+u.sendmsg([HELLO], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack('i', c.fileno()))]); c.close()
+time.sleep(0.5)
+print(roundtrip(), flush=True)
+`;
+
+let sandbox: Sandbox;
+
+test.before(async () => {
+  sandbox = await bootSandbox({ name: 'broker-hostile-hello' });
+  await deployBroker(sandbox);
+  await sandbox.install([{ content: SCRIPT, to: '/opt/opencode-pty/test/linger.py', mode: 0o644 }]);
+});
+
+test.after(async () => {
+  await sandbox?.stop();
+});
+
+test('the agent sends HELLO with a lingering TCP socket attached: its next connection is still answered', async () => {
+  const run = await sandbox.exec([
+    'systemd-run', '--quiet', '--wait', '--collect', '--pipe', `--unit=${AGENT_SERVICE}`, '--service-type=exec',
+    `--uid=${sandbox.client.user}`, `--gid=${sandbox.client.group}`, `--property=SupplementaryGroups=${SOCKET_GROUP.name}`,
+    '/usr/bin/python3', '/opt/opencode-pty/test/linger.py',
+  ], { timeoutMs: 60_000 });
+  assert.is(run.code, 0, run.stderr);
+  assert.is(run.stdout.trim(), 'answered');
+});
+
+test.run();

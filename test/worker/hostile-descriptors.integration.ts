@@ -1,0 +1,140 @@
+// START descriptors whose close could block: a refused one is closed without holding the worker's
+// event loop (BAD_START within the deadline), and the worker still ends its session.
+// A FUSE file system mounted with allow_other (as fusermount does with user_allow_other) answers
+// nothing once told to; a TCP socket with SO_LINGER and unsent data blocks close(2) for its linger.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { execFileSync, spawn } from 'node:child_process';
+import { closeSync, constants, fstatSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { native } from '../../src/native/binding.ts';
+import { encodeFrame, type Frame } from '../../src/protocol/index.ts';
+import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
+import { installHelper, RawClient, WorkerProcess, workerConfig } from './harness.ts';
+
+const HANGFS_C = fileURLToPath(new URL('./fixtures/hangfs.c', import.meta.url));
+const DEADLINE_MS = 1500;
+/** How long past the deadline a worker may take to end; far more than it needs. */
+const GRACE_MS = 8000;
+let sandbox: Sandbox;
+let build: string;
+
+test.before(async () => {
+  build = mkdtempSync(join(tmpdir(), 'hangfs-'));
+  execFileSync('cc', ['-O1', '-o', join(build, 'hangfs'), HANGFS_C]);
+  sandbox = await bootSandbox({ name: 'worker-hostile-descriptors' });
+  await installHelper(sandbox);
+  await sandbox.install([{ from: join(build, 'hangfs'), to: '/opt/hangfs', mode: 0o755 }]);
+  const prep = await sandbox.exec(['/bin/sh', '-c', 'mknod /dev/fuse c 10 229 && chmod 666 /dev/fuse && mkdir /run/hangmnt']);
+  assert.is(prep.code, 0, prep.stderr);
+});
+
+test.after(async () => {
+  await sandbox?.stop();
+  if (build) rmSync(build, { recursive: true, force: true });
+});
+
+function within<T>(promise: Promise<T>, ms: number, otherwise: string): Promise<T | string> {
+  return Promise.race([promise, new Promise<string>((resolve) => setTimeout(() => resolve(otherwise), ms).unref())]);
+}
+
+async function mountHangfs() {
+  const server = sandbox.spawn(['/opt/hangfs', '/run/hangmnt', String(sandbox.client.uid)]);
+  let log = '';
+  await new Promise<void>((resolve, reject) => {
+    server.stderr!.on('data', (chunk) => {
+      log += chunk;
+      if (log.includes('mounted')) resolve();
+    });
+    server.on('exit', () => reject(new Error(`hangfs: ${log}`)));
+  });
+  return {
+    hang: (what: 'getattr' | 'flush') => writeFileSync(`${sandbox.root}/run/hangfs-hang`, what),
+    async unmount() {
+      server.kill('SIGKILL');
+      await sandbox.exec(['/bin/sh', '-c', 'rm -f /run/hangfs-hang; umount -l /run/hangmnt']);
+    },
+  };
+}
+
+/** A worker with a short deadline; START (with `fd`, not closed by us) sent without FdSocket. */
+async function startWith(fd: number, stat: { dev: bigint; ino: bigint }) {
+  const worker = new WorkerProcess(sandbox, workerConfig(sandbox));
+  await worker.waitFor('ready');
+  const [ours, theirs] = native().socketpair();
+  worker.handOff(theirs, {}, DEADLINE_MS);
+  const client = new RawClient(ours);
+  return {
+    worker,
+    client,
+    send() {
+      const start: Frame = { type: 'start', rows: 24, cols: 80, cwdDev: stat.dev, cwdIno: stat.ino, argv: ['/bin/true'], env: [] };
+      const bytes = encodeFrame(start);
+      native().sendmsg(ours, bytes, 0, bytes.length, [fd]);
+    },
+  };
+}
+
+test('a FUSE regular file whose FLUSH never returns: BAD_START within the deadline, and the worker exits', async () => {
+  const fs = await mountHangfs();
+  const fd = openSync(`${sandbox.root}/run/hangmnt/f`, constants.O_RDONLY);
+  const stat = fstatSync(fd, { bigint: true });
+  const { worker, client, send } = await startWith(fd, stat);
+  // Our own close would flush too: the server hangs FLUSH only once no exec of ours is left to come.
+  fs.hang('flush');
+  send();
+  // Today: the worker refuses it and closes it on its event loop; close(2) waits on FLUSH without
+  // end, so neither BAD_START nor the deadline ever comes.
+  const closed = await within(client.closed().then(() => 'closed'), DEADLINE_MS + GRACE_MS, 'connection still open');
+  await fs.unmount();
+  try {
+    closeSync(fd); // ENOTCONN once the server is gone
+  } catch {}
+  await worker.exited;
+  assert.is(closed, 'closed');
+});
+
+test('a TCP socket with SO_LINGER and unsent data: BAD_START within the deadline', async () => {
+  // Python: Node cannot set SO_LINGER. It sends us the lingering end and keeps the receiver unread.
+  const script = [
+    'import socket, struct, sys, time',
+    'l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen()',
+    'c = socket.create_connection(l.getsockname()); a, _ = l.accept()',
+    'a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096); c.setblocking(False)',
+    'try:\n    while True: c.send(b"x" * 65536)\nexcept BlockingIOError: pass',
+    'c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 3600))',
+    'u = socket.socket(socket.AF_UNIX, fileno=3)',
+    'u.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", c.fileno()))])',
+    // Our own recvmsg disarms the linger (the addon does for every received socket): arm it again
+    // on the shared socket once we hold it, so the worker's receive is the one that must disarm it.
+    'print("sent", flush=True); sys.stdin.readline()',
+    'c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 3600)); c.close()',
+    'print("armed", flush=True); time.sleep(120)',
+  ].join('\n');
+  const [mine, forPython] = native().socketpair();
+  const python = spawn('/usr/bin/python3', ['-c', script], { stdio: ['pipe', 'pipe', 'inherit', forPython] });
+  closeSync(forPython);
+  let said = '';
+  const heard = (word: string) => new Promise<void>((resolve) => {
+    const check = () => said.includes(word) && resolve();
+    python.stdout!.on('data', (chunk) => ((said += chunk), check()));
+    check();
+  });
+  await heard('sent');
+  const lingering = native().recvmsg(mine, Buffer.alloc(1), 0, 1, 1)!.fds[0]!;
+  python.stdin!.write('rearm\n');
+  await heard('armed');
+  const { worker, client, send } = await startWith(lingering, { dev: 1n, ino: 1n });
+  send();
+  closeSync(lingering); // the worker's close is then the last one: that is the one that lingers
+  const closed = await within(client.closed().then(() => 'closed'), DEADLINE_MS + GRACE_MS, 'connection still open');
+  python.kill('SIGKILL');
+  closeSync(mine);
+  await worker.exited;
+  assert.is(closed, 'closed');
+  assert.equal(client.frames.map((frame) => frame.type), ['error']);
+});
+
+test.run();
