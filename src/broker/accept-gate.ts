@@ -88,6 +88,10 @@ export class AcceptGate {
     const { config, admission, service } = this.#deps;
     const who = `pid ${peer.credentials.pid}`;
     if (config.requireClientUnit && service) {
+      // Decided here, synchronously: a peer that cannot be inside never waits on (or counts against) a read.
+      if (!service.plausible(peer.cgroup)) {
+        return refusal(ErrorCode.AUTHENTICATION, AUTHENTICATION_FAILED, peer.cgroup, `not inside ${service.service}`, who);
+      }
       const looked = await this.#lookup(() => service.contains(peer.cgroup, peer.startTicks));
       if (looked === 'busy') return busy(peer);
       if (!looked.inside) {

@@ -39,7 +39,8 @@ export class RefusalLog {
       return undefined;
     }
     this.#episodes.set(key, { reason, first: now, last: now, count: 1 });
-    return `refused ${key}: ${reason} (${detail}); further refusals of it are counted until ${this.#quietMs / 1000} s pass without one`;
+    // The key is a peer's cgroup path, which a delegated subtree could name with a newline: quoted.
+    return `refused ${JSON.stringify(key)}: ${reason} (${detail}); further refusals of it are counted until ${this.#quietMs / 1000} s pass without one`;
   }
 
   /** Ends the episodes quiet for QUIET_MS; returns their closing lines (only for episodes of more than one refusal). */
@@ -50,7 +51,7 @@ export class RefusalLog {
       this.#episodes.delete(key);
       if (episode.count > 1) {
         const seconds = ((episode.last - episode.first) / 1000).toFixed(1);
-        lines.push(`refused ${key} ${episode.count} times over ${seconds} s: ${episode.reason}`);
+        lines.push(`refused ${JSON.stringify(key)} ${episode.count} times over ${seconds} s: ${episode.reason}`);
       }
     }
     return lines;

@@ -112,6 +112,11 @@ export class ClientService {
     }
   }
 
+  /** Whether `cgroup` could be inside the service at all (no read; see plausiblyInside). */
+  plausible(cgroup: string): boolean {
+    return plausiblyInside(cgroup, this.service);
+  }
+
   /** Is `cgroup` inside the live service? A negative answer always comes from a look newer than the peer. */
   async contains(cgroup: string, peerStartTicks: number): Promise<{ inside: boolean; snapshot?: ServiceSnapshot }> {
     if (!plausiblyInside(cgroup, this.service)) return { inside: false };
