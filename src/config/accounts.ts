@@ -9,8 +9,12 @@ function records(text: string): string[][] {
     .map((line) => line.split(':'));
 }
 
-/** Parses passwd- and group-format text; the first record of a name wins, as in glibc's files backend. */
-export function parseAccounts(passwd: string, group: string): AccountLookup {
+/**
+ * Parses passwd-, group- and gshadow-format text; the first record of a name wins, as in glibc's
+ * files backend. newgrp(1) and sg(1) take members and administrators from gshadow(5), and let anyone
+ * who knows a set group password in: both count as having the group.
+ */
+export function parseAccounts(passwd: string, group: string, gshadow = ''): AccountLookup {
   const users = new Map<string, { uid: number; gid: number }>();
   for (const [name, , uid, gid] of records(passwd)) {
     if (name && !users.has(name) && /^\d+$/.test(uid ?? '') && /^\d+$/.test(gid ?? '')) {
@@ -23,13 +27,28 @@ export function parseAccounts(passwd: string, group: string): AccountLookup {
       groups.set(name, { gid: Number(gid), members: (members ?? '').split(',').map((member) => member.trim()).filter(Boolean) });
     }
   }
+  const shadow = new Map<string, { members: string[]; passwordSet: boolean }>();
+  const names = (field: string | undefined) => (field ?? '').split(',').map((member) => member.trim()).filter(Boolean);
+  for (const [name, password, admins, members] of records(gshadow)) {
+    if (!name || shadow.has(name)) continue;
+    // "!" or "*" (or empty: members only) lock the password; anything else can be typed to newgrp.
+    const passwordSet = !!password && !password.startsWith('!') && !password.startsWith('*');
+    shadow.set(name, { members: [...names(admins), ...names(members)], passwordSet });
+  }
   return {
     user: (name) => users.get(name),
     group: (name) => groups.get(name)?.gid,
-    groupMembers: (name) => groups.get(name)?.members ?? [],
+    groupMembers: (name) => [...new Set([...(groups.get(name)?.members ?? []), ...(shadow.get(name)?.members ?? [])])],
+    groupPasswordSet: (name) => shadow.get(name)?.passwordSet ?? false,
   };
 }
 
 export function systemAccounts(root = '/'): AccountLookup {
-  return parseAccounts(readFileSync(`${root}etc/passwd`, 'utf8'), readFileSync(`${root}etc/group`, 'utf8'));
+  let gshadow = '';
+  try {
+    gshadow = readFileSync(`${root}etc/gshadow`, 'utf8');
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'ENOENT') throw error;
+  }
+  return parseAccounts(readFileSync(`${root}etc/passwd`, 'utf8'), readFileSync(`${root}etc/group`, 'utf8'), gshadow);
 }

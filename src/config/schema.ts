@@ -34,7 +34,7 @@ export interface SessionConfig {
   slice: string;
   /** Extra unit properties (resource limits, sandboxing), from an allowlist of names. */
   properties: Record<string, unknown>;
-  /** 'hardened': no session can debug or read the memory of another session's programs (docs/security.md). */
+  /** 'hardened': no session can debug another session's programs or open its terminal; what remains is in docs/security.md. */
   profile: 'default' | 'hardened';
 }
 
@@ -93,8 +93,10 @@ export class ConfigError extends Error {
 export interface AccountLookup {
   user(name: string): { uid: number; gid: number } | undefined;
   group(name: string): number | undefined;
-  /** The accounts listed as supplementary members of a group (group(5)'s fourth field). */
+  /** The accounts listed as members of a group (group(5)), or as its members or administrators in gshadow(5). */
   groupMembers(name: string): readonly string[];
+  /** Whether gshadow(5) holds a usable password for the group (newgrp(1) lets anyone who knows it in). */
+  groupPasswordSet?(name: string): boolean;
 }
 
 type Json = Record<string, unknown>;
@@ -164,6 +166,9 @@ function socketGroup(raw: unknown, account: ClientConfig, accounts: AccountLooku
   const gid = accounts.group(group);
   if (gid === undefined) throw new ConfigError('socketGroup', `no such group "${group}" (create it with groupadd --system ${group})`);
   if (gid === 0) throw new ConfigError('socketGroup', 'must not be gid 0');
+  if (requireUnit && accounts.groupPasswordSet?.(group)) {
+    throw new ConfigError('socketGroup', `group ${group} has a password in /etc/gshadow: anyone who knows it could join with newgrp; lock it (gpasswd -r ${group})`);
+  }
   if (requireUnit && (gid === account.gid || accounts.groupMembers(group).includes(account.user))) {
     throw new ConfigError(
       'socketGroup',

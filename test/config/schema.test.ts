@@ -37,6 +37,22 @@ test('a minimal config gets the seeds defaults and resolved ids', () => {
   assert.is(config.session.term, 'xterm-256color');
 });
 
+test('gshadow members, administrators and a usable group password count as having the socket group', () => {
+  const passwd = 'agent:x:1500:1500::/home/agent:/bin/sh\n';
+  const group = 'agent:x:1500:\nopencode-pty:x:1800:\n';
+  const config = (gshadow: string) => () => validateConfig(minimal, parseAccounts(passwd, group, gshadow), allowAll);
+  assert.is(config('opencode-pty:!::\n')().socketGid, 1800);
+  assert.is(config('opencode-pty:::\n')().socketGid, 1800, 'an empty password lets members only');
+  for (const gshadow of ['opencode-pty:!::agent\n', 'opencode-pty:!:agent:\n', 'opencode-pty:$6$salt$hash::\n']) {
+    try {
+      config(gshadow)();
+      assert.unreachable(gshadow);
+    } catch (error) {
+      assert.is((error as ConfigError).field, 'socketGroup', gshadow);
+    }
+  }
+});
+
 test('the socket group is one the client account does not have, so sessions cannot connect', () => {
   const config = validateConfig(minimal, accounts, allowAll);
   assert.is(config.socketGroup, 'opencode-pty');
