@@ -21,6 +21,10 @@ export const HARDENED_DENIED_CALLS: readonly string[] = [
   'pidfd_getfd',
   'process_vm_readv',
   'process_vm_writev',
+  // Not in systemd 252's @debug; they read another process's layout (kcmp, get_robust_list) or move its pages.
+  'kcmp',
+  'get_robust_list',
+  'move_pages',
   '@mount',
   '@module',
   '@reboot',
@@ -30,6 +34,9 @@ export const HARDENED_DENIED_CALLS: readonly string[] = [
   '@cpu-emulation',
   '@obsolete',
 ];
+
+/** What a terminal session needs of /dev (systemd.resource-control(5) "DeviceAllow="). */
+export const HARDENED_DEVICES: readonly string[] = ['/dev/null', '/dev/zero', '/dev/full', '/dev/random', '/dev/urandom', '/dev/tty', '/dev/ptmx', '/dev/pts/ptmx'];
 
 export function profileProperties(profile: SessionProfile): PropertyTuple[] {
   if (profile === 'default') return [];
@@ -48,7 +55,8 @@ export function profileProperties(profile: SessionProfile): PropertyTuple[] {
     ['ProtectControlGroups', 'b', true],
     ['ProtectClock', 'b', true],
     ['ProtectHostname', 'b', true],
-    // A /tmp of its own: no session can plant files in another's temporary directory.
+    // A /tmp of its own, so programs see no other session's files there by path. It is still
+    // reachable through /proc/PID/root of a process of the account (a kernel rule by uid).
     ['PrivateTmp', 'b', true],
     ['ProtectSystem', 's', 'full'],
     ['CapabilityBoundingSet', 't', 0n],
@@ -58,5 +66,10 @@ export function profileProperties(profile: SessionProfile): PropertyTuple[] {
     ['RestrictNamespaces', 't', 0n],
     ['RestrictAddressFamilies', '(bas)', [true, ['AF_UNIX', 'AF_INET', 'AF_INET6', 'AF_NETLINK']]],
     ['UMask', 'u', 0o077],
+    // Devices by allowlist: the terminal's own slave is opened through its master (TIOCGPTPEER),
+    // so no pts needs opening by name, and another session's /dev/pts/N (the same account's node)
+    // is out of reach, by path or through /proc/PID/fd.
+    ['DevicePolicy', 's', 'strict'],
+    ['DeviceAllow', 'a(ss)', HARDENED_DEVICES.map((device): [string, string] => [device, 'rw'])],
   ];
 }

@@ -10,6 +10,7 @@ export type PropertyValue =
   | boolean
   | string[]
   | [allowList: boolean, names: string[]]
+  | Array<[device: string, access: string]>
   | Array<[path: string, argv: string[], flags: string[]]>;
 export type PropertyTuple = readonly [name: string, signature: string, value: PropertyValue];
 
