@@ -7,7 +7,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include <thread>
+#include <pthread.h>
+#include <stdint.h>
 
 namespace opencode_pty {
 
@@ -37,14 +38,24 @@ Napi::Value StatCached(const Napi::CallbackInfo& info) {
 // close(2) on a peer's file on FUSE sends FLUSH and waits for the answer without end (the kernel's
 // forced requests wait uninterruptibly): such a descriptor is closed on a thread of its own, so
 // only that thread can be held, never the event loop.
+void* CloseThread(void* arg) {
+  close(static_cast<int>(reinterpret_cast<intptr_t>(arg)));
+  return nullptr;
+}
+
 Napi::Value CloseDetached(const Napi::CallbackInfo& info) {
   int fd;
   if (!ArgFd(info, 0, &fd)) return Napi::Value();
-  try {
-    std::thread([fd] { close(fd); }).detach();
-  } catch (...) {
-    close(fd);  // no thread to be had (EAGAIN): close here rather than leak
+  pthread_attr_t attr;
+  pthread_t thread;
+  bool started = false;
+  if (pthread_attr_init(&attr) == 0) {
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    started = pthread_create(&thread, &attr, CloseThread, reinterpret_cast<void*>(static_cast<intptr_t>(fd))) == 0;
+    pthread_attr_destroy(&attr);
   }
+  if (!started) close(fd);  // no thread to be had (EAGAIN): close here rather than leak
   return info.Env().Undefined();
 }
 
