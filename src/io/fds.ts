@@ -1,5 +1,5 @@
 // Closing descriptors on paths where a failure has nothing left to tell: already closed or never valid.
-import { closeSync, readFileSync } from 'node:fs';
+import { closeSync, readFileSync, readlinkSync } from 'node:fs';
 import { native } from '../native/binding.ts';
 
 export function closeQuietly(fd: number): void {
@@ -14,34 +14,38 @@ export function closeAll(fds: readonly number[]): void {
   for (const fd of fds) closeQuietly(fd);
 }
 
-/** The file system type of the mount `fd` lives on, from /proc alone (the file system is not asked). */
-function mountType(fd: number): string | undefined {
-  const info = readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8');
-  const mountId = /^mnt_id:\s*(\d+)$/m.exec(info)?.[1];
-  if (mountId === undefined) return undefined;
+/**
+ * Whether closing `fd` is known to return at once, from /proc alone (no file system is asked): a
+ * socket, pipe or anonymous inode, or a file on a mount of ours whose type is not FUSE. A file on
+ * FUSE, or on a mount we cannot see (another mount namespace), may not be.
+ */
+function closesAtOnce(fd: number): boolean {
+  const target = readlinkSync(`/proc/self/fd/${fd}`);
+  if (/^(socket|pipe|anon_inode):/.test(target)) return true;
+  const mountId = /^mnt_id:\s*(\d+)$/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'))?.[1];
   for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
     const fields = line.split(' ');
     if (fields[0] !== mountId) continue;
     // After the optional fields, " - " precedes the file system type (proc(5) "mountinfo").
-    return fields[fields.indexOf('-') + 1];
+    return !fields[fields.indexOf('-') + 1]?.startsWith('fuse');
   }
-  return undefined;
+  return false;
 }
 
 /**
  * Closes descriptors a peer sent. Sockets arrive with SO_LINGER disarmed (the addon's recvmsg), so
- * their close cannot wait; a file on FUSE could (FLUSH never answered), so it is closed on a thread
- * of its own and can hold only that thread, never the event loop.
+ * their close cannot wait; a file on FUSE could (a FLUSH never answered), so anything not known to
+ * close at once is closed on a thread of its own and can hold only that thread, never the event loop.
  */
 export function closeReceived(fds: readonly number[]): void {
   for (const fd of fds) {
-    let type: string | undefined;
+    let atOnce: boolean;
     try {
-      type = mountType(fd);
+      atOnce = closesAtOnce(fd);
     } catch {
-      type = undefined;
+      atOnce = true; // not an open fd of ours (EBADF): nothing can block
     }
-    if (type?.startsWith('fuse')) native().closeDetached(fd);
-    else closeQuietly(fd);
+    if (atOnce) closeQuietly(fd);
+    else native().closeDetached(fd);
   }
 }

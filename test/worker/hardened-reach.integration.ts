@@ -34,7 +34,9 @@ async function startHardened(argv: string[]) {
   worker.handOff(theirs);
   const client = new RawClient(ours);
   client.start(workDir, argv);
-  await client.waitFor('started');
+  await client.waitFor('started').catch((error: Error) => {
+    throw new Error(`${error.message}: ${JSON.stringify(client.frames)} ${worker.stderr}`);
+  });
   return { worker, client };
 }
 
