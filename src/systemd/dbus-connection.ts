@@ -1,6 +1,8 @@
 // One D-Bus connection to systemd: fd passing asserted, every call bounded by a timeout, counted
 // match rules and our own dispatch of the few systemd signals we use. The only user of dbus-next.
 import dbus, { type Message, type MessageBus, type SessionBusOptions, type Variant } from 'dbus-next';
+import { marshallMessage, messageToJsFmt } from 'dbus-next/lib/marshall-compat.js';
+import { unmarshall } from 'dbus-next/lib/message.js';
 import { SystemdError } from './errors.ts';
 import type { PropertyTuple } from './unit-limits.ts';
 
@@ -264,6 +266,28 @@ export class DbusConnection {
     const signal = parseSignal(message);
     if (!signal) return;
     for (const listener of [...this.#listeners]) listener(signal);
+  }
+}
+
+/**
+ * Runs the codec once over messages shaped like a session's (the StartTransientUnit call with these
+ * properties, JobRemoved, PropertiesChanged, a Get reply), sending nothing. V8 compiles a function
+ * the first time it runs; a spare worker runs this so a session's start does not pay for that.
+ */
+export function warmUpCodec(tuples: readonly PropertyTuple[]): void {
+  // A fd-typed value ('h') needs a real fd to marshal; every other type is exercised.
+  const properties = toVariantProperties(tuples.filter(([, signature]) => !signature.includes('h')));
+  const unit = '/org/freedesktop/systemd1/unit/x_2eservice';
+  const messages = [
+    new dbus.Message({ serial: 1, destination: SYSTEMD_BUS_NAME, path: MANAGER_PATH, interface: MANAGER_INTERFACE, member: 'StartTransientUnit', signature: 'ssa(sv)a(sa(sv))', body: ['x.service', 'fail', properties, []] }),
+    new dbus.Message({ type: dbus.MessageType.SIGNAL, serial: 2, path: MANAGER_PATH, interface: MANAGER_INTERFACE, member: 'JobRemoved', signature: 'uoss', body: [1, '/org/freedesktop/systemd1/job/1', 'x.service', 'done'] }),
+    new dbus.Message({ type: dbus.MessageType.SIGNAL, serial: 3, path: unit, interface: PROPERTIES_INTERFACE, member: 'PropertiesChanged', signature: 'sa{sv}as', body: ['org.freedesktop.systemd1.Unit', { ActiveState: new dbus.Variant('s', 'active'), Job: new dbus.Variant('(uo)', [0, '/']) }, []] }),
+    new dbus.Message({ type: dbus.MessageType.METHOD_RETURN, serial: 4, replySerial: 1 as unknown as string, signature: 'v', body: [new dbus.Variant('u', 1)] }),
+  ];
+  for (const message of messages) {
+    const decoded = messageToJsFmt(unmarshall(marshallMessage(message)[0]));
+    parseSignal(decoded);
+    unwrapVariants(decoded.body);
   }
 }
 

@@ -9,6 +9,7 @@ import { openBusSession } from '../systemd/bus-session.ts';
 import { readControl, sendControl } from '../control/worker-end.ts';
 import { helperPath } from './helper-path.ts';
 import { Session } from './session.ts';
+import { warmUp } from './warm-up.ts';
 import { describeEnd } from './end-report.ts';
 import { SessionError } from '../protocol/session-error.ts';
 import { createLogger, sessionFields, type LogFields, type LogLevel } from '../log.ts';
@@ -48,6 +49,8 @@ async function main(): Promise<number> {
     { timeoutMs: config.limits.operationTimeoutMs },
     (level, message) => log(message, undefined, level),
   );
+  const warmFailed = warmUp(config, config.helperPath || helperPath());
+  if (warmFailed) log(`warm-up failed (the first session compiles as it goes): ${warmFailed}`);
   sendControl(control, { type: 'ready' });
   const first = await readControl(control);
   if (first.message.type !== 'session') {

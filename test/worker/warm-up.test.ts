@@ -1,0 +1,27 @@
+// The spare's warm-up: it runs a whole start's pure path without failing, and a failure is reported, never thrown.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { DEFAULT_LIMITS, DEFAULT_SESSION, type Config } from '../../src/config/schema.ts';
+import { warmUp } from '../../src/worker/warm-up.ts';
+
+const config: Config = {
+  client: { user: 'agent', group: 'agent', uid: 1500, gid: 1500, service: 'agent.service' },
+  requireClientUnit: true,
+  socketPath: '/run/opencode-pty/supervisor.sock',
+  unitPrefix: 'opencode-pty-',
+  helperPath: '',
+  limits: DEFAULT_LIMITS,
+  session: { ...DEFAULT_SESSION, properties: { MemoryMax: 1 << 30 } },
+};
+
+test('the whole path runs: frames, unit name, properties, the D-Bus codec', () => {
+  assert.is(warmUp(config, '/usr/lib/opencode-pty/opencode-pty-session'), undefined);
+});
+
+test('a failure comes back as its message', () => {
+  const message = warmUp({ ...config, unitPrefix: '@bad' }, '/x');
+  assert.type(message, 'string');
+  assert.match(message!, /prefix/);
+});
+
+test.run();
