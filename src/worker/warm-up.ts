@@ -3,7 +3,7 @@
 // should not happen while a client waits for STARTED. Nothing is sent and nothing is kept.
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../config/schema.ts';
-import { HEADER_SIZE, encodeFrame, parseHeader, parsePayload } from '../protocol/index.ts';
+import { HEADER_SIZE, PROTOCOL_VERSION, encodeFrame, parseHeader, parsePayload } from '../protocol/index.ts';
 import { warmUpCodec } from '../systemd/dbus-connection.ts';
 import { unitMatchRules } from '../systemd/match-rules.ts';
 import { unitNameFor } from '../systemd/unit-names.ts';
@@ -23,11 +23,12 @@ export function warmUp(config: Config, helperPath: string): string | undefined {
     const tuples = sessionUnitProperties({
       description: `opencode-pty session ${programLabel(frame.argv[0]!)}`,
       helperPath,
-      helperArgs: [String(frame.rows), String(frame.cols), ...frame.argv],
+      helperArgs: [`--protocol=${PROTOCOL_VERSION}`, `--write-timeout-ms=${config.limits.writeTimeoutMs}`, String(frame.rows), String(frame.cols), ...frame.argv],
       user: config.client.user,
       group: config.client.group,
       cwdFd: 0,
       stdoutFd: 1,
+      stderrFd: 2,
       environment: sessionEnvironment(frame.env, config.session.environmentAllowlist, config.session.term),
       slice: config.session.slice,
       stopTimeoutSec: config.session.stopTimeoutSec,
