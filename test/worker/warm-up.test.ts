@@ -7,6 +7,8 @@ import { warmUp } from '../../src/worker/warm-up.ts';
 const config: Config = {
   client: { user: 'agent', group: 'agent', uid: 1500, gid: 1500, service: 'agent.service' },
   requireClientUnit: true,
+  socketGroup: 'opencode-pty',
+  socketGid: 4240,
   socketPath: '/run/opencode-pty/supervisor.sock',
   unitPrefix: 'opencode-pty-',
   helperPath: '',
