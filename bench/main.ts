@@ -51,6 +51,17 @@ async function brokerPid(sandbox: Sandbox): Promise<number> {
   return Number(result.stdout.trim());
 }
 
+/** Waits (up to 20 s) until the broker holds no session: a slot is freed only once its worker has ended. */
+async function sessionsGone(sandbox: Sandbox): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    const status = await sandbox.systemctl('show', '--property=StatusText', '--value', BROKER_UNIT);
+    if (status.stdout.startsWith('0 sessions')) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  say('sessions still held 20 s after their release');
+}
+
 async function stopBroker(sandbox: Sandbox): Promise<void> {
   const result = await sandbox.systemctl('stop', BROKER_UNIT);
   if (result.code !== 0) throw new Error(`cannot stop the broker: ${result.stderr}`);
@@ -429,6 +440,7 @@ async function main(): Promise<void> {
         });
         await ctx.agent.call({ op: 'release' }).catch(() => undefined);
         await ctx.rootProbe.call({ op: 'release' }).catch(() => undefined);
+        await sessionsGone(sandbox);
       }
       if (want('throughput')) {
         say('throughput');
