@@ -53,24 +53,33 @@ static void handle_signals(void) {
 }
 
 // One OUTPUT frame from what the terminal has now, within the client's credit: 1 framed, 0 would
-// block, -1 nobody holds the terminal any more (Linux reports that as EIO rather than EOF).
+// block, -1 nobody holds the terminal any more (Linux reports that as EIO rather than EOF). A read
+// of the master returns at most what the line discipline holds (a few KiB): reads go on into the
+// same frame while more is there at once, so a flood costs the client one frame per 32 KiB, not per
+// read, and a lone keystroke's echo waits for nothing (the next read says EAGAIN at once).
 static int read_master(void) {
-  size_t want = r.send_credit < MAX_IO_PAYLOAD ? r.send_credit : MAX_IO_PAYLOAD;
-  for (;;) {
-    ssize_t n = read(r.master, r.out + HEADER_SIZE, want);
+  size_t want = r.send_credit < MAX_IO_PAYLOAD ? r.send_credit : MAX_IO_PAYLOAD, got = 0;
+  while (got < want) {
+    ssize_t n = read(r.master, r.out + HEADER_SIZE + got, want - got);
     if (n > 0) {
-      r.out[0] = FRAME_OUTPUT;
-      put_be32(r.out + 1, (uint32_t)n);
-      r.out_len = HEADER_SIZE + (size_t)n;
-      r.out_off = 0;
-      r.send_credit -= (uint32_t)n;
-      return 1;
+      got += (size_t)n;
+      continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) return 0;
-    r.master_eof = true;
-    return -1;
+    if (n < 0 && errno == EAGAIN) break;
+    if (got == 0) { // EIO, reported with the next read if this one brought bytes
+      r.master_eof = true;
+      return -1;
+    }
+    break;
   }
+  if (got == 0) return 0;
+  r.out[0] = FRAME_OUTPUT;
+  put_be32(r.out + 1, (uint32_t)got);
+  r.out_len = HEADER_SIZE + got;
+  r.out_off = 0;
+  r.send_credit -= (uint32_t)got;
+  return 1;
 }
 
 // INPUT waiting in the ring goes to the terminal as far as it takes it; what it took is granted back.
