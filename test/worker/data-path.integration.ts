@@ -115,6 +115,17 @@ test('RuntimeMaxSec: systemd stops the unit, the helper drains and reports, the 
   await expectNoUnits(worker);
 });
 
+test('a helper killed without its report: the worker writes nothing and closes; no unit is left', async () => {
+  const { worker, client } = await session(['/bin/sh', '-c', 'echo up; exec sleep 100']);
+  const started = await client.waitFor('started');
+  await client.waitForOutput('up');
+  const killed = await sandbox.systemctl('kill', '--kill-who=main', '--signal=SIGKILL', started.unit);
+  assert.is(killed.code, 0, killed.stderr);
+  await client.closed();
+  assert.not.ok(client.frames.some((frame) => ['exit', 'stopped', 'error'].includes(frame.type)), client.frames.map((f) => f.type).join(','));
+  await expectNoUnits(worker);
+});
+
 test('hostile data-phase frames through the whole session are answered with the codec table\'s ERROR codes', async () => {
   for (const hostile of HOSTILE_DATA_PHASE) {
     const { worker, client } = await session(['/bin/sh', '-c', 'echo up; exec sleep 100']);
