@@ -21,6 +21,7 @@ import { unsafeHelper } from './helper-path.ts';
 import { recheckPeer } from '../identity/peer-recheck.ts';
 import { receiveStart } from './receive-start.ts';
 import { SessionError } from '../protocol/session-error.ts';
+import { asSessionError, settled } from './start-errors.ts';
 
 export type EndReason = 'exit' | 'stop' | 'client-gone' | 'error' | 'shutdown';
 
@@ -289,21 +290,4 @@ export class Session {
     closeQuietly(this.#pidfd);
     if (this.#unit) await this.#deps.manager.stopAndWait(this.#unit, unitStopWaitMs(this.#deps.config));
   }
-}
-
-/** A promise raced against an abort: its later rejection (a read ended by our close) is expected. */
-function settled<T>(promise: Promise<T>): Promise<T> {
-  promise.catch(() => undefined);
-  return promise;
-}
-
-function asSessionError(error: unknown): SessionError {
-  if (error instanceof SessionError) return error;
-  const code = (error as { code?: string })?.code;
-  const message = (error as Error)?.message ?? String(error);
-  if (code === 'EOF' || code === 'CLOSED' || code === 'PEER_GONE') return new SessionError(ErrorCode.PROTOCOL, 'client closed before START');
-  if (code === 'UNIT_START_FAILED' || code === 'DBUS_ERROR' || code === 'DBUS_TIMEOUT') {
-    return new SessionError(ErrorCode.START_FAILED, `session unit could not be started: ${message}`);
-  }
-  return new SessionError(ErrorCode.INTERNAL, `session failed: ${message}`);
 }

@@ -1,0 +1,20 @@
+// How a failure before the hand-off becomes the client's ERROR, and reads raced against an abort.
+import { ErrorCode } from '../protocol/constants.ts';
+import { SessionError } from '../protocol/session-error.ts';
+
+/** A promise raced against an abort: its later rejection (a read ended by our close) is expected. */
+export function settled<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => undefined);
+  return promise;
+}
+
+export function asSessionError(error: unknown): SessionError {
+  if (error instanceof SessionError) return error;
+  const code = (error as { code?: string })?.code;
+  const message = (error as Error)?.message ?? String(error);
+  if (code === 'EOF' || code === 'CLOSED' || code === 'PEER_GONE') return new SessionError(ErrorCode.PROTOCOL, 'client closed before START');
+  if (code === 'UNIT_START_FAILED' || code === 'DBUS_ERROR' || code === 'DBUS_TIMEOUT') {
+    return new SessionError(ErrorCode.START_FAILED, `session unit could not be started: ${message}`);
+  }
+  return new SessionError(ErrorCode.INTERNAL, `session failed: ${message}`);
+}
