@@ -6,8 +6,8 @@
 //   {"run": argv, "background": bool}    a child process (inside the agent's cgroup)
 //   {"release": true}                    ends background children
 // As `node torture-driver.js once JSON` it runs one command and prints the answer (a child's view).
-import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { closeSync, constants, openSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import net from 'node:net';
 import { finished } from 'node:stream/promises';
 import { connect } from '../../src/client/index.ts';
@@ -16,6 +16,7 @@ import { native } from '../../src/native/binding.ts';
 import { FrameDecoder, encodeFrame, type Frame } from '../../src/protocol/index.ts';
 
 const HELLO = Buffer.from('01000000084f43505400010001', 'hex');
+const SESSION_LIMIT_MS = Number(process.env.TORTURE_SESSION_LIMIT_MS ?? 60_000);
 const SOCKET = process.env.TORTURE_SOCKET ?? '/run/opencode-pty/supervisor.sock';
 
 export interface SessionResult {
@@ -36,9 +37,18 @@ async function oneSession(argv: string[], cwd: string): Promise<SessionResult> {
     session.output.on('data', (chunk: Buffer) => (output += chunk.toString()));
     // The output stream ends after EXIT with everything delivered; EXIT alone may come first.
     const ended = finished(session.output).catch(() => undefined);
-    const exit = await session.exit;
-    await ended;
-    return { ok: true, ms: startMs, exit, output };
+    // No case may hang the run: a session still going after this long is reported as such.
+    let timer: NodeJS.Timeout | undefined;
+    const stuck = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(Object.assign(new Error(`no end within ${SESSION_LIMIT_MS} ms; output so far ${JSON.stringify(output.slice(-200))}`), { code: 'STUCK' })), SESSION_LIMIT_MS);
+    });
+    try {
+      const exit = await Promise.race([session.exit, stuck]);
+      await Promise.race([ended, stuck]);
+      return { ok: true, ms: startMs, exit, output };
+    } finally {
+      clearTimeout(timer);
+    }
   } catch (error) {
     return { ok: false, ms: performance.now() - started, error: `${(error as { code?: string }).code ?? ''}: ${(error as Error).message}` };
   }
@@ -48,8 +58,20 @@ async function oneSession(argv: string[], cwd: string): Promise<SessionResult> {
 export interface RawCase {
   /** Bytes sent instead of HELLO (hex); HELLO when absent. */
   first?: string;
+  /** An fd attached to the first bytes. */
+  fdOnFirst?: FdKind;
+  /** Send nothing at all (a silent peer). */
+  silent?: boolean;
+  /** Send `first` (or HELLO) one byte every this many ms (slowloris). */
+  dripMs?: number;
+  /** Another path to the supervisor's socket (from inside a session unit, where the usual one is hidden). */
+  socket?: string;
+  /** Wait for STARTED before sending `then` (data-phase cases). */
+  afterStarted?: boolean;
+  /** Shut the writing side down after the last bytes (so a truncated frame ends in EOF, not a timeout). */
+  halfClose?: boolean;
   /** A well-formed START for `cwd` is sent after WELCOME, carrying these fds. */
-  start?: { fds: FdKind[]; mutate?: string };
+  start?: { fds: FdKind[]; mutateAt?: number; mutateTo?: number };
   /** Bytes after START (or after WELCOME when no START), hex, each its own write. */
   then?: string[];
   /** An fd attached to the first of `then`. */
@@ -58,7 +80,7 @@ export interface RawCase {
   waitMs?: number;
 }
 
-export type FdKind = 'cwd' | 'file' | 'pipe' | 'socket' | 'opath' | 'otherdir' | 'none';
+export type FdKind = 'cwd' | 'file' | 'pipe' | 'socket' | 'opath' | 'opathfile' | 'otherdir' | 'none';
 
 export interface RawResult {
   frames: string[];
@@ -78,7 +100,13 @@ function openFd(kind: FdKind, cwd: string): number[] {
     case 'opath':
       // O_PATH (010000000): a reference without read access.
       return [openSync(cwd, 0o10000000)];
-    case 'pipe':
+    case 'opathfile':
+      return [openSync('/etc/hostname', 0o10000000)];
+    case 'pipe': {
+      const [readEnd, writeEnd] = pipeFds();
+      closeSync(writeEnd);
+      return [readEnd];
+    }
     case 'socket': {
       const [a, b] = native().socketpair();
       closeSync(b);
@@ -94,13 +122,15 @@ function describe(frame: Frame): string {
 }
 
 async function rawCase(spec: RawCase, cwd: string): Promise<RawResult> {
-  const fd = native().connectUnix(SOCKET);
+  const fd = native().connectUnix(spec.socket ?? SOCKET);
   const socket = new FdSocket(fd);
   socket.on('error', () => undefined);
   const decoder = new FrameDecoder('to-client');
   const result: RawResult = { frames: [], closed: false };
   let welcomed: () => void = () => undefined;
   const welcome = new Promise<void>((resolve) => (welcomed = resolve));
+  let startedSeen: () => void = () => undefined;
+  const started = new Promise<void>((resolve) => (startedSeen = resolve));
   const done = new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, spec.waitMs ?? 8000);
     const finish = () => {
@@ -126,6 +156,7 @@ async function rawCase(spec: RawCase, cwd: string): Promise<RawResult> {
           result.message = frame.message;
         }
         if (frame.type === 'welcome') welcomed();
+        if (frame.type === 'started') startedSeen();
       }
     });
   });
@@ -138,21 +169,50 @@ async function rawCase(spec: RawCase, cwd: string): Promise<RawResult> {
       for (const f of fds) closeQuietly(f);
     }
   };
-  send(spec.first ? Buffer.from(spec.first, 'hex') : HELLO);
+  if (spec.dripMs) {
+    const bytes = spec.first ? Buffer.from(spec.first, 'hex') : HELLO;
+    for (let i = 0; i < bytes.length && !result.closed; i += 1) {
+      send(bytes.subarray(i, i + 1));
+      await Promise.race([new Promise((resolve) => setTimeout(resolve, spec.dripMs)), done]);
+    }
+  } else if (!spec.silent) send(spec.first ? Buffer.from(spec.first, 'hex') : HELLO, spec.fdOnFirst ? openFd(spec.fdOnFirst, cwd) : []);
   if (spec.start || spec.then) await Promise.race([welcome, done]);
   if (spec.start && !result.closed) {
     const stat = statSync(cwd, { bigint: true });
     const start = encodeFrame({ type: 'start', rows: 24, cols: 80, cwdDev: stat.dev, cwdIno: stat.ino, argv: ['sh', '-c', 'exec cat'], env: [] });
-    if (spec.start.mutate) Buffer.from(spec.start.mutate, 'hex').copy(start, 0);
+    if (spec.start.mutateAt !== undefined && spec.start.mutateAt < start.length) start[spec.start.mutateAt] = spec.start.mutateTo ?? 0;
     send(start, spec.start.fds.flatMap((kind) => openFd(kind, cwd)));
   }
+  if (spec.afterStarted) await Promise.race([started, done]);
   for (const [i, hex] of (spec.then ?? []).entries()) {
     if (result.closed) break;
     send(Buffer.from(hex, 'hex'), i === 0 && spec.fdOnThen ? openFd(spec.fdOnThen, cwd) : []);
   }
+  if (spec.halfClose && !result.closed) {
+    // Let queued bytes reach the kernel first.
+    while (!socket.closed && socket.writableLength > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    try {
+      socket.shutdown('write');
+    } catch {}
+  }
   await done;
   socket.close();
   return result;
+}
+
+/** A real pipe: Node has no pipe(2), but both ends of a FIFO are one. */
+function pipeFds(): [number, number] {
+  const path = `${process.cwd()}/.torture-fifo-${process.pid}-${Math.random().toString(16).slice(2)}`;
+  spawnSyncMkfifo(path);
+  const readEnd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  const writeEnd = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
+  rmSync(path);
+  return [readEnd, writeEnd];
+}
+
+function spawnSyncMkfifo(path: string): void {
+  const result = spawnSync('mkfifo', [path]);
+  if (result.status !== 0) throw new Error(`mkfifo: ${result.stderr}`);
 }
 
 function closeQuietly(fd: number): void {
@@ -179,8 +239,55 @@ function run(argv: string[], background: boolean): Promise<unknown> {
   return new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
 }
 
+/**
+ * Keeps `concurrency` connections open for `durationMs`, each re-opened as soon as the server closes
+ * it; counts what the server answered. mode "silent" sends nothing, "hello" sends HELLO.
+ */
+async function flood(spec: { concurrency: number; durationMs: number; mode: 'silent' | 'hello'; socket?: string }): Promise<{ opened: number; answers: Record<string, number> }> {
+  const until = Date.now() + spec.durationMs;
+  const answers: Record<string, number> = {};
+  let opened = 0;
+  const lane = async () => {
+    while (Date.now() < until) {
+      opened += 1;
+      let answer: string;
+      try {
+        const result = await rawCase({ silent: spec.mode === 'silent', socket: spec.socket, waitMs: Math.max(1, until - Date.now()) }, process.cwd());
+        answer = result.code !== undefined ? `error:${result.code}` : result.closed ? 'closed' : 'held';
+      } catch (error) {
+        answer = (error as { code?: string }).code ?? 'failed';
+        // EAGAIN: the backlog is full; give the broker a moment.
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      answers[answer] = (answers[answer] ?? 0) + 1;
+    }
+  };
+  await Promise.all(Array.from({ length: spec.concurrency }, lane));
+  return { opened, answers };
+}
+
+/** Sessions one after another for `durationMs` (or `count` of them): each one's start time and end. */
+async function sequential(spec: { durationMs?: number; count?: number; argv: string[] }, cwd: string): Promise<{ results: SessionResult[] }> {
+  const results: SessionResult[] = [];
+  const until = Date.now() + (spec.durationMs ?? Number.POSITIVE_INFINITY);
+  while (Date.now() < until && results.length < (spec.count ?? Number.POSITIVE_INFINITY)) {
+    const result = await oneSession(spec.argv, cwd);
+    // Outputs are dropped from long runs: only whether each matched is kept.
+    results.push({ ok: result.ok, ms: result.ms, exit: result.exit, error: result.error, output: result.output });
+  }
+  return { results };
+}
+
 export async function command(text: string, cwd: string): Promise<unknown> {
   const order = JSON.parse(text);
+  if (order.flood) return flood(order.flood);
+  if (order.sequential) return sequential(order.sequential, cwd);
+  if (order.connectAndExit) {
+    // Connect, send HELLO, and exit at once: the broker finds a peer whose process is gone.
+    const fd = native().connectUnix(SOCKET);
+    native().sendmsg(fd, HELLO, 0, HELLO.length);
+    process.exit(0);
+  }
   if (order.sessions) {
     const { count, argv } = order.sessions as { count: number; argv: string[] };
     return { results: await Promise.all(Array.from({ length: count }, () => oneSession(argv, cwd))) };

@@ -48,20 +48,27 @@ async function appeared(path: string, timeoutMs: number): Promise<void> {
 
 /** The driver running as the agent service's main process. */
 export class Driver {
+  static #starts = 0;
   #socket: string;
   readonly mainPid: number;
 
-  private constructor(socket: string, mainPid: number) {
+  #sandbox: Sandbox;
+  #service: string;
+
+  private constructor(sandbox: Sandbox, service: string, socket: string, mainPid: number) {
+    this.#sandbox = sandbox;
+    this.#service = service;
     this.#socket = socket;
     this.mainPid = mainPid;
   }
 
   static async start(sandbox: Sandbox, service = AGENT_SERVICE): Promise<Driver> {
-    const inside = `${sandbox.client.home}/torture-${service}.sock`;
+    // A fresh name each start: a restarted agent's old socket file may still be there.
+    const inside = `${sandbox.client.home}/torture-${service}-${(Driver.#starts += 1)}.sock`;
     const { mainPid } = await sandbox.startClientService(service, ['/usr/bin/node', DRIVER, 'serve', inside, sandbox.client.home]);
     const host = `${sandbox.root}${inside}`;
     await appeared(host, 10_000);
-    return new Driver(host, mainPid);
+    return new Driver(sandbox, service, host, mainPid);
   }
 
   async command<T>(command: unknown): Promise<T> {
@@ -70,6 +77,7 @@ export class Driver {
     let text = '';
     connection.on('data', (chunk) => (text += chunk));
     await once(connection, 'close');
+    if (!text) throw new Error(`driver gave no answer to ${JSON.stringify(command)}:\n${await this.#sandbox.journal(this.#service)}`);
     const answer = JSON.parse(text) as T & { failed?: string };
     if (answer.failed) throw new Error(`driver: ${answer.failed}`);
     return answer;

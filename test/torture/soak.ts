@@ -1,0 +1,41 @@
+// Soak: many short sessions one after another, then 16 long ones at once; broker fds and units back
+// to baseline and the broker's RSS growth within a stated bound.
+import { brokerRss, measure } from './harness.ts';
+import type { TortureContext } from './report.ts';
+
+/** RSS the broker may grow by over a soak: V8 settles its heaps within a few tens of MB; a leak of
+ * even 10 KB a session would pass this over 5,000 sessions. */
+export const RSS_GROWTH_BOUND_MB = 40;
+
+export async function runSoak(ctx: TortureContext): Promise<{ passed: number; cases: number; unexpected: string[]; notes: string[]; peakRssMb: number }> {
+  const short = ctx.scale === 'full' ? 5000 : 40;
+  const unexpected: string[] = [];
+  const notes: string[] = [];
+  const rssBefore = await brokerRss(ctx.sandbox);
+  const fdsBefore = (await measure(ctx.sandbox)).brokerFds;
+  let passed = 0;
+  let peak = rssBefore;
+  const batch = 250;
+  for (let done = 0; done < short; done += batch) {
+    const { results } = await ctx.driver.command<{ results: Array<{ ok: boolean; output?: string; error?: string }> }>({
+      sequential: { count: Math.min(batch, short - done), argv: ['sh', '-c', 'echo x'] },
+    });
+    for (const result of results) {
+      if (result.ok && result.output === 'x\r\n') passed += 1;
+      else unexpected.push(`short session: ${JSON.stringify(result)}`);
+    }
+    peak = Math.max(peak, await brokerRss(ctx.sandbox));
+    if (ctx.scale === 'full') ctx.note(`soak: ${done + results.length} of ${short} short sessions`);
+  }
+  const long = await ctx.driver.sessions(16, ['sh', '-c', 'sleep 2; echo long']);
+  for (const result of long) {
+    if (result.ok && result.output === 'long\r\n') passed += 1;
+    else unexpected.push(`long session: ${JSON.stringify(result)}`);
+  }
+  const rssAfter = await brokerRss(ctx.sandbox);
+  peak = Math.max(peak, rssAfter);
+  const growthMb = (rssAfter - rssBefore) / 2 ** 20;
+  notes.push(`broker RSS ${(rssBefore / 2 ** 20).toFixed(1)} MB before, ${(rssAfter / 2 ** 20).toFixed(1)} MB after ${short} + 16 sessions (bound: +${RSS_GROWTH_BOUND_MB} MB); fds ${fdsBefore} before`);
+  if (growthMb > RSS_GROWTH_BOUND_MB) unexpected.push(`broker RSS grew ${growthMb.toFixed(1)} MB`);
+  return { passed, cases: short + 16, unexpected, notes, peakRssMb: peak / 2 ** 20 };
+}
