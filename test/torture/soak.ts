@@ -1,11 +1,21 @@
 // Soak: many short sessions one after another, then 16 long ones at once; broker fds and units back
 // to baseline and the broker's RSS growth within a stated bound.
+import { BROKER_UNIT } from '../sandbox/deploy.ts';
 import { brokerRss, measure } from './harness.ts';
 import type { TortureContext } from './report.ts';
 
 /** RSS the broker may grow by over a soak: V8 settles its heaps within a few tens of MB; a leak of
  * even 10 KB a session would pass this over 5,000 sessions. */
 export const RSS_GROWTH_BOUND_MB = 40;
+
+async function idleBroker(ctx: TortureContext): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  for (let pause = 10; ; pause = Math.min(pause * 2, 200)) {
+    const status = (await ctx.sandbox.systemctl('show', '--property=StatusText', '--value', BROKER_UNIT)).stdout.trim();
+    if (status.startsWith('0 sessions, 0 handshakes') || Date.now() > deadline) return;
+    await new Promise((resolve) => setTimeout(resolve, pause));
+  }
+}
 
 export async function runSoak(ctx: TortureContext): Promise<{ passed: number; cases: number; unexpected: string[]; notes: string[]; peakRssMb: number }> {
   const short = ctx.scale === 'full' ? 5000 : 40;
@@ -27,6 +37,8 @@ export async function runSoak(ctx: TortureContext): Promise<{ passed: number; ca
     peak = Math.max(peak, await brokerRss(ctx.sandbox));
     if (ctx.scale === 'full') ctx.note(`soak: ${done + results.length} of ${short} short sessions`);
   }
+  // A client has its EXIT a moment before its worker is gone and its slot free: wait for all 16.
+  await idleBroker(ctx);
   const long = await ctx.driver.sessions(16, ['sh', '-c', 'sleep 2; echo long']);
   for (const result of long) {
     if (result.ok && result.output === 'long\r\n') passed += 1;
