@@ -53,13 +53,18 @@ export async function runFaults(ctx: TortureContext): Promise<FaultOutcome & { d
       out.passed += 1;
     } catch (error) {
       out.unexpected.push(`${what}: ${(error as Error).message}`);
+      ctx.note(`faults: ${what}: FAILED: ${(error as Error).message}`);
     }
   };
   // Wrapped: an async function returning the promise itself would wait for the session to end.
   const oneRunning = async (): Promise<{ running: Promise<SessionResult[]> }> => {
     await sandbox.exec(['rm', '-f', marker]);
-    const before = (await measure(sandbox)).units.length;
+    // What an earlier step left (an orphan the next broker is stopping) goes first: the count below must mean this session.
+    await waitFor(async () => (await measure(sandbox)).units.length === 0, 30_000, 'no session unit before the step');
+    const before = 0;
     const running = driver.sessions(1, waiting);
+    // Awaited by the step later; a failure before then must not go unhandled meanwhile.
+    running.catch(() => undefined);
     await waitFor(async () => (await measure(sandbox)).units.length > before, 15_000, 'the session unit');
     return { running };
   };

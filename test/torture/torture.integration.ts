@@ -15,7 +15,7 @@ const results: ClassResult[] = [];
 test.before(async () => {
   sandbox = await bootSandbox({ name: 'torture-fast' });
   await deployTorture(sandbox, TORTURE_CONFIG);
-  torture = new Torture(sandbox, await Driver.start(sandbox), 'fast');
+  torture = new Torture(sandbox, await Driver.start(sandbox), 'fast', (message) => console.log(`# ${message}`));
 });
 
 test.after(async () => {
