@@ -1,12 +1,12 @@
 // Bad peers: the wrong account, the right account outside the agent unit, peers that vanish or
 // crawl, and floods, while the agent's MainPID and a child of the agent unit keep starting sessions.
+import { SOCKET_GROUP } from '../sandbox/index.ts';
 import { AGENT_SERVICE, SOCKET_PATH } from '../sandbox/deploy.ts';
 import type { RawResult, SessionResult } from './driver.ts';
 import { DRIVER, brokerMainPid, percentile } from './harness.ts';
 import type { FloodFigures, TortureContext } from './report.ts';
 
 const AUTHENTICATION = 3;
-const ADMISSION = 4;
 const HANDSHAKE_TIMEOUT = 6;
 
 interface PeerOutcome {
@@ -60,8 +60,10 @@ export async function runPeerCases(ctx: TortureContext, assertFloods: boolean): 
     if (ok) out.passed += 1;
     else out.unexpected.push(`${what}: ${JSON.stringify(detail)}`);
   };
-  const socketGroup = [sandbox.client.gid];
-  // The wrong account: AUTHENTICATION (final), or ADMISSION where the identity check still answers so.
+  // Everyone here may reach the 0660 socket through its group, as a member of that group could.
+  const socketGroup = [SOCKET_GROUP.gid];
+  const asClient = { as: 'client' as const, groups: socketGroup };
+  // The wrong account: AUTHENTICATION, final (a client must not retry it).
   const wrong = [
     { what: 'wrong uid', who: { as: 'other' as const, groups: socketGroup } },
     { what: 'wrong gid', who: { uid: sandbox.client.uid, gid: sandbox.other.gid, groups: socketGroup } },
@@ -69,15 +71,14 @@ export async function runPeerCases(ctx: TortureContext, assertFloods: boolean): 
   ];
   for (const { what, who } of wrong) {
     const result = await outside(ctx, who, { raw: { silent: true } });
-    check(what, result.code === AUTHENTICATION || result.code === ADMISSION, result);
-    if (result.code === ADMISSION) out.notes.push(`${what}: answered ADMISSION (retryable), not AUTHENTICATION`);
+    check(what, result.code === AUTHENTICATION, result);
   }
-  const stranger = await outside(ctx, { as: 'client' }, { raw: {} });
+  const stranger = await outside(ctx, asClient, { raw: {} });
   check('the client account outside the agent unit', stranger.code === AUTHENTICATION, stranger);
   // A unit whose name only looks like the agent's.
   const lookalike = await sandbox.exec([
     'systemd-run', '--quiet', '--wait', '--pipe', '--collect', `--unit=${AGENT_SERVICE.replace('.service', '-lookalike.service')}`,
-    `--uid=${sandbox.client.user}`, `--gid=${sandbox.client.group}`, '--', '/usr/bin/node', DRIVER, 'once', JSON.stringify({ raw: {} }), '/',
+    `--uid=${sandbox.client.user}`, `--gid=${sandbox.client.group}`, `--property=SupplementaryGroups=${SOCKET_GROUP.name}`, '--', '/usr/bin/node', DRIVER, 'once', JSON.stringify({ raw: {} }), '/',
   ], { timeoutMs: 30_000 });
   const lookalikeResult = JSON.parse(lookalike.stdout || '{}') as RawResult;
   check('a look-alike unit name', lookalikeResult.code === AUTHENTICATION, lookalikeResult);
@@ -85,19 +86,20 @@ export async function runPeerCases(ctx: TortureContext, assertFloods: boolean): 
   await ctx.driver.command({ run: ['/usr/bin/node', DRIVER, 'once', JSON.stringify({ connectAndExit: true })] });
   const after = await ctx.driver.sessions(1, ['true']);
   check('a session right after a peer that exited at once', after[0]!.ok, after);
-  // Slowloris: one HELLO byte a second is cut at the handshake deadline.
-  const slow = await outside(ctx, { as: 'client' }, { raw: { dripMs: 1000, waitMs: 15_000 } });
+  // Slowloris from inside the agent unit (outside it, the peer is refused at accept): one HELLO
+  // byte a second is cut at the handshake deadline.
+  const slow = await ctx.driver.asChild<RawResult>({ raw: { dripMs: 1000, waitMs: 15_000 } });
   check('slowloris', slow.code === HANDSHAKE_TIMEOUT, slow);
 
   const durationMs = ctx.scale === 'full' ? 10_000 : 2_000;
   const idle = ctx.scale === 'full' ? 1000 : 100;
   // Floods from outside the agent unit: the MainPID and a child of the agent keep starting sessions.
-  const outsideFlood = await underFlood(ctx, durationMs, () => outside(ctx, { as: 'client' }, { flood: { concurrency: idle, durationMs, mode: 'silent' } }), true);
+  const outsideFlood = await underFlood(ctx, durationMs, () => outside(ctx, asClient, { flood: { concurrency: idle, durationMs, mode: 'silent' } }), true);
   out.floods.push(outsideFlood);
   out.notes.push(`${idle} idle connections from outside the agent unit: agent ${outsideFlood.failures}/${outsideFlood.starts} failed, p50 ${outsideFlood.p50Ms.toFixed(0)} ms, p99 ${outsideFlood.p99Ms.toFixed(0)} ms, broker CPU ${(outsideFlood.brokerCpu * 100).toFixed(0)}% of a core`);
   // HELLO floods run past the admission rate (120 a minute, 200 tried and more): the MainPID's
   // reserved slot is exempt from the rate.
-  const rateFlood = await underFlood(ctx, durationMs, () => outside(ctx, { as: 'client' }, { flood: { concurrency: 8, durationMs, mode: 'hello' } }), false);
+  const rateFlood = await underFlood(ctx, durationMs, () => outside(ctx, asClient, { flood: { concurrency: 8, durationMs, mode: 'hello' } }), false);
   out.floods.push(rateFlood);
   out.notes.push(`HELLO flood past the admission rate: MainPID ${rateFlood.failures}/${rateFlood.starts} failed, p99 ${rateFlood.p99Ms.toFixed(0)} ms, broker CPU ${(rateFlood.brokerCpu * 100).toFixed(0)}%`);
   // A program inside a session floods the socket (reached through another process's /proc root).
