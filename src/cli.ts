@@ -1,12 +1,16 @@
 // The opencode-pty command: parses the command line and runs it; all diagnostics go to stderr.
 import { USAGE, USAGE_EXIT, parseCommandLine } from './client/cli-args.ts';
 import { runCommand } from './client/run-command.ts';
+import { packageVersion } from './version.ts';
 
 async function main(args: string[]): Promise<number> {
   const command = parseCommandLine(args, process.env);
   switch (command.kind) {
     case 'help':
       process.stdout.write(USAGE);
+      return 0;
+    case 'version':
+      process.stdout.write(`opencode-pty ${packageVersion()}\n`);
       return 0;
     case 'usage':
       process.stderr.write(`opencode-pty: ${command.message}\n\n${USAGE}`);

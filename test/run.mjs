@@ -93,10 +93,18 @@ if (built.code !== 0) {
 const files = findTests(join(root, 'test')).filter(
   (file) => filters.length === 0 || filters.some((f) => file.includes(f)),
 );
-for (const file of files) {
+// The client side (library, CLI, node-pty face) runs on Bun too: its suites run once per runtime. Bun
+// comes from the npm registry as a dev dependency (its package ships the binary).
+const BUN = join(root, 'node_modules/@oven/bun-linux-x64/bin/bun');
+const BOTH_RUNTIMES = /^test\/(client|node-pty)\//;
+const runs = files.flatMap((file) => {
   const name = relative(root, file);
+  const node = { name, argv: [process.execPath, '--import', 'tsx', file] };
+  return BOTH_RUNTIMES.test(name) ? [node, { name: `${name} (bun)`, argv: [BUN, file] }] : [node];
+});
+for (const { name, argv } of runs) {
   console.log(`\n# ${name}`);
-  const result = await run([process.execPath, '--import', 'tsx', file]);
+  const result = await run(argv);
   const counts = uvuCounts(result.output);
   if (!counts) {
     failed += 1;
@@ -124,4 +132,4 @@ if (filters.length === 0) {
 
 if (failures.length) console.log(`\nFailed: ${failures.join(', ')}`);
 console.log(`\n${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
-process.exit(failed === 0 && files.length > 0 ? 0 : 1);
+process.exit(failed === 0 && runs.length > 0 ? 0 : 1);

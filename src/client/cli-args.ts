@@ -9,8 +9,9 @@ export const USAGE_EXIT = 2;
 export const FAILURE_EXIT = 125;
 
 export const USAGE = `Usage:
-  opencode-pty run [--socket PATH] [--cwd DIR] [--env NAME=VALUE]... [--] COMMAND [ARG]...
+  opencode-pty run [--socket PATH] [--cwd DIR] [--env NAME=VALUE]... [--timeout SECONDS] [--] COMMAND [ARG]...
   opencode-pty --help
+  opencode-pty --version
 
 Commands:
   run        Run COMMAND in a terminal session of the opencode-pty supervisor and relay it to this
@@ -24,8 +25,11 @@ Options of run:
                      so the session runs exactly where this process could go.
   --env NAME=VALUE   Set a variable for the program (repeatable). Only TERM is taken from this
                      process's environment; the supervisor applies its own allowlist.
+  --timeout SECONDS  Give up (status ${FAILURE_EXIT}) when the supervisor has not started the session within this
+                     many seconds (default 30; 0: wait as long as it takes).
   --                 End of options: everything after it is COMMAND and its arguments.
   -h, --help         Show this help.
+  --version          Print the version of this command and exit.
 
 Signals: SIGINT and SIGQUIT are forwarded to the session; SIGTERM and SIGHUP stop it.
 
@@ -41,15 +45,18 @@ export interface RunCommand {
   cwd: string | undefined;
   env: Record<string, string>;
   argv: string[];
+  /** Deadline for connect and for STARTED, each; undefined: the library's default. */
+  timeoutMs: number | undefined;
 }
 
-export type CliCommand = RunCommand | { kind: 'help' } | { kind: 'usage'; message: string };
+export type CliCommand = RunCommand | { kind: 'help' } | { kind: 'version' } | { kind: 'usage'; message: string };
 
 /** Parses `args` (without node and the script); `env` supplies OPENCODE_PTY_SOCKET and TERM. */
 export function parseCommandLine(args: readonly string[], env: Readonly<Record<string, string | undefined>>): CliCommand {
   const [command, ...rest] = args;
   if (command === undefined) return usage('missing command');
   if (command === '-h' || command === '--help' || command === 'help') return { kind: 'help' };
+  if (command === '--version' || command === '-V') return { kind: 'version' };
   if (command !== 'run') return usage(`unknown command ${JSON.stringify(command)}`);
   return parseRun(rest, env);
 }
@@ -57,6 +64,7 @@ export function parseCommandLine(args: readonly string[], env: Readonly<Record<s
 function parseRun(args: readonly string[], env: Readonly<Record<string, string | undefined>>): CliCommand {
   let socket = env.OPENCODE_PTY_SOCKET || DEFAULT_SOCKET;
   let cwd: string | undefined;
+  let timeoutMs: number | undefined;
   const sessionEnv: Record<string, string> = {};
   if (env.TERM !== undefined && env.TERM !== '') sessionEnv.TERM = env.TERM;
   let index = 0;
@@ -71,7 +79,9 @@ function parseRun(args: readonly string[], env: Readonly<Record<string, string |
     if (arg === '-h' || arg === '--help') return { kind: 'help' };
     const equals = arg.indexOf('=');
     const name = equals > 0 && arg.startsWith('--') ? arg.slice(0, equals) : arg;
-    if (name !== '--socket' && name !== '--cwd' && name !== '--env') return usage(`unknown option ${arg}`);
+    if (name !== '--socket' && name !== '--cwd' && name !== '--env' && name !== '--timeout') {
+      return usage(`unknown option ${arg}`);
+    }
     let value: string;
     if (equals > 0 && arg.startsWith('--')) value = arg.slice(equals + 1);
     else {
@@ -86,6 +96,10 @@ function parseRun(args: readonly string[], env: Readonly<Record<string, string |
     } else if (name === '--cwd') {
       if (value === '') return usage('--cwd needs a directory');
       cwd = value;
+    } else if (name === '--timeout') {
+      const seconds = /^\d+(\.\d+)?$/.test(value) ? Number(value) : NaN;
+      if (!(seconds <= 86_400)) return usage(`--timeout needs a number of seconds up to 86400, got ${JSON.stringify(value)}`);
+      timeoutMs = Math.round(seconds * 1000);
     } else {
       const split = value.indexOf('=');
       if (split <= 0) return usage(`--env needs NAME=VALUE, got ${JSON.stringify(value)}`);
@@ -94,7 +108,7 @@ function parseRun(args: readonly string[], env: Readonly<Record<string, string |
   }
   const argv = args.slice(index);
   if (argv.length === 0) return usage('missing COMMAND to run');
-  return { kind: 'run', socket, cwd, env: sessionEnv, argv };
+  return { kind: 'run', socket, cwd, env: sessionEnv, argv, timeoutMs };
 }
 
 function usage(message: string): CliCommand {

@@ -20,6 +20,8 @@ export type ClientErrorCode =
   | 'INVALID_ARGUMENT'
   /** The call does not fit the connection's state (start twice, start after an error…). */
   | 'STATE'
+  /** No answer within the client's deadline (connect's or start's `timeoutMs`). */
+  | 'TIMEOUT'
   /** Closed locally while waiting. */
   | 'CLOSED'
   /** The caller's AbortSignal fired. */

@@ -1,15 +1,21 @@
 // The client's connection: handshake, then one START with the cwd fd the client opened itself.
 import { closeSync, constants, fstatSync, openSync } from 'node:fs';
-import { FdSocket } from '../io/fd-socket.ts';
-import { native } from '../native/binding.ts';
 import { PROTOCOL_VERSION, encodeFrame, isProtocolError, type Frame } from '../protocol/index.ts';
 import { ClientError } from './client-error.ts';
 import { FrameChannel, type ChannelHandler } from './frame-channel.ts';
+import { RuntimeSocket } from './runtime-socket.ts';
 import { Session } from './session.ts';
 
+/** How long connect() waits for WELCOME, and start() for STARTED, unless told otherwise: a server that
+ * accepts and never answers must not hold a caller forever. Starting a unit takes milliseconds; this
+ * covers a loaded machine and a cold socket activation many times over. */
+export const DEFAULT_TIMEOUT_MS = 30_000;
+
 export interface ConnectOptions {
-  /** Abandons the handshake (rejecting with ABORTED), e.g. AbortSignal.timeout(ms). */
+  /** Abandons the handshake (rejecting with ABORTED). */
   signal?: AbortSignal;
+  /** Rejects with TIMEOUT when no WELCOME came within this many ms (default 30 s; 0: no deadline). */
+  timeoutMs?: number;
 }
 
 export interface StartOptions {
@@ -23,6 +29,8 @@ export interface StartOptions {
   cols?: number;
   /** Abandons waiting for STARTED (rejecting with ABORTED and closing the connection). */
   signal?: AbortSignal;
+  /** Rejects with TIMEOUT (and closes) when no STARTED came within this many ms (default 30 s; 0: none). */
+  timeoutMs?: number;
 }
 
 type State = 'handshake' | 'ready' | 'starting' | 'started' | 'closed';
@@ -46,7 +54,7 @@ export class Client {
   #failure: ClientError | undefined;
   #version = 0;
 
-  private constructor(socket: FdSocket) {
+  private constructor(socket: RuntimeSocket) {
     const handler: ChannelHandler = {
       frame: (frame) => this.#onFrame(frame),
       end: () => this.#fail(new ClientError('HANGUP', 'the server closed the connection')),
@@ -57,15 +65,16 @@ export class Client {
 
   static async connect(path: string, options: ConnectOptions = {}): Promise<Client> {
     throwIfAborted(options.signal);
-    let fd: number;
+    const deadline = new Deadline(options.timeoutMs, 'no WELCOME from the server');
+    let socket: RuntimeSocket;
     try {
-      fd = native().connectUnix(path);
-    } catch (error) {
-      const errno = (error as { code?: string }).code;
-      throw new ClientError('CONNECT', `cannot connect to ${path}: ${errno ?? String(error)}`, { errno, cause: error });
+      socket = await deadline.race(RuntimeSocket.connect(path), (late) => late.then((s) => s.close(), () => {}));
+    } finally {
+      deadline.cancel();
     }
-    const client = new Client(new FdSocket(fd));
-    await client.#await(options.signal, () =>
+    throwIfAborted(options.signal);
+    const client = new Client(socket);
+    await client.#await(options.signal, deadline, () =>
       client.#channel.sendUrgent({ type: 'hello', minVersion: PROTOCOL_VERSION, maxVersion: PROTOCOL_VERSION }),
     );
     return client;
@@ -97,7 +106,8 @@ export class Client {
       throw new ClientError('CWD', `cannot stat ${cwd}`, { cause: error });
     }
     this.#state = 'starting';
-    return (await this.#await(options.signal, () => this.#sendStart(start, dirFd))) as Session;
+    const deadline = new Deadline(options.timeoutMs, 'no STARTED from the server');
+    return (await this.#await(options.signal, deadline, () => this.#sendStart(start, dirFd))) as Session;
   }
 
   /** Closes the connection; a pending handshake or start rejects with CLOSED. A started session owns the
@@ -108,29 +118,28 @@ export class Client {
   }
 
   #sendStart(start: Buffer, dirFd: number): void {
-    try {
-      // The socket owns dirFd from here: it rides on START's first byte and is closed once sent.
-      this.#channel.sendRaw(start, [dirFd]);
-    } catch (error) {
-      closeSync(dirFd);
-      throw error;
-    }
+    // dirFd rides on START's first byte and is closed once sent (or on failure).
+    this.#channel.sendWithFds(start, [dirFd]).catch((error: unknown) => this.#fail(asClientError(error)));
   }
 
-  /** Sends, then waits for the answer the current state expects. */
-  #await(signal: AbortSignal | undefined, send: () => void): Promise<unknown> {
+  /** Sends, then waits for the answer the current state expects, until the deadline. */
+  #await(signal: AbortSignal | undefined, deadline: Deadline, send: () => void): Promise<unknown> {
     return new Promise<unknown>((resolve, reject) => {
       const onAbort = () => this.#fail(new ClientError('ABORTED', 'aborted by the caller', { cause: signal?.reason }));
-      const settle = () => signal?.removeEventListener('abort', onAbort);
+      const settle = () => {
+        signal?.removeEventListener('abort', onAbort);
+        deadline.cancel();
+      };
       this.#waiter = {
         resolve: (value) => (settle(), resolve(value)),
         reject: (error) => (settle(), reject(error)),
       };
       signal?.addEventListener('abort', onAbort, { once: true });
+      deadline.arm((error) => this.#fail(error));
       try {
         send();
       } catch (error) {
-        this.#fail(new ClientError('IO', `cannot send: ${String(error)}`, { cause: error }));
+        this.#fail(asClientError(error));
       }
     });
   }
@@ -167,6 +176,56 @@ export class Client {
     const waiter = this.#waiter;
     this.#waiter = undefined;
     waiter?.reject(error);
+  }
+}
+
+function asClientError(error: unknown): ClientError {
+  return error instanceof ClientError ? error : new ClientError('IO', `cannot send: ${String(error)}`, { cause: error });
+}
+
+/** One wait's time limit, which may span steps (connect, then the handshake): time spent in an earlier
+ * step counts against the later ones. */
+class Deadline {
+  readonly #ms: number;
+  readonly #what: string;
+  readonly #startedAt = Date.now();
+  #timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(ms: number | undefined, what: string) {
+    this.#ms = ms ?? DEFAULT_TIMEOUT_MS;
+    this.#what = what;
+  }
+
+  #error(): ClientError {
+    return new ClientError('TIMEOUT', `${this.#what} within ${this.#ms} ms`);
+  }
+
+  /** Calls onExpired once the limit is reached, counting from construction. */
+  arm(onExpired: (error: ClientError) => void): void {
+    if (this.#ms <= 0) return;
+    const left = Math.max(0, this.#startedAt + this.#ms - Date.now());
+    this.#timer = setTimeout(() => onExpired(this.#error()), left);
+  }
+
+  /** `promise`, or TIMEOUT first; a result that comes late goes to `late` (to release it). */
+  race<T>(promise: Promise<T>, late: (promise: Promise<T>) => void): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      let expired = false;
+      this.arm((error) => {
+        expired = true;
+        late(promise);
+        reject(error);
+      });
+      promise.then(
+        (value) => (expired ? undefined : resolve(value)),
+        (error: unknown) => (expired ? undefined : reject(error)),
+      );
+    });
+  }
+
+  cancel(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
   }
 }
 

@@ -1,8 +1,8 @@
-// Frames over one FdSocket for the client: decodes what the server sends, encodes what we send, maps failures to codes.
-import { FdSocket } from '../io/fd-socket.ts';
-import type { IoError } from '../io/io-error.ts';
+// Frames over the client's runtime socket: decodes what the server sends, encodes what we send, maps failures to codes.
 import { FrameDecoder, encodeFrame, isProtocolError, type Frame } from '../protocol/index.ts';
 import { ClientError } from './client-error.ts';
+import { closeQuietly } from '../io/fds.ts';
+import type { RuntimeSocket } from './runtime-socket.ts';
 
 export interface ChannelHandler {
   frame(frame: Frame): void;
@@ -13,20 +13,21 @@ export interface ChannelHandler {
 }
 
 export class FrameChannel {
-  #socket: FdSocket;
+  #socket: RuntimeSocket;
   #decoder = new FrameDecoder('to-client');
   #handler: ChannelHandler;
   #drainListeners = new Set<() => void>();
 
-  constructor(socket: FdSocket, handler: ChannelHandler) {
+  constructor(socket: RuntimeSocket, handler: ChannelHandler) {
     this.#socket = socket;
     this.#handler = handler;
-    socket.on('error', (error) => this.#fail(fromIoError(error)));
+    socket.on('error', (error) => this.#fail(error));
     socket.on('end', () => this.#onEnd());
     socket.on('drain', () => {
       for (const listener of this.#drainListeners) listener();
     });
-    // Server frames never carry fds: streaming reads close and report any that come.
+    // Server frames never carry fds: the runtime reads with no room for control data, so the kernel
+    // discards any fd a server attaches (unix(7): SCM_RIGHTS without space is dropped, MSG_CTRUNC).
     socket.startReading((chunk) => this.#onData(chunk));
   }
 
@@ -53,10 +54,16 @@ export class FrameChannel {
     this.#socket.write(encodeFrame(frame));
   }
 
-  /** Queues an encoded frame with fds attached to its first byte; the socket owns them once this returns
-   * (and closes them once sent); if it throws they are still the caller's. */
-  sendRaw(encoded: Buffer, fds: number[]): void {
-    this.#socket.write(encoded, fds);
+  /** Sends an encoded frame with fds on its first byte, once everything before it has gone; closes the
+   * fds either way. Rejects with a ClientError. */
+  async sendWithFds(encoded: Buffer, fds: number[]): Promise<void> {
+    try {
+      await this.#socket.flushed();
+    } catch (error) {
+      for (const fd of fds) closeQuietly(fd);
+      throw error;
+    }
+    this.#socket.writeWithFds(encoded, fds);
   }
 
   /** Queues a control frame ahead of waiting data. */
@@ -103,17 +110,4 @@ export class FrameChannel {
 function fromDecodeError(error: unknown): ClientError {
   const detail = isProtocolError(error) ? `${error.code}: ${error.message}` : String(error);
   return new ClientError('PROTOCOL', `the server sent an invalid frame (${detail})`, { cause: error });
-}
-
-function fromIoError(error: IoError): ClientError {
-  switch (error.code) {
-    case 'UNEXPECTED_FD':
-    case 'UNEXPECTED_CONTROL':
-      return new ClientError('PROTOCOL', 'the server sent control data (an fd) on the stream', { cause: error });
-    case 'PEER_GONE':
-    case 'EOF':
-      return new ClientError('HANGUP', 'the server closed the connection', { errno: error.errno, cause: error });
-    default:
-      return new ClientError('IO', `socket failure: ${error.message}`, { errno: error.errno, cause: error });
-  }
 }

@@ -55,13 +55,15 @@ class Run {
     const { stdin, stdout, stderr } = this.#stdio;
     let session: Session;
     try {
-      const client = await connect(this.#command.socket, { signal: this.#abort.signal });
+      const timeout = this.#command.timeoutMs === undefined ? {} : { timeoutMs: this.#command.timeoutMs };
+      const client = await connect(this.#command.socket, { signal: this.#abort.signal, ...timeout });
       session = await client.start({
         argv: this.#command.argv,
         ...(this.#command.cwd === undefined ? {} : { cwd: this.#command.cwd }),
         env: this.#command.env,
         ...terminalSize([stdout, stderr]),
         signal: this.#abort.signal,
+        ...timeout,
       });
     } catch (error) {
       if (this.#signalStatus !== undefined) return this.#signalStatus;

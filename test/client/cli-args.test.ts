@@ -10,6 +10,7 @@ test('run with defaults takes TERM only from the environment', () => {
     cwd: undefined,
     env: { TERM: 'xterm' },
     argv: ['bash', '-l'],
+    timeoutMs: undefined,
   });
 });
 
@@ -24,6 +25,7 @@ test('options in both spellings; --env repeats and overrides TERM; the environme
     cwd: '/srv',
     env: { TERM: 'dumb', A: '1', B: 'x=y' },
     argv: ['ls', '--all'],
+    timeoutMs: undefined,
   });
   const explicit = parseCommandLine(['run', '--socket', '/a.sock', 'x'], { OPENCODE_PTY_SOCKET: '/tmp/s.sock' });
   assert.is(explicit.kind === 'run' && explicit.socket, '/a.sock', '--socket wins over the environment');
@@ -57,6 +59,17 @@ test('usage errors', () => {
 test('after -- everything is the command, even option-like words', () => {
   const command = parseCommandLine(['run', '--', '--socket', 'x'], {});
   assert.equal(command.kind === 'run' && command.argv, ['--socket', 'x']);
+});
+
+test('--timeout takes seconds; --version is a command of its own', () => {
+  const command = parseCommandLine(['run', '--timeout', '2.5', 'x'], {});
+  assert.is(command.kind === 'run' && command.timeoutMs, 2500);
+  assert.is(parseCommandLine(['run', '--timeout=0', 'x'], {}).kind, 'run');
+  for (const bad of ['-1', 'soon', '', '1e9', '90000']) {
+    const refused = parseCommandLine(['run', '--timeout', bad, 'x'], {});
+    assert.is(refused.kind, 'usage', `--timeout ${JSON.stringify(bad)}`);
+  }
+  assert.equal(parseCommandLine(['--version'], {}), { kind: 'version' });
 });
 
 test.run();

@@ -2,11 +2,16 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
-import { closeSync } from 'node:fs';
+import { closeSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { TestServer, type ServerConnection } from './test-server.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
+
+/** The CLI runs on the runtime of this suite: Bun runs TypeScript itself, Node through tsx. */
+function runtimeArgs(script: string): string[] {
+  return process.versions.bun ? [script] : ['--import', 'tsx', script];
+}
 
 interface Outcome {
   status: number | null;
@@ -16,7 +21,7 @@ interface Outcome {
 
 /** Runs the CLI; `feed` gets its stdin while it runs. */
 function cli(args: string[], env: Record<string, string> = {}, feed?: (stdin: NodeJS.WritableStream) => void) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+  const child = spawn(process.execPath, [...runtimeArgs('src/cli.ts'), ...args], {
     cwd: root,
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
     stdio: [feed ? 'pipe' : 'ignore', 'pipe', 'pipe'],
@@ -95,6 +100,24 @@ test('a refused session exits 125 with the reason on stderr only', async () => {
   assert.match(outcome.stderr, 'authentication admission limit reached');
   assert.match(outcome.stderr, 'ADMISSION');
   server.close();
+});
+
+test('a server that accepts and never answers: the CLI gives up at its deadline with 125', async () => {
+  const server = new TestServer();
+  const running = cli(['run', '--socket', server.path, '--timeout', '0.2', '--', 'x']);
+  const conn = await server.accept();
+  await conn.expect('hello');
+  const outcome = await running;
+  assert.is(outcome.status, 125);
+  assert.match(outcome.stderr, 'TIMEOUT');
+  server.close();
+});
+
+test('--version prints the package version', async () => {
+  const outcome = await cli(['--version']);
+  assert.is(outcome.status, 0);
+  const { version } = JSON.parse(readFileSync(`${root}/package.json`, 'utf8')) as { version: string };
+  assert.is(outcome.stdout, `opencode-pty ${version}\n`);
 });
 
 test('--help exits 0 and documents every option', async () => {

@@ -1,9 +1,10 @@
-// A hand-driven protocol server for the client suites: a listening socket from the addon, frames read one at a time.
+// A hand-driven protocol server for the client suites: a listening socket from the addon, frames read one at a time
+// (polled, so the suites run on Bun as on Node).
 import { closeSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { native, type FdWatcher } from '../../src/native/binding.ts';
-import { FdSocket } from '../../src/io/fd-socket.ts';
+import { native } from '../../src/native/binding.ts';
+import { PolledSocket } from './polled-socket.ts';
 import {
   HEADER_SIZE,
   PROTOCOL_VERSION,
@@ -23,7 +24,7 @@ export class TestServer {
   readonly dir: string;
   readonly path: string;
   #listenFd: number;
-  #watcher: FdWatcher;
+  #timer: ReturnType<typeof setInterval>;
   #waiting: ((conn: ServerConnection) => void)[] = [];
   #accepted: ServerConnection[] = [];
   #all: ServerConnection[] = [];
@@ -32,7 +33,7 @@ export class TestServer {
     this.dir = mkdtempSync(join(tmpdir(), 'opencode-pty-client-test-'));
     this.path = join(this.dir, 'supervisor.sock');
     this.#listenFd = native().listenUnix(this.path, 16);
-    this.#watcher = native().watch(this.#listenFd, { readable: true }, () => this.#acceptAll());
+    this.#timer = setInterval(() => this.#acceptAll(), 1);
   }
 
   /** The next connection, as soon as the kernel has it. */
@@ -43,7 +44,7 @@ export class TestServer {
   }
 
   close(): void {
-    this.#watcher.close();
+    clearInterval(this.#timer);
     for (const conn of this.#all) conn.close();
     closeSync(this.#listenFd);
     rmSync(this.dir, { recursive: true, force: true });
@@ -51,7 +52,7 @@ export class TestServer {
 
   #acceptAll(): void {
     for (let fd = native().accept(this.#listenFd); fd >= 0; fd = native().accept(this.#listenFd)) {
-      const conn = new ServerConnection(new FdSocket(fd));
+      const conn = new ServerConnection(new PolledSocket(fd));
       this.#all.push(conn);
       const waiter = this.#waiting.shift();
       if (waiter) waiter(conn);
@@ -61,9 +62,9 @@ export class TestServer {
 }
 
 export class ServerConnection {
-  readonly socket: FdSocket;
+  readonly socket: PolledSocket;
 
-  constructor(socket: FdSocket) {
+  constructor(socket: PolledSocket) {
     this.socket = socket;
   }
 
