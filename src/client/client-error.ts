@@ -22,6 +22,8 @@ export type ClientErrorCode =
   | 'STATE'
   /** No answer within the client's deadline (connect's or start's `timeoutMs`). */
   | 'TIMEOUT'
+  /** More input written before the session started than the client holds. */
+  | 'QUEUE_FULL'
   /** Closed locally while waiting. */
   | 'CLOSED'
   /** The caller's AbortSignal fired. */

@@ -2,6 +2,7 @@
 import { closeSync, constants, fstatSync, openSync } from 'node:fs';
 import { PROTOCOL_VERSION, encodeFrame, isProtocolError, type Frame } from '../protocol/index.ts';
 import { ClientError } from './client-error.ts';
+import { fitEnvironment } from './environment-fit.ts';
 import { FrameChannel, type ChannelHandler } from './frame-channel.ts';
 import { RuntimeSocket } from './runtime-socket.ts';
 import { Session } from './session.ts';
@@ -23,7 +24,8 @@ export interface StartOptions {
   argv: string[];
   /** Directory the session runs in, opened here and handed over as an fd (default: process.cwd()). */
   cwd?: string;
-  /** Environment for the program; the server applies its own allowlist on top. */
+  /** Environment for the program; the server applies its own policy on top. What one START cannot carry
+   * (over 128 names or 64 KiB, or not valid for execve) is left out and named in Session.droppedEnv. */
   env?: Record<string, string>;
   rows?: number;
   cols?: number;
@@ -53,6 +55,8 @@ export class Client {
   /** Why the connection ended before a session took it over. */
   #failure: ClientError | undefined;
   #version = 0;
+  /** Names the client could not fit into START. */
+  #droppedEnv: string[] = [];
 
   private constructor(socket: RuntimeSocket) {
     const handler: ChannelHandler = {
@@ -98,8 +102,9 @@ export class Client {
     try {
       // bigint: st_ino and st_dev are 64-bit and may exceed 2^53.
       const stat = fstatSync(dirFd, { bigint: true });
-      const envEntries = Object.entries(env).map(([name, value]) => ({ name, value }));
-      start = encodeFrame({ type: 'start', rows, cols, cwdDev: stat.dev, cwdIno: stat.ino, argv, env: envEntries });
+      const fitted = fitEnvironment(env, argv);
+      this.#droppedEnv = fitted.dropped;
+      start = encodeFrame({ type: 'start', rows, cols, cwdDev: stat.dev, cwdIno: stat.ino, argv, env: fitted.entries });
     } catch (error) {
       closeSync(dirFd);
       if (isProtocolError(error)) throw new ClientError('BAD_START', error.message, { cause: error });
@@ -157,7 +162,7 @@ export class Client {
     if (this.#state === 'starting' && frame.type === 'started') {
       // The session takes the channel over now, not after an await: OUTPUT may follow in the same read.
       this.#state = 'started';
-      return this.#settle(new Session(this.#channel, frame));
+      return this.#settle(new Session(this.#channel, frame, this.#droppedEnv));
     }
     this.#fail(new ClientError('PROTOCOL', `unexpected ${frame.type.toUpperCase()} while ${this.#state}`));
   }

@@ -31,6 +31,9 @@ interface PendingInput {
 export class Session {
   readonly unit: string;
   readonly mainPid: number;
+  /** Environment names that did not reach the program: left out of START by this client (limits) or,
+   * with protocol version 2, dropped by the server's policy. */
+  readonly droppedEnv: readonly string[];
   /** The terminal's output. Ends after EXIT or STOPPED (all output delivered) and also on failure, when
    * `exit` rejects: check `exit` to tell. Credit goes back to the server only as this stream is read. */
   readonly output: Readable;
@@ -49,9 +52,10 @@ export class Session {
   #stopping: Promise<void> | undefined;
 
   /** Made by Client.start() when STARTED arrives; takes over the channel. */
-  constructor(channel: FrameChannel, started: FrameOf<'started'>) {
+  constructor(channel: FrameChannel, started: FrameOf<'started'>, droppedEnv: readonly string[] = []) {
     this.unit = started.unit;
     this.mainPid = started.mainPid;
+    this.droppedEnv = droppedEnv;
     this.#channel = channel;
     this.exit = new Promise<SessionEnd>((resolve, reject) => {
       this.#resolveExit = resolve;

@@ -1,0 +1,25 @@
+// A session's end in node-pty's shape: { exitCode, signal } as its onExit reports it on Unix.
+import type { SessionEnd } from '../session.ts';
+
+export interface IExitEvent {
+  exitCode: number;
+  /** The signal that ended the program, 0 when none did (node-pty's Unix shape). */
+  signal?: number;
+}
+
+/** SIGHUP: what the program sees when the session is ended (systemd stops the unit with SendSIGHUP=yes),
+ * and what node-pty's own kill() sends. */
+const SIGHUP = 1;
+
+/** systemd's ExecMainCode: 1 exited (status = exit code), 2 killed, 3 dumped (status = signal). */
+export function exitEvent(end: SessionEnd): IExitEvent {
+  if (end.reason === 'stopped') return { exitCode: 0, signal: SIGHUP };
+  if (end.code === 2 || end.code === 3) return { exitCode: 0, signal: end.status };
+  if (end.code === 1) return { exitCode: end.status, signal: 0 };
+  // No main process status at all (the unit failed around it): not a clean exit.
+  return { exitCode: 1, signal: 0 };
+}
+
+/** What onExit reports when the supervisor refused or failed the session (unreachable, timed out, ERROR,
+ * connection lost): the status the CLI uses for "the runner itself failed". */
+export const FAILURE_EXIT: IExitEvent = { exitCode: 125, signal: 0 };

@@ -1,0 +1,120 @@
+// node-pty's spawn options checked and resolved into a START: what applies is taken, what cannot apply is refused.
+import { DEFAULT_SOCKET } from '../cli-args.ts';
+import { ClientError } from '../client-error.ts';
+
+/** The options node-pty's `spawn` takes that mean something here (node-pty's IPtyForkOptions). */
+export interface IPtyForkOptions {
+  /** TERM for the program (default 'xterm', as node-pty). */
+  name?: string;
+  cols?: number;
+  rows?: number;
+  /** Opened here as a directory and handed over (default: process.cwd()). */
+  cwd?: string;
+  /** The program's environment (default: process.env); the supervisor filters it (docs/configuration.md). */
+  env?: Record<string, string | undefined>;
+  /** 'utf8' (default): onData gets strings, decoded across chunk boundaries. null: Buffers. */
+  encoding?: string | null;
+  /** node-pty's XON/XOFF interception: only false is accepted (use pause()/resume()). */
+  handleFlowControl?: boolean;
+  /** The supervisor's socket (default: $OPENCODE_PTY_SOCKET, else the system one). */
+  socketPath?: string;
+  /** Deadline for the supervisor to start the session, ms (default 30 s; 0: none). */
+  timeoutMs?: number;
+}
+
+export interface ResolvedOptions {
+  argv: string[];
+  term: string;
+  cols: number;
+  rows: number;
+  cwd: string;
+  env: Record<string, string>;
+  encoding: 'utf8' | null;
+  socketPath: string;
+  timeoutMs: number | undefined;
+}
+
+const ACCEPTED = new Set(['name', 'cols', 'rows', 'cwd', 'env', 'encoding', 'handleFlowControl', 'socketPath', 'timeoutMs']);
+
+/** node-pty options that cannot apply to a session the supervisor runs, and why. */
+const REFUSED: Record<string, string> = {
+  uid: 'a session runs as the calling service\'s own user, decided by the supervisor',
+  gid: 'a session runs with the calling service\'s own group, decided by the supervisor',
+  flowControlPause: 'flow control is pause()/resume() (credit on the connection), not XOFF in the data',
+  flowControlResume: 'flow control is pause()/resume() (credit on the connection), not XON in the data',
+  useConpty: 'a Windows option',
+  useConptyDll: 'a Windows option',
+  conptyInheritCursor: 'a Windows option',
+  experimentalUseConpty: 'a Windows option',
+};
+
+const DEFAULT_COLS = 80;
+const DEFAULT_ROWS = 24;
+
+function invalid(message: string): ClientError {
+  return new ClientError('INVALID_ARGUMENT', message);
+}
+
+export function checkSize(cols: unknown, rows: unknown): { cols: number; rows: number } {
+  for (const [name, value] of [['cols', cols], ['rows', rows]] as const) {
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 0xffff) {
+      throw invalid(`${name} must be an integer from 1 to 65535, got ${String(value)}`);
+    }
+  }
+  return { cols: cols as number, rows: rows as number };
+}
+
+/** Splits node-pty's `args` (an array, or one string as on Windows, refused here) into argv. */
+function argvOf(file: unknown, args: unknown): string[] {
+  if (typeof file !== 'string' || file === '') throw invalid('file must be a non-empty string');
+  if (typeof args === 'string') throw invalid('args as one string is a Windows form: pass an array');
+  if (args === undefined) return [file];
+  if (!Array.isArray(args) || !args.every((arg) => typeof arg === 'string')) throw invalid('args must be an array of strings');
+  return [file, ...args];
+}
+
+export function resolveOptions(file: unknown, args: unknown, options: unknown, env: NodeJS.ProcessEnv): ResolvedOptions {
+  const argv = argvOf(file, args);
+  const given = (options ?? {}) as Record<string, unknown>;
+  if (typeof given !== 'object' || Array.isArray(given)) throw invalid('options must be an object');
+  for (const key of Object.keys(given)) {
+    if (given[key] === undefined) continue;
+    const why = REFUSED[key];
+    if (why !== undefined) throw invalid(`option ${key} is not supported: ${why}`);
+    if (!ACCEPTED.has(key)) throw invalid(`unknown option ${key}`);
+  }
+  const { name = 'xterm', cwd = process.cwd(), encoding = 'utf8', handleFlowControl = false, timeoutMs } = given;
+  const socketPath = given.socketPath ?? (env.OPENCODE_PTY_SOCKET || DEFAULT_SOCKET);
+  if (typeof name !== 'string' || name === '') throw invalid('name must be a non-empty string');
+  if (typeof cwd !== 'string' || cwd === '') throw invalid('cwd must be a non-empty string');
+  if (typeof socketPath !== 'string' || socketPath === '') throw invalid('socketPath must be a non-empty string');
+  if (encoding !== null && encoding !== 'utf8' && encoding !== 'utf-8') {
+    throw invalid(`encoding ${String(encoding)} is not supported: use 'utf8' or null`);
+  }
+  if (handleFlowControl !== false) throw invalid('handleFlowControl is not supported: use pause()/resume()');
+  if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !(timeoutMs >= 0))) {
+    throw invalid('timeoutMs must be a number of milliseconds, 0 or more');
+  }
+  const { cols, rows } = checkSize(given.cols ?? DEFAULT_COLS, given.rows ?? DEFAULT_ROWS);
+  const source = (given.env ?? env) as Record<string, unknown>;
+  if (typeof source !== 'object' || source === null) throw invalid('env must be an object');
+  const programEnv: Record<string, string> = {};
+  for (const [key, value] of Object.entries(source)) {
+    // process.env-shaped objects may hold undefined; node-pty skips those too.
+    if (value === undefined) continue;
+    programEnv[key] = String(value);
+  }
+  // As node-pty: `name` is the program's TERM.
+  programEnv.TERM = name;
+  return {
+    argv,
+    term: name,
+    cols,
+    rows,
+    cwd,
+    env: programEnv,
+    encoding: encoding === null ? null : 'utf8',
+    socketPath,
+    timeoutMs: timeoutMs as number | undefined,
+  };
+}
