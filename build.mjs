@@ -2,7 +2,8 @@
 // node_modules beside them; the native addon, dbus-next's usocket addon and the session
 // helper are copied next to them and loaded by path; dist/manifest.json hashes all of it.
 import { build } from 'esbuild';
-import { chmodSync, copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { buildManifest } from './scripts/manifest.mjs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -82,6 +83,43 @@ await build({
   legalComments: 'none',
 });
 
+// The client library for agents (`.`, `./client`, `./node-pty`): ESM that runs on Node and on Bun with
+// no dependency installed (code shared between the entries goes into chunks), typed by tsc's declarations.
+const libOut = join(out, 'lib');
+rmSync(libOut, { recursive: true, force: true });
+await build({
+  entryPoints: {
+    index: join(root, 'src/lib.ts'),
+    client: join(root, 'src/client/index.ts'),
+    'node-pty': join(root, 'src/client/node-pty/index.ts'),
+  },
+  outdir: libOut,
+  bundle: true,
+  splitting: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'esm',
+  chunkNames: 'chunks/[name]-[hash]',
+  logLevel: 'warning',
+  legalComments: 'none',
+});
+const typesOut = join(out, 'types');
+rmSync(typesOut, { recursive: true, force: true });
+execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.lib.json')], { stdio: 'inherit' });
+// The sources import with .ts extensions; a consumer resolves declarations through .js ones.
+for (const file of walk(typesOut)) {
+  if (!file.endsWith('.d.ts')) continue;
+  const text = readFileSync(file, 'utf8');
+  writeFileSync(file, text.replace(/(from\s+|import\()(['"])(\.{1,2}\/[^'"]*?)\.ts\2/g, '$1$2$3.js$2'));
+}
+
+function walk(dir) {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? walk(path) : [path];
+  });
+}
+
 const copies = [
   ['build/Release/opencode_pty.node', 'opencode_pty.node'],
   ['build/Release/opencode-pty-session', 'opencode-pty-session'],
@@ -97,4 +135,4 @@ chmodSync(join(out, 'opencode-pty-session'), 0o711);
 for (const name of ['opencode_pty.node', 'uwrap.node']) chmodSync(join(out, name), 0o644);
 for (const name of readdirSync(join(out, 'units'))) chmodSync(join(out, 'units', name), 0o644);
 writeFileSync(join(out, 'manifest.json'), `${JSON.stringify(buildManifest(root, out), null, 2)}\n`, { mode: 0o644 });
-console.error(`built ${Object.keys(entries).map((name) => `dist/${name}.js`).join(', ')}, dist/manifest.json`);
+console.error(`built ${Object.keys(entries).map((name) => `dist/${name}.js`).join(', ')}, dist/lib/, dist/types/, dist/manifest.json`);

@@ -98,11 +98,14 @@ export interface NativeBinding {
 
 let loaded: NativeBinding | undefined;
 
-/** Where the addon sits: beside a bundle in dist/, or in build/Release of a checkout. */
+/** Where the addon sits: beside a bundle in dist/ (or one level up from the library in dist/lib/ and its
+ * chunks), or in build/Release of a checkout. */
 export function addonPath(): string {
   const here = dirname(fileURLToPath(import.meta.url));
   const candidates = [
     join(here, 'opencode_pty.node'),
+    join(here, '..', 'opencode_pty.node'),
+    join(here, '..', '..', 'opencode_pty.node'),
     join(here, '..', '..', 'build', 'Release', 'opencode_pty.node'),
     join(here, '..', 'build', 'Release', 'opencode_pty.node'),
   ];

@@ -1,0 +1,72 @@
+// The package as an agent developer installs it: what is packed, that the library loads from dist/ alone (on this
+// runtime), and that its declarations type-check the example backend the README shows.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+  name: string;
+  dependencies?: Record<string, string>;
+  exports: Record<string, string | { types: string; default: string }>;
+};
+
+test('the packed files: compiled library, declarations, bundles, addon sources; no sources, tests or D-Bus stack', () => {
+  const packed = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8' })) as {
+    files: { path: string }[];
+  }[];
+  const files = packed[0]!.files.map(({ path }) => path);
+  for (const wanted of ['dist/lib/index.js', 'dist/lib/node-pty.js', 'dist/lib/client.js', 'dist/types/lib.d.ts', 'dist/cli.js', 'binding.gyp', 'examples/opencode-pty-backend.ts']) {
+    assert.ok(files.includes(wanted), `${wanted} is packed`);
+  }
+  assert.ok(!files.some((path) => path.startsWith('src/') || path.startsWith('test/')), 'no src/ or test/');
+  for (const heavy of ['dbus-next', 'usocket']) assert.not.ok(manifest.dependencies?.[heavy], `${heavy} is not a dependency of an install`);
+});
+
+test('every export loads from dist/ and offers what it promises', async () => {
+  for (const [subpath, target] of Object.entries(manifest.exports)) {
+    if (typeof target === 'string') continue;
+    const loaded = (await import(join(root, target.default))) as Record<string, unknown>;
+    if (subpath === './node-pty' || subpath === '.') assert.type(loaded.spawn, 'function', `${subpath} spawn`);
+    if (subpath === './client' || subpath === '.') assert.type(loaded.connect, 'function', `${subpath} connect`);
+  }
+});
+
+test('the declarations type-check the README example as a consumer compiles it', () => {
+  const dir = mkdtempSync(join(process.env.TMPDIR ?? tmpdir(), 'opencode-pty-consumer-'));
+  try {
+    const scope = join(dir, 'node_modules');
+    mkdirSync(scope, { recursive: true });
+    symlinkSync(root, join(scope, manifest.name));
+    symlinkSync(join(root, 'node_modules/@types'), join(scope, '@types'));
+    const example = readFileSync(join(root, 'examples/opencode-pty-backend.ts'), 'utf8').replaceAll('opencode-pty-supervisor', manifest.name);
+    writeFileSync(join(dir, 'backend.ts'), example);
+    writeFileSync(
+      join(dir, 'use.ts'),
+      [
+        "import { spawn, type IPty, type IExitEvent } from './backend.js';",
+        "const pty: IPty = spawn('bash', ['-l'], { name: 'xterm-256color', cwd: '/', env: process.env });",
+        'const sub = pty.onData((data) => void data);',
+        'pty.onExit((event: IExitEvent) => void (event.exitCode + (event.signal ?? 0)));',
+        "pty.write('ls\\r'); pty.resize(100, 30); pty.kill(); sub.dispose();",
+        'export const pid: number = pty.pid;',
+      ].join('\n'),
+    );
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, types: ['node'] }, files: ['use.ts'] }),
+    );
+    execFileSync(process.execPath.endsWith('bun') ? 'node' : process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', dir], { encoding: 'utf8' });
+  } catch (error) {
+    assert.unreachable(`the consumer does not type-check: ${(error as { stdout?: string }).stdout ?? String(error)}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test.run();
