@@ -1,6 +1,9 @@
 // Wire constants of the opencode-pty protocol: frame types, limits, error codes (docs/protocol.md).
 
+/** The version a server speaks when nothing newer is agreed; every server speaks it. */
 export const PROTOCOL_VERSION = 1;
+/** The newest version this codec knows (docs/protocol.md, "Version 2"). */
+export const LATEST_VERSION = 2;
 /** First four bytes of HELLO, so a stray peer speaking something else is rejected at once. */
 export const HELLO_MAGIC = 0x4f435054; // "OCPT"
 
@@ -21,6 +24,7 @@ export const FrameType = {
   EXIT: 0x0b, // server → client: the program ended, all output delivered
   ERROR: 0x0c, // server → client: code and text; the server closes after it
   CREDIT: 0x0d, // both ways: the sender may send this many more INPUT/OUTPUT payload bytes
+  END_INPUT: 0x0e, // client → server, version 2: the client's input has ended (empty)
 } as const;
 export type FrameTypeCode = (typeof FrameType)[keyof typeof FrameType];
 
@@ -40,6 +44,8 @@ export const Limits = {
   /** Most credit a sender may hold at once; granting beyond it is a protocol error. */
   MAX_WINDOW: 16 * 1024 * 1024,
   MAX_SIGNAL: 64,
+  /** Version 2: a u64 figure of the end record that the server could not measure. */
+  UNAVAILABLE: 0xffff_ffff_ffff_ffffn,
 } as const;
 
 /** Numeric ERROR codes; the text beside each is what the server sends. */

@@ -19,6 +19,7 @@ const EMPTY = Buffer.alloc(0);
  */
 export class FrameDecoder {
   readonly #direction: Direction;
+  #version: number;
   readonly #header = Buffer.alloc(HEADER_SIZE);
   #headerFilled = 0;
   #inPayload = false;
@@ -30,8 +31,19 @@ export class FrameDecoder {
   #error: unknown;
   #failed = false;
 
-  constructor(direction: Direction) {
+  /** `version`: the protocol version the frames follow; HELLO, WELCOME and ERROR are the same in all. */
+  constructor(direction: Direction, version = 1) {
     this.#direction = direction;
+    this.#version = version;
+  }
+
+  get version(): number {
+    return this.#version;
+  }
+
+  /** Switches to the version agreed in WELCOME, for every frame after it. */
+  set version(version: number) {
+    this.#version = version;
   }
 
   /** Bytes received of the frame not yet complete (its header and payload so far); 0 between frames. */
@@ -89,10 +101,10 @@ export class FrameDecoder {
     chunk.copy(this.#header, this.#headerFilled, offset, offset + n);
     this.#headerFilled += n;
     if (this.#headerFilled < HEADER_SIZE) return offset + n;
-    const { type, length } = parseHeader(this.#header, this.#direction);
+    const { type, length } = parseHeader(this.#header, this.#direction, this.#version);
     this.#headerFilled = 0;
     if (length === 0) {
-      frames.push(parseFrame(type, EMPTY, true));
+      frames.push(parseFrame(type, EMPTY, true, this.#version));
     } else {
       this.#inPayload = true;
       this.#type = type;
@@ -108,7 +120,7 @@ export class FrameDecoder {
       // The whole payload is in this chunk: parse in place; parseFrame copies what a frame keeps.
       const end = offset + this.#length;
       this.#inPayload = false;
-      frames.push(parseFrame(type, chunk.subarray(offset, end), false));
+      frames.push(parseFrame(type, chunk.subarray(offset, end), false, this.#version));
       return end;
     }
     this.#payload ??= Buffer.allocUnsafe(this.#length);
@@ -120,7 +132,7 @@ export class FrameDecoder {
       this.#payload = undefined;
       this.#payloadFilled = 0;
       this.#inPayload = false;
-      frames.push(parseFrame(type, payload, true));
+      frames.push(parseFrame(type, payload, true, this.#version));
     }
     return offset + n;
   }

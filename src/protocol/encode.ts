@@ -1,9 +1,9 @@
 // The encoder: one frame → one buffer, refusing (with the decoder's own rules) anything a peer would reject.
 import { ErrorCode, HELLO_MAGIC, HEADER_SIZE, Limits } from './constants.ts';
-import type { Frame, FrameOf } from './frames.ts';
+import { ACCOUNTING_FIELDS, type Accounting, type Frame, type FrameOf, type ProgramEnd } from './frames.ts';
 import { BufferWriter } from './buffer-writer.ts';
 import { ProtocolError } from './errors.ts';
-import { checkPayloadLength, layoutOf, typeCodeOf } from './layout.ts';
+import { END_FIXED_SIZE, checkPayloadLength, layoutOf, typeCodeOf } from './layout.ts';
 import {
   checkArgument,
   checkCount,
@@ -22,11 +22,14 @@ import {
 /** Largest ERROR text in bytes: the payload limit less the u16 code. */
 export const MAX_ERROR_TEXT = Limits.MAX_IO_PAYLOAD - 2;
 
-/** Header and payload of `frame` in one buffer. Throws ProtocolError for a frame a decoder would refuse. */
-export function encodeFrame(frame: Frame): Buffer {
-  const payload = encodePayload(frame);
+/** Header and payload of `frame` in one buffer, laid out as `version` lays it out. Throws ProtocolError for
+ * a frame a decoder of that version would refuse. */
+export function encodeFrame(frame: Frame, version = 1): Buffer {
   const type = typeCodeOf(frame.type);
-  checkPayloadLength(layoutOf(type)!, payload.length);
+  const layout = layoutOf(type, version);
+  if (layout === undefined) throw new ProtocolError('UNKNOWN_TYPE', `${frame.type.toUpperCase()} does not exist in version ${version}`);
+  const payload = version >= 2 ? encodePayloadV2(frame) ?? encodePayload(frame) : encodePayload(frame);
+  checkPayloadLength(layout, payload.length);
   const out = Buffer.allocUnsafe(HEADER_SIZE + payload.length);
   out.writeUInt8(type, 0);
   out.writeUInt32BE(payload.length, 1);
@@ -78,6 +81,7 @@ function encodePayload(frame: Frame): Buffer {
       return new BufferWriter(1).u8(frame.signal).finish();
     case 'stop':
     case 'stopped':
+    case 'end-input':
       return Buffer.alloc(0);
     case 'exit': {
       checkExit(frame.code, frame.status);
@@ -99,6 +103,62 @@ function encodePayload(frame: Frame): Buffer {
     default:
       throw new ProtocolError('UNKNOWN_TYPE', `unknown frame type ${JSON.stringify((frame as { type: unknown }).type)}`);
   }
+}
+
+/** The frames version 2 lays out differently, or undefined for one it keeps as version 1 has it. */
+function encodePayloadV2(frame: Frame): Buffer | undefined {
+  switch (frame.type) {
+    case 'started':
+      return encodeStartedV2(frame);
+    case 'exit':
+      if (!frame.accounting) throw new ProtocolError('BAD_VALUE', 'EXIT in version 2 needs its end record (accounting)');
+      return encodeEnd(frame, frame.accounting);
+    case 'stopped':
+      if (!frame.end) throw new ProtocolError('BAD_VALUE', "STOPPED in version 2 needs the program's end and the end record");
+      return encodeEnd(frame.end, frame.end.accounting);
+    default:
+      return undefined;
+  }
+}
+
+function encodeStartedV2(frame: FrameOf<'started'>): Buffer {
+  const { programPid, droppedEnv } = frame;
+  if (programPid === undefined || droppedEnv === undefined) {
+    throw new ProtocolError('BAD_VALUE', 'STARTED in version 2 needs programPid and droppedEnv');
+  }
+  checkInteger('programPid', programPid, 1, 0xffff_ffff);
+  checkInteger('mainPid', frame.mainPid, 1, 0xffff_ffff);
+  checkToken('unit name', frame.unit, Limits.MAX_UNIT_NAME);
+  checkCount('dropped', droppedEnv.length, 0, Limits.MAX_ENVC);
+  const names = droppedEnv.map((name, i) => {
+    checkEnvName(name);
+    return startString(`dropped[${i}]`, name);
+  });
+  checkEnvUnique(droppedEnv);
+  const unit = Buffer.from(frame.unit, 'latin1');
+  const size = 12 + unit.length + names.reduce((sum, name) => sum + 4 + name.length, 0);
+  if (size > Limits.MAX_FRAME_PAYLOAD) {
+    throw new ProtocolError('OVERSIZE', `STARTED payload of ${size} bytes exceeds ${Limits.MAX_FRAME_PAYLOAD}`);
+  }
+  const writer = new BufferWriter(size).u32(programPid).u32(frame.mainPid).u16(unit.length).bytes(unit).u16(names.length);
+  for (const name of names) writer.u32(name.length).bytes(name);
+  return writer.finish();
+}
+
+function encodeEnd(end: ProgramEnd, accounting: Accounting): Buffer {
+  checkExit(end.code, end.status);
+  checkToken('result', end.result, Limits.MAX_RESULT);
+  const result = Buffer.from(end.result, 'latin1');
+  const writer = new BufferWriter(END_FIXED_SIZE + result.length).u8(end.code).i32(end.status);
+  for (const field of ACCOUNTING_FIELDS) {
+    const value = accounting[field];
+    if (value === null) writer.u64(Limits.UNAVAILABLE);
+    else {
+      checkInteger(field, value, 0, Number.MAX_SAFE_INTEGER);
+      writer.u64(BigInt(value));
+    }
+  }
+  return writer.u32(result.length).bytes(result).finish();
 }
 
 function encodeStart(frame: FrameOf<'start'>): Buffer {

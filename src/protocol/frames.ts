@@ -5,6 +5,46 @@ export interface EnvEntry {
   value: string;
 }
 
+/**
+ * Version 2's end record: what the session's unit used and what went through it, each figure null
+ * when the server could not measure it (sent as 2^64-1, never as 0). Integers up to 2^53.
+ */
+export interface Accounting {
+  /** systemd's CPUUsageNSec of the unit. */
+  cpuUsageNsec: number | null;
+  /** The unit's memory: MemoryPeak where systemd has it, else MemoryCurrent before it stopped. */
+  memoryBytes: number | null;
+  /** IOReadBytes, IOWriteBytes (IO accounting on). */
+  ioReadBytes: number | null;
+  ioWriteBytes: number | null;
+  /** TasksCurrent before the unit stopped. */
+  tasks: number | null;
+  /** INPUT payload bytes the server received, OUTPUT payload bytes it sent. */
+  inputBytes: number | null;
+  outputBytes: number | null;
+  /** From STARTED to the end of the unit, in microseconds. */
+  durationUsec: number | null;
+}
+
+/** The names of Accounting's figures in wire order. */
+export const ACCOUNTING_FIELDS = [
+  'cpuUsageNsec',
+  'memoryBytes',
+  'ioReadBytes',
+  'ioWriteBytes',
+  'tasks',
+  'inputBytes',
+  'outputBytes',
+  'durationUsec',
+] as const satisfies readonly (keyof Accounting)[];
+
+/** How the session's main process ended, as EXIT reports it (systemd's ExecMainCode/Status, Result). */
+export interface ProgramEnd {
+  code: number;
+  status: number;
+  result: string;
+}
+
 export type Frame =
   | { type: 'hello'; minVersion: number; maxVersion: number }
   | { type: 'welcome'; version: number }
@@ -17,14 +57,20 @@ export type Frame =
       argv: string[];
       env: EnvEntry[];
     }
-  | { type: 'started'; mainPid: number; unit: string }
+  /** Version 2 adds the program's own pid (mainPid is the session helper, its parent) and the
+   * environment names the server did not pass on. */
+  | { type: 'started'; mainPid: number; unit: string; programPid?: number; droppedEnv?: string[] }
   | { type: 'input'; data: Buffer }
   | { type: 'output'; data: Buffer }
   | { type: 'resize'; rows: number; cols: number }
   | { type: 'signal'; signal: number }
   | { type: 'stop' }
-  | { type: 'stopped' }
-  | { type: 'exit'; code: number; status: number; result: string }
+  /** Version 2: how the program ended once stopped, and the end record. */
+  | { type: 'stopped'; end?: ProgramEnd & { accounting: Accounting } }
+  /** Version 2 adds the end record. */
+  | { type: 'exit'; code: number; status: number; result: string; accounting?: Accounting }
+  /** Version 2: the client's input has ended. */
+  | { type: 'end-input' }
   | { type: 'error'; code: number; message: string }
   | { type: 'credit'; bytes: number };
 

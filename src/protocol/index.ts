@@ -1,6 +1,6 @@
 // The public surface of the wire protocol codec (docs/protocol.md).
 export * from './constants.ts';
-export type { Direction, EnvEntry, Frame, FrameName, FrameOf } from './frames.ts';
+export { ACCOUNTING_FIELDS, type Accounting, type Direction, type EnvEntry, type Frame, type FrameName, type FrameOf, type ProgramEnd } from './frames.ts';
 export { ProtocolError, isProtocolError, type ProtocolErrorCode } from './errors.ts';
 export { LAYOUT, layoutOf, parseHeader, typeCodeOf, type FrameLayout } from './layout.ts';
 export { FrameDecoder, parsePayload } from './decode.ts';

@@ -10,6 +10,8 @@ export interface FrameLayout {
   /** Smallest and largest payload in bytes; equal for fixed-size frames. */
   min: number;
   max: number;
+  /** The first protocol version with this frame (1 when absent). */
+  since?: number;
 }
 
 /** Fixed part of START: rows u16, cols u16, cwdDev u64, cwdIno u64, argc u16, envc u16. */
@@ -20,6 +22,12 @@ export const EXIT_FIXED_SIZE = 9;
 export const STARTED_FIXED_SIZE = 4;
 /** Fixed part of ERROR: code u16. */
 export const ERROR_FIXED_SIZE = 2;
+/** Version 2's end record: eight u64 figures (Accounting). */
+export const ACCOUNTING_SIZE = 64;
+/** Version 2's EXIT and STOPPED: code u8, status i32, the end record, resultLen u32. */
+export const END_FIXED_SIZE = EXIT_FIXED_SIZE + ACCOUNTING_SIZE;
+/** Version 2's STARTED: programPid u32, mainPid u32, unitLen u16, (unit), droppedCount u16. */
+export const STARTED_V2_FIXED_SIZE = 12;
 
 export const LAYOUT: Readonly<Record<FrameTypeCode, FrameLayout>> = {
   [FrameType.HELLO]: { name: 'hello', direction: 'to-server', min: 8, max: 8 },
@@ -56,6 +64,20 @@ export const LAYOUT: Readonly<Record<FrameTypeCode, FrameLayout>> = {
     max: Limits.MAX_IO_PAYLOAD,
   },
   [FrameType.CREDIT]: { name: 'credit', direction: 'both', min: 4, max: 4 },
+  [FrameType.END_INPUT]: { name: 'end-input', direction: 'to-server', min: 0, max: 0, since: 2 },
+};
+
+/** What version 2 lays out differently; every other frame keeps its version 1 layout. */
+const LAYOUT_V2: Readonly<Partial<Record<FrameTypeCode, FrameLayout>>> = {
+  [FrameType.STARTED]: {
+    name: 'started',
+    direction: 'to-client',
+    // The unit name is never empty; the dropped names are bounded by START, which named them.
+    min: STARTED_V2_FIXED_SIZE + 1,
+    max: Limits.MAX_FRAME_PAYLOAD,
+  },
+  [FrameType.STOPPED]: { name: 'stopped', direction: 'to-client', min: END_FIXED_SIZE + 1, max: END_FIXED_SIZE + Limits.MAX_RESULT },
+  [FrameType.EXIT]: { name: 'exit', direction: 'to-client', min: END_FIXED_SIZE + 1, max: END_FIXED_SIZE + Limits.MAX_RESULT },
 };
 
 const CODE_OF_NAME = Object.fromEntries(
@@ -66,9 +88,12 @@ export function typeCodeOf(name: FrameName): FrameTypeCode {
   return CODE_OF_NAME[name];
 }
 
-/** The layout of a type byte, or undefined for a byte that names no frame. */
-export function layoutOf(type: number): FrameLayout | undefined {
-  return Object.hasOwn(LAYOUT, type) ? LAYOUT[type as FrameTypeCode] : undefined;
+/** The layout of a type byte in a protocol version, or undefined for a byte that names no frame there. */
+export function layoutOf(type: number, version = 1): FrameLayout | undefined {
+  if (!Object.hasOwn(LAYOUT, type)) return undefined;
+  const code = type as FrameTypeCode;
+  const layout = (version >= 2 ? LAYOUT_V2[code] : undefined) ?? LAYOUT[code];
+  return (layout.since ?? 1) <= version ? layout : undefined;
 }
 
 export function mayTravel(layout: FrameLayout, direction: Direction): boolean {
@@ -92,15 +117,15 @@ export function checkPayloadLength(layout: FrameLayout, length: number): void {
  * Reads and checks a frame header (buf holds at least HEADER_SIZE bytes), so a bad type, direction
  * or length is refused before a byte of its payload is buffered.
  */
-export function parseHeader(buf: Buffer, direction: Direction): { type: FrameTypeCode; length: number } {
+export function parseHeader(buf: Buffer, direction: Direction, version = 1): { type: FrameTypeCode; length: number } {
   if (buf.length < HEADER_SIZE) {
     throw new RangeError(`a header needs ${HEADER_SIZE} bytes, got ${buf.length}`);
   }
   const type = buf.readUInt8(0);
   const length = buf.readUInt32BE(1);
-  const layout = layoutOf(type);
+  const layout = layoutOf(type, version);
   if (layout === undefined) {
-    throw new ProtocolError('UNKNOWN_TYPE', `unknown frame type 0x${type.toString(16).padStart(2, '0')}`);
+    throw new ProtocolError('UNKNOWN_TYPE', `unknown frame type 0x${type.toString(16).padStart(2, '0')} in version ${version}`);
   }
   if (!mayTravel(layout, direction)) {
     throw new ProtocolError('WRONG_DIRECTION', `${layout.name.toUpperCase()} may not be sent ${direction}`);

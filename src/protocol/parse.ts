@@ -1,6 +1,6 @@
 // Payload parsers for every frame type, strict in every field (the push decoder is in decode.ts).
 import { ErrorCode, FrameType, HELLO_MAGIC, Limits, type FrameTypeCode } from './constants.ts';
-import type { EnvEntry, Frame } from './frames.ts';
+import { ACCOUNTING_FIELDS, type Accounting, type EnvEntry, type Frame } from './frames.ts';
 import { BufferReader } from './buffer-reader.ts';
 import { ProtocolError } from './errors.ts';
 import { checkPayloadLength, layoutOf } from './layout.ts';
@@ -22,18 +22,18 @@ import {
  * Parses and validates one payload of the given type. INPUT/OUTPUT data is a copy, so the caller
  * may reuse `payload` afterwards.
  */
-export function parsePayload(type: FrameTypeCode, payload: Buffer): Frame {
-  return parseFrame(type, payload, false);
+export function parsePayload(type: FrameTypeCode, payload: Buffer, version = 1): Frame {
+  return parseFrame(type, payload, false, version);
 }
 
 /**
  * `owned`: the payload buffer belongs to the decoder and is handed over, so INPUT/OUTPUT may keep
  * it as is; otherwise their data is copied out of the caller's buffer.
  */
-export function parseFrame(type: FrameTypeCode, payload: Buffer, owned: boolean): Frame {
-  const layout = layoutOf(type);
+export function parseFrame(type: FrameTypeCode, payload: Buffer, owned: boolean, version = 1): Frame {
+  const layout = layoutOf(type, version);
   if (layout === undefined) {
-    throw new ProtocolError('UNKNOWN_TYPE', `unknown frame type 0x${Number(type).toString(16).padStart(2, '0')}`);
+    throw new ProtocolError('UNKNOWN_TYPE', `unknown frame type 0x${Number(type).toString(16).padStart(2, '0')} in version ${version}`);
   }
   checkPayloadLength(layout, payload.length);
   switch (type) {
@@ -47,7 +47,7 @@ export function parseFrame(type: FrameTypeCode, payload: Buffer, owned: boolean)
     case FrameType.START:
       return parseStart(new BufferReader(payload, ErrorCode.BAD_START));
     case FrameType.STARTED:
-      return parseStarted(new BufferReader(payload));
+      return version >= 2 ? parseStartedV2(new BufferReader(payload)) : parseStarted(new BufferReader(payload));
     case FrameType.INPUT:
       return { type: 'input', data: owned ? payload : copy(payload) };
     case FrameType.OUTPUT:
@@ -66,10 +66,16 @@ export function parseFrame(type: FrameTypeCode, payload: Buffer, owned: boolean)
     }
     case FrameType.STOP:
       return { type: 'stop' };
-    case FrameType.STOPPED:
-      return { type: 'stopped' };
+    case FrameType.STOPPED: {
+      if (version < 2) return { type: 'stopped' };
+      const { code, status, result, accounting } = parseEnd(new BufferReader(payload), 'STOPPED');
+      return { type: 'stopped', end: { code, status, result, accounting } };
+    }
     case FrameType.EXIT:
+      if (version >= 2) return { type: 'exit', ...parseEnd(new BufferReader(payload), 'EXIT') };
       return parseExit(new BufferReader(payload));
+    case FrameType.END_INPUT:
+      return { type: 'end-input' };
     case FrameType.ERROR: {
       const reader = new BufferReader(payload);
       const code = reader.u16('ERROR code');
@@ -159,4 +165,48 @@ function parseExit(reader: BufferReader): Frame {
   checkToken('result', result, Limits.MAX_RESULT);
   reader.end('EXIT');
   return { type: 'exit', code, status, result };
+}
+
+function parseStartedV2(reader: BufferReader): Frame {
+  const programPid = reader.u32('programPid');
+  checkInteger('programPid', programPid, 1, 0xffff_ffff);
+  const mainPid = reader.u32('mainPid');
+  checkInteger('mainPid', mainPid, 1, 0xffff_ffff);
+  const unitSize = reader.u16('unit name length');
+  const unit = reader.latin1(unitSize, 'unit name');
+  checkToken('unit name', unit, Limits.MAX_UNIT_NAME);
+  const count = reader.u16('dropped count');
+  checkInteger('dropped count', count, 0, Limits.MAX_ENVC);
+  const droppedEnv: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const name = readString(reader, `dropped[${i}]`);
+    checkEnvName(name);
+    droppedEnv.push(name);
+  }
+  checkEnvUnique(droppedEnv);
+  reader.end('STARTED');
+  return { type: 'started', programPid, mainPid, unit, droppedEnv };
+}
+
+/** Version 2's EXIT and STOPPED: the program's end, then the end record, then the result. */
+function parseEnd(reader: BufferReader, what: string): { code: number; status: number; result: string; accounting: Accounting } {
+  const code = reader.u8(`${what} code`);
+  const status = reader.i32(`${what} status`);
+  checkExit(code, status);
+  const accounting = {} as Accounting;
+  for (const field of ACCOUNTING_FIELDS) {
+    const value = reader.u64(field);
+    if (value === Limits.UNAVAILABLE) accounting[field] = null;
+    else if (value > BigInt(Number.MAX_SAFE_INTEGER)) {
+      throw new ProtocolError('BAD_VALUE', `${field} ${value} is beyond 2^53 and not the unavailable marker`);
+    } else accounting[field] = Number(value);
+  }
+  const size = reader.u32('result length');
+  if (size > Limits.MAX_RESULT) {
+    throw new ProtocolError('OVERSIZE', `result of ${size} bytes exceeds ${Limits.MAX_RESULT}`);
+  }
+  const result = reader.latin1(size, 'result');
+  checkToken('result', result, Limits.MAX_RESULT);
+  reader.end(what);
+  return { code, status, result, accounting };
 }

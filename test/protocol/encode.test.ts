@@ -13,6 +13,7 @@ const DIRECTION: Record<Frame['type'], Direction> = {
   hello: 'to-server', welcome: 'to-client', start: 'to-server', started: 'to-client',
   input: 'to-server', output: 'to-client', resize: 'to-server', signal: 'to-server',
   stop: 'to-server', stopped: 'to-client', exit: 'to-client', error: 'to-client', credit: 'to-server',
+  'end-input': 'to-server',
 };
 
 function roundTrip(frame: Frame): Frame[] {
@@ -168,7 +169,7 @@ test('property: encode then decode is the identity for valid frames', () => {
 test('property: a stream of encoded frames survives any chunking', () => {
   fc.assert(
     fc.property(fc.array(frameArb.filter((f) => DIRECTION[f.type] === 'to-client' || f.type === 'credit'), { maxLength: 10 }), fc.integer({ min: 1, max: 50 }), (frames, size) => {
-      const wire = Buffer.concat(frames.map(encodeFrame));
+      const wire = Buffer.concat(frames.map((frame) => encodeFrame(frame)));
       const decoder = new FrameDecoder('to-client');
       const got: Frame[] = [];
       for (let at = 0; at < wire.length; at += size) got.push(...decoder.push(wire.subarray(at, at + size)));

@@ -8,15 +8,16 @@ import { throwsCode } from './helpers.ts';
 
 test('every frame type has a layout, and names map back to their type byte', () => {
   for (const [name, code] of Object.entries(FrameType)) {
-    const layout = layoutOf(code);
+    const layout = layoutOf(code, 2);
     assert.ok(layout, name);
-    assert.is(layout!.name, name.toLowerCase());
+    assert.is(layout!.name, name.toLowerCase().replace('_', '-'));
     assert.is(typeCodeOf(layout!.name), code);
     assert.ok(layout!.min <= layout!.max && layout!.max <= Limits.MAX_FRAME_PAYLOAD, name);
   }
   assert.is(Object.keys(LAYOUT).length, Object.keys(FrameType).length);
   assert.is(layoutOf(0), undefined);
-  assert.is(layoutOf(0x0e), undefined);
+  assert.is(layoutOf(0x0e), undefined, 'END_INPUT is not a version 1 frame');
+  assert.is(layoutOf(0x0f, 2), undefined);
   assert.is(layoutOf('toString' as never), undefined, 'no prototype keys');
 });
 
