@@ -4,10 +4,12 @@ import { closeReceived } from '../io/fds.ts';
 import { ErrorCode, FrameType, HEADER_SIZE, PROTOCOL_VERSION, isProtocolError, parseHeader, parsePayload, type FrameOf } from '../protocol/index.ts';
 import { SessionError } from '../protocol/session-error.ts';
 
-/** Versions this supervisor speaks, lowest first. */
+/** Versions this supervisor speaks, lowest first. Version 2 (docs/protocol.md) joins once the worker and
+ * the session helper speak it: the broker only chooses, they write the frames that differ. */
 export const SUPPORTED_VERSIONS: readonly number[] = [PROTOCOL_VERSION];
 
-/** The highest version both sides speak, or undefined. */
+/** The highest version both sides speak, or undefined (then ERROR VERSION): a client offering 1..2 gets
+ * 1 from a server that speaks only 1, and 2 from one that speaks both. */
 export function chooseVersion(hello: FrameOf<'hello'>, supported: readonly number[] = SUPPORTED_VERSIONS): number | undefined {
   return [...supported].reverse().find((version) => version >= hello.minVersion && version <= hello.maxVersion);
 }

@@ -1,6 +1,6 @@
 // The client's connection: handshake, then one START with the cwd fd the client opened itself.
 import { closeSync, constants, fstatSync, openSync } from 'node:fs';
-import { PROTOCOL_VERSION, encodeFrame, isProtocolError, type Frame } from '../protocol/index.ts';
+import { LATEST_VERSION, PROTOCOL_VERSION, encodeFrame, isProtocolError, type Frame } from '../protocol/index.ts';
 import { ClientError } from './client-error.ts';
 import { fitEnvironment } from './environment-fit.ts';
 import { FrameChannel, type ChannelHandler } from './frame-channel.ts';
@@ -42,8 +42,8 @@ interface Waiter {
   reject: (error: ClientError) => void;
 }
 
-/** Connects and completes the handshake: HELLO with our one version, then WELCOME, or ERROR → rejects with
- * its code's name and the server's text. */
+/** Connects and completes the handshake: HELLO offering versions 1..2, then WELCOME (either), or ERROR →
+ * rejects with its code's name and the server's text. */
 export function connect(path: string, options: ConnectOptions = {}): Promise<Client> {
   return Client.connect(path, options);
 }
@@ -79,7 +79,7 @@ export class Client {
     throwIfAborted(options.signal);
     const client = new Client(socket);
     await client.#await(options.signal, deadline, () =>
-      client.#channel.sendUrgent({ type: 'hello', minVersion: PROTOCOL_VERSION, maxVersion: PROTOCOL_VERSION }),
+      client.#channel.sendUrgent({ type: 'hello', minVersion: PROTOCOL_VERSION, maxVersion: LATEST_VERSION }),
     );
     return client;
   }
@@ -152,10 +152,11 @@ export class Client {
   #onFrame(frame: Frame): void {
     if (frame.type === 'error') return this.#fail(ClientError.fromWire(frame.code, frame.message));
     if (this.#state === 'handshake' && frame.type === 'welcome') {
-      if (frame.version !== PROTOCOL_VERSION) {
+      if (frame.version < PROTOCOL_VERSION || frame.version > LATEST_VERSION) {
         return this.#fail(new ClientError('PROTOCOL', `the server chose version ${frame.version}, not offered`));
       }
       this.#version = frame.version;
+      this.#channel.version = frame.version;
       this.#state = 'ready';
       return this.#settle(frame);
     }

@@ -31,6 +31,15 @@ export class FrameChannel {
     socket.startReading((chunk) => this.#onData(chunk));
   }
 
+  /** The protocol version frames follow from now on (set at WELCOME). */
+  get version(): number {
+    return this.#decoder.version;
+  }
+
+  set version(version: number) {
+    this.#decoder.version = version;
+  }
+
   /** Routes later frames elsewhere (the session takes over after STARTED). */
   setHandler(handler: ChannelHandler): void {
     this.#handler = handler;
@@ -51,7 +60,7 @@ export class FrameChannel {
 
   /** Queues a data frame behind earlier data. */
   send(frame: Frame): void {
-    this.#socket.write(encodeFrame(frame));
+    this.#socket.write(encodeFrame(frame, this.#decoder.version));
   }
 
   /** Sends an encoded frame with fds on its first byte, once everything before it has gone; closes the
@@ -68,7 +77,7 @@ export class FrameChannel {
 
   /** Queues a control frame ahead of waiting data. */
   sendUrgent(frame: Frame): void {
-    this.#socket.writeUrgent(encodeFrame(frame));
+    this.#socket.writeUrgent(encodeFrame(frame, this.#decoder.version));
   }
 
   close(): void {

@@ -104,8 +104,9 @@ class Run {
       process.on('SIGWINCH', onResize);
       this.#cleanups.push(() => process.off('SIGWINCH', onResize));
     }
-    // Not a terminal: pass bytes through until stdin ends, then just stop sending (a terminal has no EOF).
-    stdin.pipe(session.input, { end: false });
+    // Not a terminal: pass bytes through until stdin ends; then END_INPUT lets the program see end of file
+    // (protocol version 2; a version 1 server cannot be told, so input just stops).
+    stdin.pipe(session.input, { end: !stdin.isTTY && session.canEndInput });
     this.#cleanups.push(() => {
       stdin.unpipe(session.input);
       stdin.pause();

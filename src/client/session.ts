@@ -1,6 +1,6 @@
 // One running session seen from the client: output as a stream with credit, input with backpressure, one end.
 import { Readable, Writable } from 'node:stream';
-import { Limits, type Frame, type FrameOf } from '../protocol/index.ts';
+import { Limits, type Accounting, type Frame, type FrameOf } from '../protocol/index.ts';
 import { ClientError } from './client-error.ts';
 import { InputWindow, OutputWindow } from './credit.ts';
 import type { ChannelHandler, FrameChannel } from './frame-channel.ts';
@@ -8,13 +8,16 @@ import type { ChannelHandler, FrameChannel } from './frame-channel.ts';
 /**
  * How a session ended. `reason: 'exit'`: the program ended; code/status/result are systemd's
  * ExecMainCode (1 exited, 2 killed, 3 dumped), ExecMainStatus and Result. `reason: 'stopped'`: ended on
- * our STOP; code and status are 0 and result is 'stopped' (no program status exists then).
+ * our STOP; with protocol version 2 code/status/result say how the program ended then, with version 1
+ * code and status are 0 and result is 'stopped' (the server does not say).
  */
 export interface SessionEnd {
   reason: 'exit' | 'stopped';
   code: number;
   status: number;
   result: string;
+  /** Version 2's end record (each figure null when the server could not measure it); absent with version 1. */
+  accounting?: Accounting;
 }
 
 /** INPUT frames are encoded only while the socket holds less than this, so input waits in the stream. */
@@ -31,6 +34,10 @@ interface PendingInput {
 export class Session {
   readonly unit: string;
   readonly mainPid: number;
+  /** The program's own PID (protocol version 2); with version 1 the server does not say, and this is mainPid. */
+  readonly pid: number;
+  /** The protocol version of this session. */
+  readonly version: number;
   /** Environment names that did not reach the program: left out of START by this client (limits) or,
    * with protocol version 2, dropped by the server's policy. */
   readonly droppedEnv: readonly string[];
@@ -50,12 +57,17 @@ export class Session {
   #resolveExit!: (end: SessionEnd) => void;
   #rejectExit!: (error: ClientError) => void;
   #stopping: Promise<void> | undefined;
+  /** The input stream ended: END_INPUT follows the last INPUT. */
+  #endInput = false;
+  #endInputSent = false;
 
   /** Made by Client.start() when STARTED arrives; takes over the channel. */
   constructor(channel: FrameChannel, started: FrameOf<'started'>, droppedEnv: readonly string[] = []) {
     this.unit = started.unit;
     this.mainPid = started.mainPid;
-    this.droppedEnv = droppedEnv;
+    this.pid = started.programPid ?? started.mainPid;
+    this.version = channel.version;
+    this.droppedEnv = [...droppedEnv, ...(started.droppedEnv ?? [])];
     this.#channel = channel;
     this.exit = new Promise<SessionEnd>((resolve, reject) => {
       this.#resolveExit = resolve;
@@ -67,7 +79,12 @@ export class Session {
     this.input = new Writable({
       highWaterMark: Limits.MAX_IO_PAYLOAD,
       write: (chunk: Buffer, _encoding, done) => this.#queueInput(chunk, done),
-      final: (done) => done(),
+      // end(): END_INPUT once every byte before it is framed (version 2; version 1 has no end of input).
+      final: (done) => {
+        this.#endInput = true;
+        this.#pumpInput();
+        done();
+      },
     });
     const handler: ChannelHandler = {
       frame: (frame) => this.#onFrame(frame),
@@ -80,6 +97,11 @@ export class Session {
 
   get ended(): boolean {
     return this.#ended;
+  }
+
+  /** Whether the server can be told that input ended (protocol version 2). */
+  get canEndInput(): boolean {
+    return this.version >= 2;
   }
 
   /** Sends bytes to the terminal; false means "wait for the input stream's 'drain'". Nothing is dropped
@@ -142,9 +164,15 @@ export class Session {
           return this.#fail(new ClientError('PROTOCOL', `the server granted credit beyond ${Limits.MAX_WINDOW} bytes`));
         }
         return this.#pumpInput();
-      case 'exit':
-        return this.#end({ reason: 'exit', code: frame.code, status: frame.status, result: frame.result });
+      case 'exit': {
+        const { code, status, result, accounting } = frame;
+        return this.#end({ reason: 'exit', code, status, result, ...(accounting ? { accounting } : {}) });
+      }
       case 'stopped':
+        if (frame.end) {
+          const { code, status, result, accounting } = frame.end;
+          return this.#end({ reason: 'stopped', code, status, result, accounting });
+        }
         return this.#end({ reason: 'stopped', code: 0, status: 0, result: 'stopped' });
       case 'error':
         return this.#fail(ClientError.fromWire(frame.code, frame.message));
@@ -169,6 +197,15 @@ export class Session {
   /** Frames waiting input as far as credit and the socket's bound allow; the stream's own buffer holds the
    * rest, so write() returns false until credit comes. */
   #pumpInput(): void {
+    this.#framePending();
+    if (this.#endInput && !this.#endInputSent && !this.#ended && this.#pending.length === 0 && this.canEndInput) {
+      this.#endInputSent = true;
+      // The data lane, behind every INPUT already framed.
+      this.#channel.send({ type: 'end-input' });
+    }
+  }
+
+  #framePending(): void {
     while (!this.#ended && this.#pending.length > 0 && this.#channel.queuedBytes < SOCKET_INPUT_HIGH_WATER) {
       const head = this.#pending[0]!;
       const wanted = Math.min(head.data.length - head.offset, Limits.MAX_IO_PAYLOAD);

@@ -1,7 +1,7 @@
 // A failed handshake keeps its cause: the peer's doing is told apart from ours.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { handshakeRefusal } from '../../src/broker/handshake.ts';
+import { SUPPORTED_VERSIONS, chooseVersion, handshakeRefusal } from '../../src/broker/handshake.ts';
 import { IoError } from '../../src/io/io-error.ts';
 import { ErrorCode } from '../../src/protocol/constants.ts';
 import { SessionError } from '../../src/protocol/session-error.ts';
@@ -31,6 +31,17 @@ test('a peer process gone before its pidfd was taken fails authentication', () =
   const refusal = handshakeRefusal(Object.assign(new Error('pidfd_open: no such process'), { code: 'ESRCH' }));
   assert.is(refusal.error.wireCode, ErrorCode.AUTHENTICATION);
   assert.match(refusal.log, 'peer process is gone');
+});
+
+test('the version: the highest both speak; none in common is undefined (ERROR VERSION)', () => {
+  const hello = (minVersion: number, maxVersion: number) => ({ type: 'hello' as const, minVersion, maxVersion });
+  assert.is(chooseVersion(hello(1, 2), [1]), 1, 'a version 2 client is served version 1 by a version 1 server');
+  assert.is(chooseVersion(hello(1, 2), [1, 2]), 2);
+  assert.is(chooseVersion(hello(1, 1), [1, 2]), 1, 'a version 1 client keeps version 1');
+  assert.is(chooseVersion(hello(2, 9), [1, 2]), 2);
+  assert.is(chooseVersion(hello(2, 2), [1]), undefined);
+  assert.is(chooseVersion(hello(3, 4), [1, 2]), undefined);
+  assert.ok(SUPPORTED_VERSIONS.includes(1), 'version 1 stays served');
 });
 
 test.run();

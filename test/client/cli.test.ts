@@ -35,12 +35,12 @@ function cli(args: string[], env: Record<string, string> = {}, feed?: (stdin: No
 }
 
 /** Serves one session: handshake, START (fd closed), STARTED; returns the START frame and the connection. */
-async function serveStart(server: TestServer) {
+async function serveStart(server: TestServer, version = 1) {
   const conn: ServerConnection = await server.accept();
-  await conn.handshake();
+  await conn.handshake(version);
   const start = await conn.expect('start', 1);
   for (const fd of start.fds) closeSync(fd);
-  conn.send({ type: 'started', mainPid: 1234, unit: 'opencode-pty-session-1.service' });
+  conn.send({ type: 'started', mainPid: 1234, unit: 'opencode-pty-session-1.service', programPid: 1235, droppedEnv: [] });
   return { conn, start };
 }
 
@@ -84,6 +84,24 @@ test('stdin that is not a terminal is passed through as INPUT; the socket comes 
   while (typed.length < 'typed\n'.length) typed += (await conn.expect('input')).data.toString();
   assert.is(typed, 'typed\n');
   conn.send({ type: 'exit', code: 1, status: 0, result: 'success' });
+  assert.is((await running).status, 0);
+  server.close();
+});
+
+test('version 2: when piped stdin ends, END_INPUT follows its last byte', async () => {
+  const server = new TestServer();
+  const running = cli(['run', '--socket', server.path, '--', 'cat'], {}, (stdin) => stdin.end('a\nb\n'));
+  const { conn } = await serveStart(server, 2);
+  let typed = '';
+  for (;;) {
+    const { frame } = await conn.readFrame();
+    if (frame.type === 'end-input') break;
+    assert.is(frame.type, 'input');
+    typed += (frame as { data: Buffer }).data.toString();
+  }
+  assert.is(typed, 'a\nb\n');
+  const accounting = { cpuUsageNsec: null, memoryBytes: null, ioReadBytes: null, ioWriteBytes: null, tasks: null, inputBytes: 4, outputBytes: 0, durationUsec: 1 };
+  conn.send({ type: 'exit', code: 1, status: 0, result: 'success', accounting });
   assert.is((await running).status, 0);
   server.close();
 });

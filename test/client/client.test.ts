@@ -3,7 +3,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { closeSync, fstatSync, openSync, readdirSync, readlinkSync, statSync } from 'node:fs';
 import { once } from 'node:events';
-import { ErrorCode, Limits, PROTOCOL_VERSION, encodeFrame } from '../../src/protocol/index.ts';
+import { ErrorCode, LATEST_VERSION, Limits, PROTOCOL_VERSION, encodeFrame } from '../../src/protocol/index.ts';
 import { ClientError, connect, exitStatus, type Client, type Session } from '../../src/client/index.ts';
 import { TestServer, type ServerConnection } from './test-server.ts';
 
@@ -40,11 +40,11 @@ function fdsOn(dir: string): number {
 
 /** A connected client with a started session, and the server's side of it. */
 /** A client connected to `server` with the handshake done, and the server's side of it. */
-async function handshaken(server: TestServer): Promise<{ client: Client; conn: ServerConnection }> {
+async function handshaken(server: TestServer, version = 1): Promise<{ client: Client; conn: ServerConnection }> {
   const accepted = server.accept();
   const connecting = connect(server.path);
   const conn = await accepted;
-  await conn.handshake();
+  await conn.handshake(version);
   return { client: await connecting, conn };
 }
 
@@ -57,17 +57,69 @@ async function startedSession(server: TestServer): Promise<{ session: Session; c
   return { session: await starting, conn };
 }
 
-test('the handshake offers exactly our version and resolves at WELCOME', async () => {
+test('the handshake offers versions 1..2 and follows the one WELCOME names; any other is PROTOCOL', async () => {
   const server = new TestServer();
+  for (const version of [1, 2]) {
+    const accepted = server.accept();
+    const connecting = connect(server.path);
+    const conn = await accepted;
+    const hello = await conn.handshake(version);
+    assert.equal([hello.minVersion, hello.maxVersion], [PROTOCOL_VERSION, LATEST_VERSION]);
+    const client = await connecting;
+    assert.is(client.version, version);
+    client.close();
+  }
   const accepted = server.accept();
-  const connecting = connect(server.path);
+  const connecting = rejection(connect(server.path));
   const conn = await accepted;
-  const hello = await conn.handshake();
-  assert.is(hello.minVersion, PROTOCOL_VERSION);
-  assert.is(hello.maxVersion, PROTOCOL_VERSION);
-  const client = await connecting;
-  assert.is(client.version, PROTOCOL_VERSION);
-  client.close();
+  await conn.expect('hello');
+  conn.send({ type: 'welcome', version: 3 });
+  assert.is((await connecting).code, 'PROTOCOL');
+  server.close();
+});
+
+test('version 2: STARTED names the program pid and dropped names; input.end() is END_INPUT after the last INPUT', async () => {
+  const server = new TestServer();
+  const { client, conn } = await handshaken(server, 2);
+  const big: Record<string, string> = { TERM: 'xterm' };
+  for (let i = 0; i < Limits.MAX_ENVC + 2; i++) big[`V${i}`] = String(i);
+  const starting = client.start({ argv: ['cat'], cwd: server.dir, env: big });
+  const start = await conn.expect('start', 1);
+  for (const fd of start.fds) closeSync(fd);
+  assert.is(start.env.length, Limits.MAX_ENVC, 'trimmed to what one START holds, not refused');
+  assert.is(start.env[0]!.name, 'TERM', 'TERM kept first');
+  conn.send({ type: 'started', programPid: 4243, mainPid: 4242, unit: 'opencode-pty-session-1.service', droppedEnv: ['LISTEN_FDS'] });
+  const session = await starting;
+  assert.is(session.pid, 4243);
+  assert.is(session.mainPid, 4242);
+  assert.equal(session.droppedEnv, ['V127', 'V128', 'V129', 'LISTEN_FDS'], 'what the client left out, then what the server dropped');
+  session.input.write('a\nb');
+  session.input.end();
+  let typed = '';
+  for (;;) {
+    const { frame } = await conn.readFrame();
+    if (frame.type === 'end-input') break;
+    assert.is(frame.type, 'input');
+    typed += (frame as { data: Buffer }).data.toString();
+  }
+  assert.is(typed, 'a\nb', 'every byte before END_INPUT');
+  const accounting = { cpuUsageNsec: 1, memoryBytes: null, ioReadBytes: null, ioWriteBytes: null, tasks: 1, inputBytes: 3, outputBytes: 0, durationUsec: 9 };
+  session.stop().catch(() => {});
+  await conn.expect('stop');
+  conn.send({ type: 'stopped', end: { code: 2, status: 1, result: 'success', accounting } });
+  assert.equal(await session.exit, { reason: 'stopped', code: 2, status: 1, result: 'success', accounting });
+  server.close();
+});
+
+test('version 1: input.end() sends nothing (no end of input exists there)', async () => {
+  const server = new TestServer();
+  const { session, conn } = await startedSession(server);
+  assert.is(session.canEndInput, false);
+  session.input.end('x');
+  assert.is((await conn.expect('input')).data.toString(), 'x');
+  conn.send({ type: 'exit', code: 1, status: 0, result: 'success' });
+  await session.exit;
+  assert.is(await conn.readFrame().then((r) => r.frame.type, () => 'closed'), 'closed', 'no END_INPUT before the close');
   server.close();
 });
 

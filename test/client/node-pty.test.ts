@@ -10,12 +10,12 @@ function exited(pty: IPty): Promise<IExitEvent> {
   return new Promise((resolve) => pty.onExit(resolve));
 }
 
-async function serve(server: TestServer, pid = 4242) {
+async function serve(server: TestServer, pid = 4242, version = 1) {
   const conn: ServerConnection = await server.accept();
-  await conn.handshake();
+  await conn.handshake(version);
   const start = await conn.expect('start', 1);
   for (const fd of start.fds) closeSync(fd);
-  conn.send({ type: 'started', mainPid: pid, unit: 'opencode-pty-session-1.service' });
+  conn.send({ type: 'started', mainPid: pid, unit: 'opencode-pty-session-1.service', programPid: pid + 1, droppedEnv: ['NOTIFY_SOCKET'] });
   return { conn, start };
 }
 
@@ -103,6 +103,24 @@ test('kill() stops the session and reports SIGHUP as node-pty; kill(name) sends 
   await conn.expect('stop');
   conn.send({ type: 'stopped' });
   assert.equal(await done, { exitCode: 0, signal: 1 });
+  server.close();
+});
+
+test('version 2: pid is the program, kill() reports how the program ended, dropped names reach onStart', async () => {
+  const server = new TestServer();
+  const pty = spawn('sh', [], { cwd: server.dir, socketPath: server.path });
+  const started = new Promise<{ pid: number; droppedEnv: string[] }>((resolve) => pty.onStart(resolve));
+  const done = exited(pty);
+  const { conn } = await serve(server, 4242, 2);
+  const start = await started;
+  assert.is(start.pid, 4243);
+  assert.is(pty.pid, 4243);
+  assert.equal(start.droppedEnv, ['NOTIFY_SOCKET']);
+  pty.kill();
+  await conn.expect('stop');
+  const accounting = { cpuUsageNsec: null, memoryBytes: null, ioReadBytes: null, ioWriteBytes: null, tasks: null, inputBytes: 0, outputBytes: 0, durationUsec: 1 };
+  conn.send({ type: 'stopped', end: { code: 2, status: 15, result: 'success', accounting } });
+  assert.equal(await done, { exitCode: 0, signal: 15 }, 'the signal that ended the program, not an assumed SIGHUP');
   server.close();
 });
 

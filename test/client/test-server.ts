@@ -71,7 +71,7 @@ export class ServerConnection {
   /** Reads one whole frame frame-exact (header, then payload), with whatever fds rode on it. */
   async readFrame(maxFds = 0): Promise<ReceivedFrame> {
     const header = await this.socket.readExact(HEADER_SIZE, maxFds);
-    const { type, length } = parseHeader(header.data, 'to-server');
+    const { type, length } = parseHeader(header.data, 'to-server', this.version);
     const fds = [...header.fds];
     let payload: Buffer = Buffer.alloc(0);
     if (length > 0) {
@@ -79,7 +79,7 @@ export class ServerConnection {
       fds.push(...body.fds);
       payload = body.data;
     }
-    return { frame: parsePayload(type, payload), fds };
+    return { frame: parsePayload(type, payload, this.version), fds };
   }
 
   async expect<T extends Frame['type']>(type: T, maxFds = 0): Promise<FrameOf<T> & { fds: number[] }> {
@@ -89,13 +89,17 @@ export class ServerConnection {
   }
 
   send(frame: Frame): void {
-    this.socket.write(encodeFrame(frame));
+    this.socket.write(encodeFrame(frame, this.version));
   }
 
-  /** HELLO in, WELCOME out. */
-  async handshake(): Promise<FrameOf<'hello'>> {
+  /** The version agreed in WELCOME: frames after it follow it. */
+  version = PROTOCOL_VERSION;
+
+  /** HELLO in, WELCOME out, choosing `version` (default 1). */
+  async handshake(version = PROTOCOL_VERSION): Promise<FrameOf<'hello'>> {
     const hello = await this.expect('hello');
-    this.send({ type: 'welcome', version: PROTOCOL_VERSION });
+    this.send({ type: 'welcome', version });
+    this.version = version;
     return hello;
   }
 

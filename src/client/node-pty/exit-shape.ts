@@ -13,9 +13,10 @@ const SIGHUP = 1;
 
 /** systemd's ExecMainCode: 1 exited (status = exit code), 2 killed, 3 dumped (status = signal). */
 export function exitEvent(end: SessionEnd): IExitEvent {
-  if (end.reason === 'stopped') return { exitCode: 0, signal: SIGHUP };
   if (end.code === 2 || end.code === 3) return { exitCode: 0, signal: end.status };
   if (end.code === 1) return { exitCode: end.status, signal: 0 };
+  // Stopped, and the server does not say how the program ended (protocol version 1).
+  if (end.reason === 'stopped') return { exitCode: 0, signal: SIGHUP };
   // No main process status at all (the unit failed around it): not a clean exit.
   return { exitCode: 1, signal: 0 };
 }

@@ -61,8 +61,8 @@ export class Terminal extends EventEmitter {
     queueMicrotask(() => void this.#start());
   }
 
-  /** 0 until the session has started; then the PID STARTED reports (version 1 of the protocol reports the
-   * session helper's PID, which is the program's parent, not the program itself). */
+  /** 0 until the session has started; then the program's PID (with protocol version 1 the server reports
+   * only the session helper's, the program's parent, and that is what this is then). */
   get pid(): number {
     return this.#pid;
   }
@@ -167,10 +167,10 @@ export class Terminal extends EventEmitter {
       return this.#fail(error);
     }
     this.#session = session;
-    this.#pid = session.mainPid;
+    this.#pid = session.pid;
     this.#phase = 'running';
     this.#wire(session);
-    this.#emitSafe('start', { pid: session.mainPid, unit: session.unit, droppedEnv: [...session.droppedEnv] });
+    this.#emitSafe('start', { pid: session.pid, unit: session.unit, droppedEnv: [...session.droppedEnv] });
     if (this.#resizeQueued) session.resize(this.#rows, this.#cols);
     for (const bytes of this.#queued.splice(0)) session.write(bytes);
     this.#queuedBytes = 0;
