@@ -28,8 +28,13 @@ export interface LimitsConfig {
 
 export interface SessionConfig {
   term: string;
-  /** Names a client may set in START's environment; everything else is dropped. */
+  /** 'pass' (default): the client's environment reaches the program, less the built-in denylist
+   * (src/worker/environment.ts) and `environmentDeny`; 'allowlist': only `environmentAllowlist` passes. */
+  environmentPolicy: 'pass' | 'allowlist';
+  /** With policy 'allowlist': the names a client may set in START's environment. */
   environmentAllowlist: string[];
+  /** Names (or `PREFIX_*`) never passed, beyond the built-in denylist. */
+  environmentDeny: string[];
   stopTimeoutSec: number;
   slice: string;
   /** Extra unit properties (resource limits, sandboxing), from an allowlist of names. */
@@ -72,7 +77,9 @@ export const DEFAULT_LIMITS: LimitsConfig = {
 
 export const DEFAULT_SESSION: SessionConfig = {
   term: 'xterm-256color',
+  environmentPolicy: 'pass',
   environmentAllowlist: ['LANG', 'LANGUAGE', 'LC_ALL', 'LC_CTYPE', 'COLORTERM', 'TZ'],
+  environmentDeny: [],
   stopTimeoutSec: 5,
   slice: 'system.slice',
   properties: {},
@@ -139,6 +146,8 @@ const UNIT_NAME = /^[A-Za-z0-9:_.\\@-]{1,250}\.service$/;
 const SLICE_NAME = /^[A-Za-z0-9:_.\\-]{1,250}\.slice$/;
 const UNIT_PREFIX = /^[a-z][a-z0-9-]{0,40}-$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** A name, or a prefix of names written `PREFIX*`. */
+const ENV_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*\*?$/;
 const ABSOLUTE = /^\/[^\0]*$/;
 
 function client(raw: unknown, accounts: AccountLookup, requireUnit: boolean): ClientConfig {
@@ -200,6 +209,11 @@ function session(raw: unknown, checkProperty: (name: string, value: unknown) => 
   const allowlist = value.environmentAllowlist ?? DEFAULT_SESSION.environmentAllowlist;
   if (!Array.isArray(allowlist)) throw new ConfigError('session.environmentAllowlist', 'must be a list of names');
   allowlist.forEach((name, index) => string(name, `session.environmentAllowlist[${index}]`, undefined, ENV_NAME));
+  const deny = value.environmentDeny ?? DEFAULT_SESSION.environmentDeny;
+  if (!Array.isArray(deny)) throw new ConfigError('session.environmentDeny', 'must be a list of names');
+  deny.forEach((name, index) => string(name, `session.environmentDeny[${index}]`, undefined, ENV_PATTERN));
+  const policy = value.environmentPolicy ?? DEFAULT_SESSION.environmentPolicy;
+  if (policy !== 'pass' && policy !== 'allowlist') throw new ConfigError('session.environmentPolicy', 'must be "pass" or "allowlist"');
   const properties = object(value.properties, 'session.properties');
   for (const [name, property] of Object.entries(properties)) {
     const problem = checkProperty(name, property);
@@ -207,7 +221,9 @@ function session(raw: unknown, checkProperty: (name: string, value: unknown) => 
   }
   return {
     term: string(value.term, 'session.term', DEFAULT_SESSION.term, /^[A-Za-z0-9._+-]{1,64}$/),
+    environmentPolicy: policy,
     environmentAllowlist: [...(allowlist as string[])],
+    environmentDeny: [...(deny as string[])],
     stopTimeoutSec: integer(value.stopTimeoutSec, 'session.stopTimeoutSec', DEFAULT_SESSION.stopTimeoutSec, 1, 600),
     slice: string(value.slice, 'session.slice', DEFAULT_SESSION.slice, SLICE_NAME),
     properties,

@@ -1,14 +1,84 @@
-// The session's environment: TERM from the config plus only the allowlisted names a client asked for.
+// The program's environment: what the client asked for, less what belongs to systemd or to the session helper.
+// A session runs as the client's own user, so passing the client's environment gives the program nothing its
+// user lacks; what must not pass is what systemd sets for a unit (socket activation, notify, the journal) and
+// what would apply to the helper that execs the program. The operator may instead allow only named variables.
 import type { EnvEntry } from '../protocol/frames.ts';
 
-export function sessionEnvironment(requested: EnvEntry[], allowlist: readonly string[], term: string): Record<string, string> {
-  const allowed = new Set(allowlist);
+export type EnvironmentMode = 'pass' | 'allowlist';
+
+export interface EnvironmentPolicy {
+  /** 'pass': every name but the denied ones (the default); 'allowlist': only `allowlist`, less the denied ones. */
+  mode: EnvironmentMode;
+  allowlist: readonly string[];
+  /** The operator's own additions to DENIED: names, or prefixes written as `NAME_*`. */
+  deny: readonly string[];
+}
+
+/**
+ * Never passed, whatever the policy (systemd.exec(5), "Environment Variables in Spawned Processes";
+ * sd_listen_fds(3); sd_notify(3); sd_watchdog_enabled(3)). `NAME_*` is a prefix.
+ */
+export const DENIED: readonly string[] = [
+  // Set by systemd for the unit: a copy from the client would describe the client's unit, not this one.
+  'LISTEN_*',
+  'NOTIFY_SOCKET',
+  'WATCHDOG_PID',
+  'WATCHDOG_USEC',
+  'INVOCATION_ID',
+  'JOURNAL_STREAM',
+  'MANAGERPID',
+  'MAINPID',
+  'SYSTEMD_*',
+  'SERVICE_RESULT',
+  'EXIT_CODE',
+  'EXIT_STATUS',
+  'MONITOR_*',
+  'TRIGGER_*',
+  'PIDFILE',
+  'CREDENTIALS_DIRECTORY',
+  'RUNTIME_DIRECTORY',
+  'STATE_DIRECTORY',
+  'CACHE_DIRECTORY',
+  'LOGS_DIRECTORY',
+  'CONFIGURATION_DIRECTORY',
+  'MEMORY_PRESSURE_WATCH',
+  'MEMORY_PRESSURE_WRITE',
+  // The unit's environment reaches the session helper too, which holds the client connection and is
+  // non-dumpable so that no other process of the user can take it: nothing may load code into it.
+  'LD_*',
+  'GLIBC_TUNABLES',
+];
+
+export interface ProgramEnvironment {
+  environment: Record<string, string>;
+  /** Names the client asked for that the program does not get, in the client's order (never silent). */
+  dropped: string[];
+}
+
+function matches(name: string, patterns: readonly string[]): boolean {
+  return patterns.some((pattern) => (pattern.endsWith('*') ? name.startsWith(pattern.slice(0, -1)) : name === pattern));
+}
+
+/** A plain terminfo name: the client's TERM is honoured only then. */
+const TERM_NAME = /^[A-Za-z0-9._+-]{1,64}$/;
+
+export function programEnvironment(requested: readonly EnvEntry[], policy: EnvironmentPolicy, term: string): ProgramEnvironment {
+  const allowed = new Set(policy.allowlist);
   const environment: Record<string, string> = {};
+  const dropped: string[] = [];
   for (const { name, value } of requested) {
-    if (allowed.has(name) && name !== 'TERM') environment[name] = value;
+    if (name === 'TERM') continue;
+    const pass = !matches(name, DENIED) && !matches(name, policy.deny) && (policy.mode === 'pass' || allowed.has(name));
+    if (pass) environment[name] = value;
+    else dropped.push(name);
   }
-  // The client's terminal type is honoured only when it is a plain terminfo name.
   const requestedTerm = requested.find((entry) => entry.name === 'TERM')?.value;
-  environment.TERM = requestedTerm && /^[A-Za-z0-9._+-]{1,64}$/.test(requestedTerm) ? requestedTerm : term;
-  return environment;
+  if (requestedTerm !== undefined && !TERM_NAME.test(requestedTerm)) dropped.push('TERM');
+  environment.TERM = requestedTerm !== undefined && TERM_NAME.test(requestedTerm) ? requestedTerm : term;
+  return { environment, dropped };
+}
+
+/** Version 1's rule: only allowlisted names, TERM from the config unless the client's is plain. */
+export function sessionEnvironment(requested: EnvEntry[], allowlist: readonly string[], term: string): Record<string, string> {
+  return programEnvironment(requested, { mode: 'allowlist', allowlist, deny: [] }, term).environment;
 }

@@ -99,6 +99,8 @@ test('every field is checked and named', () => {
   rejects({ ...minimal, session: { term: 'a b' } }, 'session.term');
   rejects({ ...minimal, session: { environmentAllowlist: 'LANG' } }, 'session.environmentAllowlist');
   rejects({ ...minimal, session: { environmentAllowlist: ['OK', 'NOT-OK'] } }, 'session.environmentAllowlist[1]');
+  rejects({ ...minimal, session: { environmentPolicy: 'all' } }, 'session.environmentPolicy');
+  rejects({ ...minimal, session: { environmentDeny: ['A*B'] } }, 'session.environmentDeny[0]');
   rejects({ ...minimal, session: { stopTimeoutSec: 0 } }, 'session.stopTimeoutSec');
   rejects({ ...minimal, session: { slice: 'x.service' } }, 'session.slice');
   rejects({ ...minimal, session: { profile: 'paranoid' } }, 'session.profile');
@@ -106,6 +108,12 @@ test('every field is checked and named', () => {
   rejects({ ...minimal, session: { properties: { User: 'root' } } }, 'session.properties.User', (name) =>
     name === 'User' ? 'not an allowed property' : undefined,
   );
+});
+
+test("the environment policy: 'pass' by default, an allowlist and extra denials as the operator's options", () => {
+  assert.is(validateConfig(minimal, accounts, allowAll).session.environmentPolicy, 'pass');
+  const strict = validateConfig({ ...minimal, session: { environmentPolicy: 'allowlist', environmentAllowlist: ['LANG'], environmentDeny: ['AWS_*', 'SECRET'] } }, accounts, allowAll);
+  assert.equal([strict.session.environmentPolicy, strict.session.environmentAllowlist, strict.session.environmentDeny], ['allowlist', ['LANG'], ['AWS_*', 'SECRET']]);
 });
 
 test('without a required client unit the service may be left out', () => {

@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { sessionEnvironment } from '../../src/worker/environment.ts';
+import { DENIED, programEnvironment, sessionEnvironment, type EnvironmentPolicy } from '../../src/worker/environment.ts';
 
 test('only allowlisted names pass, TERM comes from the config', () => {
   const env = sessionEnvironment(
@@ -18,6 +18,46 @@ test('only allowlisted names pass, TERM comes from the config', () => {
 test('a plain TERM from the client wins, a strange one does not', () => {
   assert.is(sessionEnvironment([{ name: 'TERM', value: 'screen-256color' }], [], 'xterm').TERM, 'screen-256color');
   assert.is(sessionEnvironment([{ name: 'TERM', value: '../../x y' }], [], 'xterm').TERM, 'xterm');
+});
+
+const PASS: EnvironmentPolicy = { mode: 'pass', allowlist: [], deny: [] };
+const entries = (env: Record<string, string>) => Object.entries(env).map(([name, value]) => ({ name, value }));
+
+test("policy 'pass': an agent's environment reaches the program, less systemd's and the helper's, each dropped name told", () => {
+  const { environment, dropped } = programEnvironment(
+    entries({
+      PATH: '/home/agent/.bun/bin:/usr/bin',
+      OPENCODE_TERMINAL: '1',
+      HOME: '/home/agent',
+      LISTEN_FDS: '3',
+      LISTEN_PID: '77',
+      NOTIFY_SOCKET: '/run/systemd/notify',
+      INVOCATION_ID: 'abc',
+      SYSTEMD_EXEC_PID: '9',
+      LD_PRELOAD: '/tmp/x.so',
+      TERM: 'xterm-256color',
+    }),
+    PASS,
+    'xterm',
+  );
+  assert.equal(environment, { PATH: '/home/agent/.bun/bin:/usr/bin', OPENCODE_TERMINAL: '1', HOME: '/home/agent', TERM: 'xterm-256color' });
+  assert.equal(dropped, ['LISTEN_FDS', 'LISTEN_PID', 'NOTIFY_SOCKET', 'INVOCATION_ID', 'SYSTEMD_EXEC_PID', 'LD_PRELOAD']);
+});
+
+test("policy 'allowlist': only its names, and the denylist still applies; the operator's own denials too", () => {
+  const requested = entries({ LANG: 'C.UTF-8', PATH: '/x', NOTIFY_SOCKET: '/s', SECRET_TOKEN: 't' });
+  const allow = programEnvironment(requested, { mode: 'allowlist', allowlist: ['LANG', 'NOTIFY_SOCKET'], deny: [] }, 'xterm');
+  assert.equal(allow.environment, { LANG: 'C.UTF-8', TERM: 'xterm' });
+  assert.equal(allow.dropped, ['PATH', 'NOTIFY_SOCKET', 'SECRET_TOKEN']);
+  const deny = programEnvironment(requested, { mode: 'pass', allowlist: [], deny: ['SECRET_*', 'PATH'] }, 'xterm');
+  assert.equal(Object.keys(deny.environment).sort(), ['LANG', 'TERM']);
+  assert.equal(deny.dropped, ['PATH', 'NOTIFY_SOCKET', 'SECRET_TOKEN']);
+});
+
+test('a strange TERM is dropped (and said so); the built-in denylist names systemd and loader variables', () => {
+  const { environment, dropped } = programEnvironment(entries({ TERM: 'a b' }), PASS, 'xterm');
+  assert.equal([environment.TERM, dropped], ['xterm', ['TERM']]);
+  for (const name of ['LISTEN_*', 'NOTIFY_SOCKET', 'SYSTEMD_*', 'INVOCATION_ID', 'LD_*']) assert.ok(DENIED.includes(name), name);
 });
 
 test.run();
