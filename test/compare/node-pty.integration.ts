@@ -1,0 +1,191 @@
+// The node-pty face through the real supervisor, side by side with @lydell/node-pty spawning directly: the same
+// scenarios (test/compare/pty-probe.ts), each under Node and under Bun, compared on what a caller observes.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawn as spawnProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
+import { INSTALL_DIR } from '../sandbox/deploy.ts';
+import { Agent, deployBroker } from '../broker/harness.ts';
+import type { ProbeResult } from './pty-probe.ts';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const BUN = join(root, 'node_modules/@oven/bun-linux-x64/bin/bun');
+const PROBE_SOURCE = join(root, 'test/compare/pty-probe.ts');
+const PROBE_BUNDLE = join(root, '.sandbox', 'compare', 'pty-probe.js');
+/** Beside the addon in the sandbox, so the bundle's loader finds it. */
+const PROBE = `${INSTALL_DIR}/pty-probe.js`;
+const SANDBOX_BUN = `${INSTALL_DIR}/bun`;
+
+let sandbox: Sandbox;
+let agent: Agent;
+let hostCwd: string;
+
+test.before(async () => {
+  mkdirSync(dirname(PROBE_BUNDLE), { recursive: true });
+  await build({
+    entryPoints: [PROBE_SOURCE],
+    outfile: PROBE_BUNDLE,
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'esm',
+    banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+    logLevel: 'warning',
+  });
+  // Made before the sandbox boots, so the host check sees it as part of the host.
+  hostCwd = mkdtempSync(join(process.env.TMPDIR ?? tmpdir(), 'opencode-pty-compare-'));
+  sandbox = await bootSandbox({ name: 'compare' });
+  await deployBroker(sandbox);
+  await sandbox.install([
+    { from: PROBE_BUNDLE, to: PROBE, mode: 0o644 },
+    { from: BUN, to: SANDBOX_BUN, mode: 0o755 },
+  ]);
+  agent = await Agent.start(sandbox);
+});
+
+test.after(async () => {
+  await agent?.release().catch(() => {});
+  await sandbox?.stop();
+  if (hostCwd) rmSync(hostCwd, { recursive: true, force: true });
+});
+
+function parse(stdout: string, what: string): ProbeResult {
+  try {
+    return JSON.parse(stdout.trim().split('\n').pop()!) as ProbeResult;
+  } catch {
+    throw new Error(`${what} printed no result: ${stdout}`);
+  }
+}
+
+/** This package through the supervisor, from a child of the agent service (inside its cgroup). */
+async function supervisor(runtime: 'node' | 'bun', scenario: string): Promise<ProbeResult> {
+  const binary = runtime === 'node' ? '/usr/bin/node' : SANDBOX_BUN;
+  const run = await agent.command<{ code: number; stdout: string; stderr: string }>({ run: [binary, PROBE, 'supervisor', scenario, sandbox.client.home] });
+  return parse(run.stdout, `supervisor/${runtime} ${scenario} (${run.stderr})`);
+}
+
+/** node-pty spawning directly, on the host. */
+function nodePty(runtime: 'node' | 'bun', scenario: string): Promise<ProbeResult> {
+  const argv = runtime === 'node' ? [process.execPath, '--import', 'tsx', PROBE_SOURCE] : [BUN, PROBE_SOURCE];
+  return new Promise((resolve, reject) => {
+    const child = spawnProcess(argv[0]!, [...argv.slice(1), 'node-pty', scenario, hostCwd], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    child.on('close', () => {
+      try {
+        resolve(parse(stdout, `node-pty/${runtime} ${scenario} (${stderr})`));
+      } catch (error) {
+        reject(error);
+      }
+    });
+  });
+}
+
+interface Observed {
+  supervisorNode: ProbeResult;
+  supervisorBun: ProbeResult;
+  nodePtyNode: ProbeResult;
+  nodePtyBun: ProbeResult;
+}
+
+const observed: Record<string, Observed> = {};
+
+async function observe(scenario: string): Promise<Observed> {
+  const result = {
+    supervisorNode: await supervisor('node', scenario),
+    supervisorBun: await supervisor('bun', scenario),
+    nodePtyNode: await nodePty('node', scenario),
+    nodePtyBun: await nodePty('bun', scenario),
+  };
+  observed[scenario] = result;
+  // Ours: the same on both runtimes, onExit once, never data after it, no error.
+  for (const [name, run] of [['Node', result.supervisorNode], ['Bun', result.supervisorBun]] as const) {
+    assert.is(run.error, undefined, `supervisor on ${name}: ${run.error}`);
+    assert.is(run.exits, 1, `supervisor on ${name}: onExit once`);
+    assert.is(run.dataAfterExit, 0, `supervisor on ${name}: no data after onExit`);
+  }
+  assert.equal(result.supervisorBun, result.supervisorNode, 'the supervisor backend behaves the same on Bun as on Node');
+  return result;
+}
+
+test('UTF-8 cut across writes arrives whole', async () => {
+  const { supervisorNode, nodePtyNode } = await observe('utf8');
+  assert.is(supervisorNode.output, '€😀\r\n');
+  assert.is(nodePtyNode.output, supervisorNode.output, 'as node-pty on Node');
+  assert.equal(supervisorNode.exit, { exitCode: 0, signal: 0 });
+});
+
+test('3 MB then exit: every byte before onExit', async () => {
+  const { supervisorNode } = await observe('bulk');
+  assert.equal(supervisorNode.seen, { a: 3_000_000 });
+  assert.equal(supervisorNode.exit, { exitCode: 0, signal: 0 });
+});
+
+test('exit 7, kill -9 $$, kill -INT $$: node-pty Node shapes', async () => {
+  for (const [scenario, expected] of [['exit7', { exitCode: 7, signal: 0 }], ['kill9', { exitCode: 0, signal: 9 }], ['killint', { exitCode: 0, signal: 2 }]] as const) {
+    const { supervisorNode, nodePtyNode } = await observe(scenario);
+    assert.equal(supervisorNode.exit, expected, scenario);
+    assert.equal(nodePtyNode.exit, expected, `node-pty on Node, ${scenario}`);
+  }
+});
+
+test('stty size: the initial size and after resize, as node-pty', async () => {
+  const { supervisorNode, nodePtyNode } = await observe('size');
+  assert.equal(supervisorNode.seen, ['30 100', '40 120']);
+  assert.equal(nodePtyNode.seen, supervisorNode.seen);
+});
+
+test('pwd -P is the cwd given', async () => {
+  const { supervisorNode, nodePtyNode } = await observe('cwd');
+  assert.equal(supervisorNode.seen, { same: true });
+  assert.equal(nodePtyNode.seen, { same: true });
+});
+
+test("env: node-pty passes everything; the supervisor never passes systemd's variables", async () => {
+  const { supervisorNode, nodePtyNode } = await observe('env');
+  assert.equal(nodePtyNode.seen, { PATH: true, LANG: true, AGENT_TOOL_VAR: true, NOTIFY_SOCKET: true, LISTEN_FDS: true });
+  const seen = supervisorNode.seen as Record<string, boolean>;
+  assert.equal([seen.LANG, seen.NOTIFY_SOCKET, seen.LISTEN_FDS], [true, false, false]);
+});
+
+test('pause/resume with a fast producer: no byte lost', async () => {
+  const { supervisorNode, nodePtyNode } = await observe('pause');
+  assert.equal(supervisorNode.seen, { b: 2_000_000 });
+  assert.equal(nodePtyNode.seen, supervisorNode.seen, 'node-pty on Node loses nothing either');
+});
+
+test('kill() of a shell with a background job: ours ends every process, node-pty leaves the job', async () => {
+  const { supervisorNode, nodePtyNode } = await observe('background');
+  assert.equal(supervisorNode.seen, { jobAlive: false });
+  assert.equal(supervisorNode.exit, { exitCode: 0, signal: 1 });
+  assert.equal(nodePtyNode.seen, { jobAlive: true }, 'node-pty: the job outlives kill()');
+});
+
+test('writes before the session started reach the shell', async () => {
+  const { supervisorNode, nodePtyNode } = await observe('early');
+  assert.equal(supervisorNode.seen, { echoed: true });
+  assert.equal(supervisorNode.exit, { exitCode: 3, signal: 0 });
+  assert.equal(nodePtyNode.seen, { echoed: true });
+});
+
+test('a missing program: node-pty exits 1, the session 127 as a shell reports it', async () => {
+  const { supervisorNode, nodePtyNode } = await observe('missing');
+  assert.equal(supervisorNode.exit, { exitCode: 127, signal: 0 });
+  assert.equal(nodePtyNode.exit, { exitCode: 1, signal: 0 });
+});
+
+test('summary of what was seen (for the record)', () => {
+  for (const [scenario, runs] of Object.entries(observed)) {
+    const line = Object.entries(runs).map(([name, run]) => `${name}=${JSON.stringify({ exit: run.exit, seen: run.seen, error: run.error })}`);
+    console.log(`# ${scenario}: ${line.join(' ')}`);
+  }
+});
+
+test.run();
