@@ -59,6 +59,10 @@ function matches(name: string, patterns: readonly string[]): boolean {
   return patterns.some((pattern) => (pattern.endsWith('*') ? name.startsWith(pattern.slice(0, -1)) : name === pattern));
 }
 
+/** systemd takes only shell variable names (env_name_is_valid in its env-util.c: bash's character set,
+ * no leading digit); one it refuses would fail the whole unit, e.g. an exported `BASH_FUNC_f%%`. */
+const UNIT_ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
 /** A plain terminfo name: the client's TERM is honoured only then. */
 const TERM_NAME = /^[A-Za-z0-9._+-]{1,64}$/;
 
@@ -68,7 +72,7 @@ export function programEnvironment(requested: readonly EnvEntry[], policy: Envir
   const dropped: string[] = [];
   for (const { name, value } of requested) {
     if (name === 'TERM') continue;
-    const pass = !matches(name, DENIED) && !matches(name, policy.deny) && (policy.mode === 'pass' || allowed.has(name));
+    const pass = UNIT_ENV_NAME.test(name) && !matches(name, DENIED) && !matches(name, policy.deny) && (policy.mode === 'pass' || allowed.has(name));
     if (pass) environment[name] = value;
     else dropped.push(name);
   }

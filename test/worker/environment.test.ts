@@ -54,6 +54,12 @@ test("policy 'allowlist': only its names, and the denylist still applies; the op
   assert.equal(deny.dropped, ['PATH', 'NOTIFY_SOCKET', 'SECRET_TOKEN']);
 });
 
+test('names systemd would refuse (and so fail the unit) are dropped and told, not sent', () => {
+  const { environment, dropped } = programEnvironment(entries({ 'BASH_FUNC_f%%': '() { :; }', '1X': 'a', 'a.b': 'c', OK_1: 'v' }), PASS, 'xterm');
+  assert.equal(environment, { OK_1: 'v', TERM: 'xterm' });
+  assert.equal(dropped, ['BASH_FUNC_f%%', '1X', 'a.b']);
+});
+
 test('a strange TERM is dropped (and said so); the built-in denylist names systemd and loader variables', () => {
   const { environment, dropped } = programEnvironment(entries({ TERM: 'a b' }), PASS, 'xterm');
   assert.equal([environment.TERM, dropped], ['xterm', ['TERM']]);
