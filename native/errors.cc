@@ -1,8 +1,6 @@
 // Errors shaped like Node's own: an Error with `code`, negative `errno`, `syscall` and, where it helps, `path`.
 #include "addon.h"
 
-#include <uv.h>
-
 #include <cstring>
 #include <string>
 
@@ -10,12 +8,12 @@ namespace opencode_pty {
 
 namespace {
 
-// libuv names errno values exactly as Node does ("EBADF"); unknown values get Node's fallback.
+// The errno's symbolic name as Node gives it ("EBADF"), from glibc (2.32+) rather than libuv's
+// uv_err_name_r: Bun implements no such libuv call and aborts the process on it, and the client's
+// addon calls run on Bun too. Unknown values get Node's fallback.
 std::string ErrnoName(int err) {
-  char name[64];
-  uv_err_name_r(-err, name, sizeof name);
-  if (std::strncmp(name, "Unknown", 7) == 0) return "UNKNOWN";
-  return name;
+  const char* name = strerrorname_np(err);
+  return name ? name : "UNKNOWN";
 }
 
 // The GNU strerror_r (g++ defines _GNU_SOURCE) is thread-safe and returns the text to use.

@@ -1,6 +1,10 @@
-// The client's connection on the runtime's own socket (Node or Bun): the addon only attaches the cwd fd to START.
-// Bun has no uv_poll (loading an addon that calls uv_poll_init aborts the process), so the client never
-// watches an fd itself: the runtime reads and writes, and one sendmsg(2) carries START and its fd.
+// The client's connection on the runtime's own socket (Node or Bun): the runtime reads; we write with sendmsg(2).
+// Bun has no uv_poll (loading an addon that calls uv_poll_init aborts the process), so the client never watches
+// an fd itself. Reading is the runtime's. Writing goes through the addon's non-blocking sendmsg on the runtime's
+// descriptor (START with its fd in one call), so a peer that is gone (EPIPE, ECONNRESET) is not a write error
+// that makes the runtime destroy the socket with the peer's last frame (an ERROR, an EXIT) still unread in the
+// kernel: the read side reports the end, after those bytes (docs/protocol.md, "A session, in order").
+// Only what the kernel will not take now is handed to the runtime's own write queue, which waits for room.
 import { EventEmitter } from 'node:events';
 import net from 'node:net';
 import { native } from '../native/binding.ts';
@@ -9,24 +13,38 @@ import { ClientError } from './client-error.ts';
 
 const HANGUP_ERRNOS = new Set(['EPIPE', 'ECONNRESET', 'ENOTCONN']);
 
+/** A connected descriptor as the runtime's socket: Node takes it in the constructor, Bun through connect(). */
+function adopt(fd: number): net.Socket {
+  if (process.versions.bun) return net.connect({ fd } as net.NetConnectOpts);
+  return new net.Socket({ fd, readable: true, writable: true });
+}
+
 export interface RuntimeSocket {
-  /** 'end': the server closed cleanly. 'drain': everything queued went to the runtime. */
+  /** 'end': the server closed cleanly. 'drain': everything queued has gone to the kernel. */
   on(event: 'end' | 'drain', listener: () => void): this;
   on(event: 'error', listener: (error: ClientError) => void): this;
 }
 
 export class RuntimeSocket extends EventEmitter {
   #socket: net.Socket;
+  #fd: number;
+  /** Data frames waiting behind what the runtime still holds. */
   #queue: Buffer[] = [];
   #queuedBytes = 0;
+  /** Bytes handed to the runtime's write queue whose write has not completed. */
+  #runtimeBytes = 0;
+  /** The peer is gone for writing: later writes are dropped, the read side reports the end. */
+  #peerGone = false;
   #closed = false;
+  #failed = false;
   #onData: ((chunk: Buffer) => void) | undefined;
   /** Chunks that arrived before a reader was set. */
   #early: Buffer[] = [];
 
-  private constructor(socket: net.Socket) {
+  private constructor(socket: net.Socket, fd: number) {
     super();
     this.#socket = socket;
+    this.#fd = fd;
     socket.on('data', (chunk: Buffer) => {
       if (this.#closed) return;
       if (this.#onData) this.#onData(chunk);
@@ -36,36 +54,34 @@ export class RuntimeSocket extends EventEmitter {
       if (!this.#closed) this.emit('end');
     });
     socket.on('error', (error: NodeJS.ErrnoException) => this.#fail(error));
-    socket.on('drain', () => {
-      this.#pump();
-      // Only from the runtime's event, never inside write(): a listener may write again.
-      if (!this.#closed && this.#queue.length === 0) this.emit('drain');
-    });
   }
 
-  /** Connects to a Unix stream socket; rejects with CONNECT and the errno. */
+  /** Connects to a Unix stream socket; rejects with CONNECT and the errno. The addon connects (a Unix
+   * connect completes at once), so what a server sends and closes with before the runtime takes over
+   * (a refusal on accept) is in the kernel for the runtime to read, not lost in a failed connect. */
   static connect(path: string): Promise<RuntimeSocket> {
-    return new Promise((resolve, reject) => {
-      const socket = net.createConnection({ path });
-      const onError = (error: NodeJS.ErrnoException) => {
-        socket.destroy();
-        reject(new ClientError('CONNECT', `cannot connect to ${path}: ${error.code ?? error.message}`, { errno: error.code, cause: error }));
-      };
-      socket.once('error', onError);
-      socket.once('connect', () => {
-        socket.off('error', onError);
-        resolve(new RuntimeSocket(socket));
-      });
-    });
+    let fd: number;
+    try {
+      fd = native().connectUnix(path);
+    } catch (error) {
+      const errno = (error as { code?: string }).code;
+      return Promise.reject(new ClientError('CONNECT', `cannot connect to ${path}: ${errno ?? String(error)}`, { errno, cause: error }));
+    }
+    try {
+      return Promise.resolve(new RuntimeSocket(adopt(fd), fd));
+    } catch (error) {
+      closeQuietly(fd);
+      return Promise.reject(new ClientError('IO', `the runtime cannot take the socket: ${String(error)}`, { cause: error }));
+    }
   }
 
   get closed(): boolean {
     return this.#closed;
   }
 
-  /** Bytes written and not yet taken by the kernel, ours and the runtime's. */
+  /** Bytes written and not yet taken by the kernel. */
   get writableLength(): number {
-    return this.#queuedBytes + this.#socket.writableLength;
+    return this.#queuedBytes + this.#runtimeBytes;
   }
 
   startReading(onData: (chunk: Buffer) => void): void {
@@ -78,45 +94,43 @@ export class RuntimeSocket extends EventEmitter {
 
   /** Queues data behind earlier data. */
   write(data: Buffer): void {
-    if (this.#closed) return;
+    if (this.#closed || this.#peerGone || this.#failed) return;
     this.#queue.push(data);
     this.#queuedBytes += data.length;
     this.#pump();
   }
 
-  /** Hands a control frame to the runtime at once, ahead of data still queued here. */
+  /** Sends a control frame at once, ahead of data still queued here. */
   writeUrgent(data: Buffer): void {
-    if (this.#closed) return;
-    this.#socket.write(data);
+    if (this.#closed || this.#peerGone || this.#failed) return;
+    this.#send(data);
   }
 
-  /** Resolves once everything written so far has gone to the kernel (writes complete in order), so a
-   * sendmsg of ours cannot overtake bytes still in the runtime's queue. */
+  /** Resolves once everything written so far has gone to the kernel, so bytes with fds cannot overtake it. */
   flushed(): Promise<void> {
     if (this.#closed || this.writableLength === 0) return Promise.resolve();
-    return new Promise((resolve) => this.#socket.write(Buffer.alloc(0), () => resolve()));
+    return new Promise((resolve) => {
+      const check = () => {
+        if (this.#closed || this.writableLength === 0) {
+          this.off('drain', check);
+          resolve();
+        }
+      };
+      this.on('drain', check);
+    });
   }
 
-  /** Sends `data` with `fds` on its first byte in one sendmsg(2) on the runtime's descriptor; what the
-   * kernel does not take at once follows through the runtime. Call only when flushed. Closes `fds`
-   * (they are sent or void either way). */
+  /** Sends `data` with `fds` on its first byte in one sendmsg(2); what the kernel does not take at once
+   * follows through the runtime. Call only when flushed. Closes `fds` (sent or void either way). */
   writeWithFds(data: Buffer, fds: number[]): void {
     try {
       if (this.#closed) throw new ClientError('CLOSED', 'the connection was closed locally');
-      const fd = (this.#socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
-      if (typeof fd !== 'number' || fd < 0) throw new ClientError('IO', 'the runtime does not expose the socket descriptor');
-      let sent: number;
-      try {
-        sent = native().sendmsg(fd, data, 0, data.length, fds);
-      } catch (error) {
-        const errno = (error as { code?: string }).code;
-        const code = errno !== undefined && HANGUP_ERRNOS.has(errno) ? 'HANGUP' : 'IO';
-        throw new ClientError(code, `cannot send START: ${errno ?? String(error)}`, { errno, cause: error });
-      }
-      // The send buffer is empty when START goes (flushed), and START is at most 64 KiB: the kernel takes
+      if (this.#peerGone) return;
+      const sent = this.#sendmsg(data, fds);
+      // The send buffer is empty when START goes (flushed) and START is at most 64 KiB: the kernel takes
       // at least its first byte, which is what carries the fd.
-      if (sent < 0) throw new ClientError('IO', 'the socket would block on an empty send buffer', { errno: 'EAGAIN' });
-      if (sent < data.length) this.#socket.write(data.subarray(sent));
+      if (sent === -1) throw new ClientError('IO', 'the socket would block on an empty send buffer', { errno: 'EAGAIN' });
+      if (sent >= 0 && sent < data.length) this.#viaRuntime(data.subarray(sent));
     } finally {
       for (const fd of fds) closeQuietly(fd);
     }
@@ -131,24 +145,76 @@ export class RuntimeSocket extends EventEmitter {
     this.#socket.destroy();
   }
 
-  /** Data goes to the runtime only below its high-water mark, so a control frame waits behind at most
-   * that much (the runtime's socket has no urgent lane); stopping there means its last write returned
-   * false, so its 'drain' comes and pumps again. */
+  /** sendmsg on the runtime's descriptor: bytes sent, -1 when it would block, -2 when the peer is gone. */
+  #sendmsg(data: Buffer, fds?: number[]): number {
+    try {
+      return native().sendmsg(this.#fd, data, 0, data.length, fds);
+    } catch (error) {
+      const errno = (error as { code?: string }).code;
+      if (errno !== undefined && HANGUP_ERRNOS.has(errno)) {
+        // Not reported here: what the peer sent before it went is still to be read.
+        this.#peerGone = true;
+        this.#queue = [];
+        this.#queuedBytes = 0;
+        return -2;
+      }
+      throw new ClientError('IO', `cannot send: ${errno ?? String(error)}`, { errno, cause: error });
+    }
+  }
+
+  /** Sends now, behind whatever the runtime still holds. */
+  #send(data: Buffer): void {
+    if (this.#runtimeBytes > 0) return this.#viaRuntime(data);
+    let sent: number;
+    try {
+      sent = this.#sendmsg(data);
+    } catch (error) {
+      return this.#failWith(error as ClientError, true);
+    }
+    if (sent === -2 || sent === data.length) return;
+    this.#viaRuntime(sent === -1 ? data : data.subarray(sent));
+  }
+
+  /** The kernel is full: the runtime's queue waits for room (its own poll), in order. */
+  #viaRuntime(data: Buffer): void {
+    this.#runtimeBytes += data.length;
+    this.#socket.write(data, () => {
+      this.#runtimeBytes -= data.length;
+      if (this.#runtimeBytes > 0 || this.#closed) return;
+      this.#pump();
+      if (this.#queue.length === 0 && !this.#closed) this.emit('drain');
+    });
+  }
+
+  /** Data goes to the kernel while it takes it; once it does not, the rest waits for the runtime. */
   #pump(): void {
-    while (!this.#closed && this.#queue.length > 0 && this.#socket.writableLength < this.#socket.writableHighWaterMark) {
+    while (!this.#closed && !this.#peerGone && this.#queue.length > 0 && this.#runtimeBytes === 0) {
       const data = this.#queue.shift()!;
       this.#queuedBytes -= data.length;
-      this.#socket.write(data);
+      this.#send(data);
     }
   }
 
   #fail(error: NodeJS.ErrnoException): void {
-    if (this.#closed) return;
     const hangup = error.code !== undefined && HANGUP_ERRNOS.has(error.code);
-    const failure = hangup
-      ? new ClientError('HANGUP', 'the server closed the connection', { errno: error.code, cause: error })
-      : new ClientError('IO', `socket failure: ${error.code ?? error.message}`, { errno: error.code, cause: error });
-    this.close();
-    this.emit('error', failure);
+    this.#failWith(
+      hangup
+        ? new ClientError('HANGUP', 'the server closed the connection', { errno: error.code, cause: error })
+        : new ClientError('IO', `socket failure: ${error.code ?? error.message}`, { errno: error.code, cause: error }),
+      false,
+    );
+  }
+
+  /** Reports a failure once; the owner closes. `later`: a failed send inside write(), under its caller. */
+  #failWith(error: ClientError, later: boolean): void {
+    if (this.#closed || this.#failed) return;
+    this.#failed = true;
+    this.#queue = [];
+    this.#queuedBytes = 0;
+    const report = () => {
+      if (!this.#closed) this.emit('error', error);
+    };
+    if (later) process.nextTick(report);
+    else report();
   }
 }
