@@ -14,7 +14,7 @@ import { programLabel } from '../systemd/unit-text.ts';
 import type { ExitStatus } from '../systemd/unit-watch.ts';
 import type { PeerIdentity, WorkerMessage } from '../control/broker-worker.ts';
 import type { HelperMessage } from '../control/helper-channel.ts';
-import { sessionEnvironment } from './environment.ts';
+import { programEnvironment } from './environment.ts';
 import { flushed, lastWrite, writeFinalFrame, type SessionOutcome } from './final-frame.ts';
 import { HelperLink } from './helper-link.ts';
 import { unsafeHelper } from './helper-path.ts';
@@ -174,6 +174,10 @@ export class Session {
       message: (message) => this.#onHelperMessage(message),
       failed: (error) => this.#deps.log(`${name}: session helper channel: ${JSON.stringify(error.message)}`),
     });
+    const policy = { mode: config.session.environmentPolicy, allowlist: config.session.environmentAllowlist, deny: config.session.environmentDeny };
+    const { environment, dropped } = programEnvironment(frame.env, policy, config.session.term);
+    // Names only, quoted: the client's values never reach the journal.
+    if (dropped.length > 0) this.#deps.log(`${name}: environment names not passed to the program: ${JSON.stringify(dropped)}`);
     let started;
     try {
       started = await manager.startSession(name, {
@@ -188,7 +192,7 @@ export class Session {
         // never read; systemd holds one more until it releases the unit.
         stdoutFd: this.#client.fd,
         stderrFd: helperEnd,
-        environment: sessionEnvironment(frame.env, config.session.environmentAllowlist, config.session.term),
+        environment,
         slice: config.session.slice,
         stopTimeoutSec: config.session.stopTimeoutSec,
         limits: config.session.properties,

@@ -30,7 +30,7 @@ export function workerConfig(sandbox: Sandbox, overrides: Partial<Config> = {}):
     unitPrefix: 'opencode-pty-',
     helperPath: HELPER_INSIDE,
     limits: { ...DEFAULT_LIMITS },
-    session: { ...DEFAULT_SESSION, environmentAllowlist: ['LANG', 'OCPTY_ALLOWED'] },
+    session: { ...DEFAULT_SESSION, environmentPolicy: 'allowlist', environmentAllowlist: ['LANG', 'OCPTY_ALLOWED'] },
     ...overrides,
   };
 }
