@@ -20,6 +20,8 @@ enum frame_type {
   FRAME_EXIT = 0x0b,
   FRAME_ERROR = 0x0c,
   FRAME_CREDIT = 0x0d,
+  // Version 2 only (docs/protocol.md "Version 2"): the version 1 rule table does not know it.
+  FRAME_END_INPUT = 0x0e,
 };
 
 enum limits {
