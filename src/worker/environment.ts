@@ -2,6 +2,7 @@
 // A session runs as the client's own user, so passing the client's environment gives the program nothing its
 // user lacks; what must not pass is what systemd sets for a unit (socket activation, notify, the journal) and
 // what would apply to the helper that execs the program. The operator may instead allow only named variables.
+import type { SessionConfig } from '../config/schema.ts';
 import type { EnvEntry } from '../protocol/frames.ts';
 
 export type EnvironmentMode = 'pass' | 'allowlist';
@@ -48,6 +49,16 @@ export const DENIED: readonly string[] = [
   'LD_*',
   'GLIBC_TUNABLES',
 ];
+
+/** The policy a session's config gives: in the hardened profile only the operator's allowlist passes,
+ * whatever `environmentPolicy` says (one session's programs are kept apart from the agent's tools there). */
+export function environmentPolicy(session: Pick<SessionConfig, 'profile' | 'environmentPolicy' | 'environmentAllowlist' | 'environmentDeny'>): EnvironmentPolicy {
+  return {
+    mode: session.profile === 'hardened' ? 'allowlist' : session.environmentPolicy,
+    allowlist: session.environmentAllowlist,
+    deny: session.environmentDeny,
+  };
+}
 
 export interface ProgramEnvironment {
   environment: Record<string, string>;

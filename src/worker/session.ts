@@ -14,7 +14,7 @@ import { programLabel } from '../systemd/unit-text.ts';
 import type { ExitStatus } from '../systemd/unit-watch.ts';
 import type { PeerIdentity, WorkerMessage } from '../control/broker-worker.ts';
 import type { HelperMessage } from '../control/helper-channel.ts';
-import { programEnvironment } from './environment.ts';
+import { environmentPolicy, programEnvironment } from './environment.ts';
 import { flushed, lastWrite, writeFinalFrame, type SessionOutcome } from './final-frame.ts';
 import { HelperLink } from './helper-link.ts';
 import { unsafeHelper } from './helper-path.ts';
@@ -174,8 +174,7 @@ export class Session {
       message: (message) => this.#onHelperMessage(message),
       failed: (error) => this.#deps.log(`${name}: session helper channel: ${JSON.stringify(error.message)}`),
     });
-    const policy = { mode: config.session.environmentPolicy, allowlist: config.session.environmentAllowlist, deny: config.session.environmentDeny };
-    const { environment, dropped } = programEnvironment(frame.env, policy, config.session.term);
+    const { environment, dropped } = programEnvironment(frame.env, environmentPolicy(config.session), config.session.term);
     // Names only, quoted: the client's values never reach the journal.
     if (dropped.length > 0) this.#deps.log(`${name}: environment names not passed to the program: ${JSON.stringify(dropped)}`);
     let started;

@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { DENIED, programEnvironment, sessionEnvironment, type EnvironmentPolicy } from '../../src/worker/environment.ts';
+import { DENIED, environmentPolicy, programEnvironment, sessionEnvironment, type EnvironmentPolicy } from '../../src/worker/environment.ts';
 
 test('only allowlisted names pass, TERM comes from the config', () => {
   const env = sessionEnvironment(
@@ -58,6 +58,12 @@ test('names systemd would refuse (and so fail the unit) are dropped and told, no
   const { environment, dropped } = programEnvironment(entries({ 'BASH_FUNC_f%%': '() { :; }', '1X': 'a', 'a.b': 'c', OK_1: 'v' }), PASS, 'xterm');
   assert.equal(environment, { OK_1: 'v', TERM: 'xterm' });
   assert.equal(dropped, ['BASH_FUNC_f%%', '1X', 'a.b']);
+});
+
+test('the hardened profile applies the allowlist whatever the policy says', () => {
+  const session = { environmentPolicy: 'pass' as const, environmentAllowlist: ['LANG'], environmentDeny: ['X'] };
+  assert.equal(environmentPolicy({ ...session, profile: 'default' }), { mode: 'pass', allowlist: ['LANG'], deny: ['X'] });
+  assert.is(environmentPolicy({ ...session, profile: 'hardened' }).mode, 'allowlist');
 });
 
 test('a strange TERM is dropped (and said so); the built-in denylist names systemd and loader variables', () => {
