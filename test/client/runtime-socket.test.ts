@@ -30,6 +30,31 @@ test('writes after the peer closed are dropped quietly; its last bytes and the e
   server.close();
 });
 
+test('past a full kernel buffer the runtime queue takes over: every byte arrives once, in order, urgent ones ahead', async () => {
+  const server = new TestServer();
+  const accepted = server.accept();
+  const socket = await RuntimeSocket.connect(server.path);
+  const conn = await accepted;
+  socket.startReading(() => {});
+  // 4 MiB of numbered data frames, far beyond the socket buffer, written while the server reads nothing.
+  const chunks: Buffer[] = [];
+  for (let i = 0; i < 512; i++) chunks.push(Buffer.alloc(8192, i % 64));
+  for (const chunk of chunks) socket.write(chunk);
+  assert.ok(socket.writableLength > 0, 'the kernel did not take it all');
+  socket.writeUrgent(Buffer.from([0xff]));
+  const drained = new Promise<void>((resolve) => socket.on('drain', resolve));
+  const total = chunks.length * 8192 + 1;
+  const got = (await conn.socket.readExact(total, 0)).data;
+  await drained;
+  assert.is(socket.writableLength, 0);
+  const urgentAt = got.indexOf(0xff);
+  assert.ok(urgentAt >= 0 && urgentAt < total - 1, 'the urgent byte went ahead of data still queued');
+  const data = Buffer.concat([got.subarray(0, urgentAt), got.subarray(urgentAt + 1)]);
+  assert.ok(data.equals(Buffer.concat(chunks)), 'the data, whole and in order');
+  socket.close();
+  server.close();
+});
+
 test('a refusal racing HELLO: ERROR sent and closed with HELLO unread still reaches connect() as that ERROR', async () => {
   const server = new TestServer();
   const accepted = server.accept();
