@@ -9,7 +9,7 @@ import { unitMatchRules } from '../systemd/match-rules.ts';
 import { unitNameFor } from '../systemd/unit-names.ts';
 import { sessionUnitProperties } from '../systemd/unit-properties.ts';
 import { programLabel } from '../systemd/unit-text.ts';
-import { sessionEnvironment } from './environment.ts';
+import { environmentPolicy, programEnvironment } from './environment.ts';
 
 /** Never throws: a failed warm-up only means the first session compiles as it goes. */
 export function warmUp(config: Config, helperPath: string): string | undefined {
@@ -29,7 +29,7 @@ export function warmUp(config: Config, helperPath: string): string | undefined {
       cwdFd: 0,
       stdoutFd: 1,
       stderrFd: 2,
-      environment: sessionEnvironment(frame.env, config.session.environmentAllowlist, config.session.term),
+      environment: programEnvironment(frame.env, environmentPolicy(config.session), config.session.term).environment,
       slice: config.session.slice,
       stopTimeoutSec: config.session.stopTimeoutSec,
       limits: config.session.properties,
