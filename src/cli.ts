@@ -2,18 +2,22 @@
 import { USAGE, USAGE_EXIT, parseCommandLine } from './client/cli-args.ts';
 import { runCommand } from './client/run-command.ts';
 import { packageVersion } from './version.ts';
+import { defaultContext } from './cli/context.ts';
+import { OPERATOR_COMMANDS, OPERATOR_USAGE } from './cli/operate.ts';
 
 async function main(args: string[]): Promise<number> {
+  const operator = OPERATOR_COMMANDS[args[0] ?? ''];
+  if (operator) return operator(args.slice(1), defaultContext());
   const command = parseCommandLine(args, process.env);
   switch (command.kind) {
     case 'help':
-      process.stdout.write(USAGE);
+      process.stdout.write(`${USAGE}\n${OPERATOR_USAGE}`);
       return 0;
     case 'version':
       process.stdout.write(`opencode-pty ${packageVersion()}\n`);
       return 0;
     case 'usage':
-      process.stderr.write(`opencode-pty: ${command.message}\n\n${USAGE}`);
+      process.stderr.write(`opencode-pty: ${command.message}\n\n${USAGE}\n${OPERATOR_USAGE}`);
       return USAGE_EXIT;
     case 'run':
       return runCommand(command, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });

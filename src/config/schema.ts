@@ -81,7 +81,8 @@ export const DEFAULT_SESSION: SessionConfig = {
   environmentAllowlist: ['LANG', 'LANGUAGE', 'LC_ALL', 'LC_CTYPE', 'COLORTERM', 'TZ'],
   environmentDeny: [],
   stopTimeoutSec: 5,
-  slice: 'system.slice',
+  // The installer's slice, with limits for all sessions together (docs/operations.md).
+  slice: 'opencode-pty-sessions.slice',
   properties: {},
   profile: 'default',
 };

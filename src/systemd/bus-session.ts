@@ -181,6 +181,11 @@ export class BusSession implements Units {
     return this.#again((manager) => manager.serviceState(unit));
   }
 
+  /** Session-end figures (worker/accounting.ts); a manager without them (a test's fake) gives none. */
+  unitProperties(...args: Parameters<UnitManager['unitProperties']>): ReturnType<UnitManager['unitProperties']> {
+    return this.#again(async (manager) => (manager as Partial<Pick<UnitManager, 'unitProperties'>>).unitProperties?.(...args));
+  }
+
   close(): void {
     this.#closed = true;
     this.#current?.close();

@@ -304,6 +304,24 @@ export class UnitManager {
     return this.#connection.onClose(listener);
   }
 
+  /**
+   * Properties of a loaded unit by name, each read on its own so one systemd lacks (MemoryPeak before
+   * 255) or one that fails leaves only that one unset. Undefined when the unit is not loaded.
+   */
+  async unitProperties(unit: string, names: { unit?: readonly string[]; service?: readonly string[] }): Promise<Record<string, unknown> | undefined> {
+    validateUnitName(unit);
+    const path = await unitPath(this.#connection, unit);
+    if (path === undefined) return undefined;
+    const values: Record<string, unknown> = {};
+    const read = (iface: string, name: string) =>
+      this.#connection.getProperty(path, iface, name).then(
+        (value) => void (values[name] = value),
+        () => undefined,
+      );
+    await Promise.all([...(names.unit ?? []).map((n) => read(UNIT_INTERFACE, n)), ...(names.service ?? []).map((n) => read(SERVICE_INTERFACE, n))]);
+    return values;
+  }
+
   /** Closes the connection; systemd drops every reference it held. Idempotent. */
   close(): void {
     this.#connection.close();

@@ -22,6 +22,7 @@ import { recheckPeer } from '../identity/peer-recheck.ts';
 import { receiveStart } from './receive-start.ts';
 import { SessionError } from '../protocol/session-error.ts';
 import { asSessionError, settled } from './start-errors.ts';
+import { logSessionEnd, readSessionFigures, type SessionFigures } from './accounting.ts';
 
 export type EndReason = 'exit' | 'stop' | 'client-gone' | 'error' | 'shutdown';
 
@@ -54,6 +55,8 @@ export class Session {
   #phase: Phase = 'handshake';
   #outcome: SessionOutcome = { clientGone: false };
   #ending: Ending | undefined;
+  /** The unit's figures, read before a stop of ours (MemoryCurrent goes with the cgroup). */
+  #figures: Promise<SessionFigures> | undefined;
   #stopping = false;
   #unitStopped: Promise<void> | undefined;
   #timers: NodeJS.Timeout[] = [];
@@ -270,6 +273,7 @@ export class Session {
 
   /** Stops the unit (once) and counts it done when it is gone. */
   #stopUnit(): Promise<void> {
+    this.#figures ??= readSessionFigures(this.#deps.manager, this.#unit);
     this.#unitStopped ??= this.#deps.manager.stopAndWait(this.#unit!, unitStopWaitMs(this.#deps.config)).then(
       () => this.#unitDone(undefined),
       (error: Error) => {
@@ -291,6 +295,8 @@ export class Session {
     this.#helper?.close();
     this.#client.close();
     closeQuietly(this.#pidfd);
+    const figures = this.#figures ?? readSessionFigures(this.#deps.manager, this.#unit);
     if (this.#unit) await this.#deps.manager.stopAndWait(this.#unit, unitStopWaitMs(this.#deps.config));
+    await logSessionEnd({ unit: this.#unit, peer: this.#peer, reason: this.#ending?.reason ?? 'error', exit: this.#ending?.exit, error: this.#ending?.error }, figures);
   }
 }

@@ -1,0 +1,22 @@
+// What every operator command gets: its output streams, the command runner and where the bundle is.
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { runCommand, type Runner } from '../operate/system.ts';
+
+export interface CommandContext {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  run: Runner;
+  /** The directory of the built bundle this CLI belongs to (dist/, or an installed version). */
+  bundleDir: string;
+}
+
+export function defaultContext(): CommandContext {
+  return {
+    stdout: (text) => void process.stdout.write(text),
+    stderr: (text) => void process.stderr.write(text),
+    run: runCommand,
+    // In the bundle this file is cli.js itself; from the sources, the built dist/ beside src/.
+    bundleDir: import.meta.url.endsWith('.js') ? dirname(fileURLToPath(import.meta.url)) : fileURLToPath(new URL('../../dist', import.meta.url)),
+  };
+}

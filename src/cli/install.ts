@@ -1,0 +1,119 @@
+// opencode-pty install: checks the host, then installs or upgrades the supervisor (see the plan).
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DEFAULT_CLIENT_UNIT, DEFAULT_LAYOUT, DEFAULT_SOCKET_GROUP, paths, type Layout } from '../operate/layout.ts';
+import { applyPlan } from '../operate/apply.ts';
+import { describeStep, planInstall, type Bundle, type Plan } from '../operate/install-plan.ts';
+import { parseManifest } from '../operate/manifest.ts';
+import { existingState, hostFacts, localAccounts } from '../operate/probe.ts';
+import type { CommandContext } from './context.ts';
+import { EXIT, EXIT_HELP } from './exit-codes.ts';
+import { parseOptions } from './options.ts';
+
+export const INSTALL_USAGE = `Usage: opencode-pty install --client-user USER [--client-group GROUP] [--client-unit UNIT]
+                            [--socket-group GROUP] [--prefix DIR] [--node PATH] [--dry-run]
+
+Installs (or upgrades) the supervisor from the bundle this command belongs to. Run as root on a host
+where systemd (252 or newer) is PID 1. A second run with nothing new changes nothing and says so.
+
+  --client-user USER    the account the agent service runs as (sessions run as it; not root)
+  --client-group GROUP  its group (default: USER's primary group; not gid 0)
+  --client-unit UNIT    the agent's service unit (default: ${DEFAULT_CLIENT_UNIT}); it gets a drop-in
+                        with SupplementaryGroups= for the socket group
+  --socket-group GROUP  the socket's group (default: ${DEFAULT_SOCKET_GROUP}); created with groupadd --system
+                        when missing; USER must not be a member of it in /etc/group
+  --prefix DIR          where versioned bundles go (default: ${DEFAULT_LAYOUT.libDir})
+  --node PATH           the Node (20 or newer, root-owned) written into the unit (default: this one)
+  --dry-run             print every file and command it would touch, change nothing
+  -h, --help            show this help
+
+${EXIT_HELP}`;
+
+export function loadBundle(dir: string): Bundle {
+  const manifestText = readFileSync(join(dir, 'manifest.json'), 'utf8');
+  return {
+    dir,
+    manifest: parseManifest(manifestText),
+    manifestText,
+    socketTemplate: readFileSync(join(dir, 'units/supervisor.socket'), 'utf8'),
+    serviceTemplate: readFileSync(join(dir, 'units/supervisor@.service'), 'utf8'),
+  };
+}
+
+/** The unit prefix of an existing config (a reinstall must find its sessions), else the default. */
+function configuredPrefix(layout: Layout): string {
+  try {
+    const prefix = (JSON.parse(readFileSync(paths.config(layout), 'utf8')) as { unitPrefix?: unknown }).unitPrefix;
+    return typeof prefix === 'string' ? prefix : 'opencode-pty-';
+  } catch {
+    return 'opencode-pty-';
+  }
+}
+
+export function printPlan(plan: Plan, say: (text: string) => void): void {
+  for (const { step, change } of plan.steps) say(`${change ? 'would' : 'unchanged'}: ${describeStep(step)}\n`);
+  for (const note of plan.notes) say(`note: ${note}\n`);
+}
+
+export function runInstall(args: readonly string[], context: CommandContext): number {
+  const parsed = parseOptions(args, { values: ['client-user', 'client-group', 'client-unit', 'socket-group', 'prefix', 'node'], flags: ['dry-run'] });
+  if ('help' in parsed) {
+    context.stdout(INSTALL_USAGE);
+    return EXIT.OK;
+  }
+  if ('error' in parsed || parsed.positionals.length || !parsed.values['client-user']) {
+    const message = 'error' in parsed ? parsed.error : parsed.positionals.length ? `unexpected argument ${parsed.positionals[0]}` : '--client-user is required';
+    context.stderr(`opencode-pty install: ${message}\n\n${INSTALL_USAGE}`);
+    return EXIT.USAGE;
+  }
+  const { values, flags } = parsed;
+  if (values.prefix && !values.prefix.startsWith('/')) {
+    context.stderr('opencode-pty install: --prefix must be an absolute path\n');
+    return EXIT.USAGE;
+  }
+  const layout: Layout = { ...DEFAULT_LAYOUT, libDir: values.prefix?.replace(/\/+$/, '') ?? DEFAULT_LAYOUT.libDir };
+  let bundle: Bundle;
+  try {
+    bundle = loadBundle(context.bundleDir);
+  } catch (error) {
+    context.stderr(`opencode-pty install: no built bundle at ${context.bundleDir} (${(error as Error).message}); run node build.mjs and use dist/cli.js\n`);
+    return EXIT.FAILED;
+  }
+  const unitPrefix = configuredPrefix(layout);
+  const plan = planInstall(
+    {
+      clientUser: values['client-user']!,
+      clientGroup: values['client-group'],
+      clientUnit: values['client-unit'] ?? DEFAULT_CLIENT_UNIT,
+      socketGroup: values['socket-group'] ?? DEFAULT_SOCKET_GROUP,
+      layout,
+      unitPrefix,
+    },
+    bundle,
+    hostFacts(context.run, values.node ?? process.execPath),
+    localAccounts(),
+    existingState(context.run, layout, unitPrefix),
+  );
+  if (plan.refusals.length) {
+    for (const refusal of plan.refusals) context.stderr(`opencode-pty install: refused: ${refusal}\n`);
+    return EXIT.REFUSED;
+  }
+  if (flags.has('dry-run')) {
+    printPlan(plan, context.stdout);
+    return EXIT.OK;
+  }
+  if (!plan.steps.some((s) => s.change)) {
+    context.stdout(`opencode-pty install: already installed, nothing changed (${bundle.manifest.version} in ${layout.libDir})\n`);
+    for (const note of plan.notes) context.stdout(`note: ${note}\n`);
+    return EXIT.OK;
+  }
+  try {
+    applyPlan(plan, context.run, (line) => context.stdout(`done: ${line}\n`));
+  } catch (error) {
+    context.stderr(`opencode-pty install: failed: ${(error as Error).message}\n(what was done is listed above; \`opencode-pty install\` again resumes, \`opencode-pty uninstall\` removes it)\n`);
+    return EXIT.FAILED;
+  }
+  for (const note of plan.notes) context.stdout(`note: ${note}\n`);
+  context.stdout(`opencode-pty install: installed ${bundle.manifest.version}. Check it with: opencode-pty verify && opencode-pty status\n`);
+  return EXIT.OK;
+}

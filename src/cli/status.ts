@@ -1,0 +1,35 @@
+// opencode-pty status: the socket, the broker and every live session, for people or (--json) scripts.
+import { DEFAULT_LAYOUT } from '../operate/layout.ts';
+import { readRecord } from '../operate/probe.ts';
+import { formatStatus, gatherStatus } from '../operate/status.ts';
+import type { CommandContext } from './context.ts';
+import { EXIT, EXIT_HELP } from './exit-codes.ts';
+import { parseOptions } from './options.ts';
+
+export const STATUS_USAGE = `Usage: opencode-pty status [--json] [--prefix DIR]
+
+Shows the socket (state, path, mode, group), the broker (state, PID, since, memory, sessions served),
+every live session (unit, user, program, cwd, started, CPU time, memory, tasks, as systemd reports
+them; "unavailable" where systemd has no figure) and the last warnings and errors from the journal.
+
+  --json         one JSON object instead (figures as decimal strings, null when unavailable)
+  --prefix DIR   the install's directory (default: ${DEFAULT_LAYOUT.libDir})
+  -h, --help     show this help
+
+${EXIT_HELP}`;
+
+export function runStatus(args: readonly string[], context: CommandContext): number {
+  const parsed = parseOptions(args, { values: ['prefix'], flags: ['json'] });
+  if ('help' in parsed) {
+    context.stdout(STATUS_USAGE);
+    return EXIT.OK;
+  }
+  if ('error' in parsed || parsed.positionals.length) {
+    context.stderr(`opencode-pty status: ${'error' in parsed ? parsed.error : `unexpected argument ${parsed.positionals[0]}`}\n\n${STATUS_USAGE}`);
+    return EXIT.USAGE;
+  }
+  const record = readRecord({ ...DEFAULT_LAYOUT, libDir: parsed.values.prefix?.replace(/\/+$/, '') ?? DEFAULT_LAYOUT.libDir });
+  const status = gatherStatus(context.run, record?.unitPrefix ?? 'opencode-pty-');
+  context.stdout(parsed.flags.has('json') ? `${JSON.stringify({ installed: Boolean(record), version: record?.current ?? null, ...status }, null, 2)}\n` : formatStatus(status));
+  return record ? EXIT.OK : EXIT.DIFFERS;
+}

@@ -1,0 +1,73 @@
+// opencode-pty verify: is what is installed exactly what the build shipped, on a supported Node?
+import { readlinkSync } from 'node:fs';
+import { checkSessionProperty } from '../config/properties.ts';
+import { loadConfig } from '../config/load.ts';
+import { DEFAULT_LAYOUT, paths, type Layout } from '../operate/layout.ts';
+import { fileFacts, nodeFacts, readRecord } from '../operate/probe.ts';
+import { listFiles, readManifestAt, verifyDifferences } from '../operate/verify.ts';
+import type { CommandContext } from './context.ts';
+import { EXIT, EXIT_HELP } from './exit-codes.ts';
+import { parseOptions } from './options.ts';
+
+export const VERIFY_USAGE = `Usage: opencode-pty verify [--prefix DIR] [--manifest DIR]
+
+Compares the installed bundle with the build's manifest (sha256, owner root, mode of every file), the
+units, drop-ins and README with what install wrote, validates the config, and checks the unit's Node
+and this one against the supported range. Prints every difference; silent about nothing.
+
+  --prefix DIR     the install's directory (default: ${DEFAULT_LAYOUT.libDir})
+  --manifest DIR   a build directory whose manifest.json to hold the install against (default: the
+                   bundle this command belongs to)
+  -h, --help       show this help
+
+${EXIT_HELP}`;
+
+export function runVerify(args: readonly string[], context: CommandContext): number {
+  const parsed = parseOptions(args, { values: ['prefix', 'manifest'], flags: [] });
+  if ('help' in parsed) {
+    context.stdout(VERIFY_USAGE);
+    return EXIT.OK;
+  }
+  if ('error' in parsed || parsed.positionals.length) {
+    context.stderr(`opencode-pty verify: ${'error' in parsed ? parsed.error : `unexpected argument ${parsed.positionals[0]}`}\n\n${VERIFY_USAGE}`);
+    return EXIT.USAGE;
+  }
+  const layout: Layout = { ...DEFAULT_LAYOUT, libDir: parsed.values.prefix?.replace(/\/+$/, '') ?? DEFAULT_LAYOUT.libDir };
+  const record = readRecord(layout);
+  const manifestDir = parsed.values.manifest ?? context.bundleDir;
+  let expected;
+  try {
+    expected = readManifestAt(manifestDir);
+  } catch (error) {
+    context.stderr(`opencode-pty verify: cannot read the build manifest in ${manifestDir}: ${(error as Error).message}\n`);
+    return EXIT.FAILED;
+  }
+  let currentLink: string | undefined;
+  try {
+    currentLink = readlinkSync(paths.current(layout));
+  } catch {
+    currentLink = undefined;
+  }
+  let configProblem: string | undefined;
+  try {
+    loadConfig({ path: paths.config(layout), checkProperty: checkSessionProperty });
+  } catch (error) {
+    configProblem = (error as Error).message;
+  }
+  const differences = verifyDifferences(layout, {
+    record,
+    currentLink,
+    expected,
+    file: fileFacts,
+    listed: record ? listFiles(paths.version(layout, record.current)) : [],
+    unitNode: nodeFacts(record?.nodePath ?? process.execPath),
+    runningNode: process.version,
+    configProblem,
+  });
+  if (differences.length) {
+    for (const difference of differences) context.stdout(`differs: ${difference}\n`);
+    return EXIT.DIFFERS;
+  }
+  context.stdout(`ok: ${Object.keys(expected.artifacts).length} files of ${expected.name} ${expected.version} (sources ${expected.sources.slice(0, 12)}) match; Node ${process.version} satisfies ${expected.node}\n`);
+  return EXIT.OK;
+}

@@ -1,0 +1,153 @@
+// status: the socket, the broker and every live session as systemd reports them, and the last errors.
+import { readFileSync, readlinkSync, statSync } from 'node:fs';
+import { BROKER_UNIT, SOCKET_UNIT } from './layout.ts';
+import { figure, listUnits, showUnit, type Runner } from './system.ts';
+
+export interface SessionStatus {
+  unit: string;
+  state: string;
+  user: string;
+  mainPid: number;
+  program: string[] | null;
+  cwd: string | null;
+  started: string;
+  /** Unavailable figures are null, never zero. */
+  cpuNsec: string | null;
+  memoryBytes: string | null;
+  tasks: string | null;
+}
+
+export interface Status {
+  socket: { unit: string; state: string; listen: string; path: string | null; mode: string | null; group: string | null };
+  broker: { unit: string; state: string; mainPid: number; since: string | null; memoryBytes: string | null; status: string; sessionsServed: number | null };
+  sessions: SessionStatus[];
+  recentErrors: { time: string; priority: number; message: string }[];
+}
+
+function orNull(value: bigint | undefined): string | null {
+  return value === undefined ? null : value.toString();
+}
+
+function procArgv(pid: number): string[] | null {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').slice(0, -1);
+  } catch {
+    return null;
+  }
+}
+
+function groupName(gid: number): string {
+  try {
+    for (const line of readFileSync('/etc/group', 'utf8').split('\n')) {
+      const [name, , id] = line.split(':');
+      if (Number(id) === gid && name) return name;
+    }
+  } catch {
+    // fall through to the number
+  }
+  return String(gid);
+}
+
+/** Journal entries (-o json) to time, priority and message. */
+export function parseJournal(text: string): Status['recentErrors'] {
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .flatMap((line) => {
+      try {
+        const entry = JSON.parse(line) as Record<string, unknown>;
+        const micros = Number(entry.__REALTIME_TIMESTAMP);
+        return [{ time: new Date(micros / 1000).toISOString(), priority: Number(entry.PRIORITY ?? 6), message: String(entry.MESSAGE ?? '') }];
+      } catch {
+        return [];
+      }
+    });
+}
+
+export function gatherStatus(run: Runner, unitPrefix: string): Status {
+  const socket = showUnit(run, SOCKET_UNIT, ['ActiveState', 'SubState', 'Listen']);
+  const listen = socket.Listen ?? '';
+  const path = /^(\/\S+) \(Stream\)/.exec(listen)?.[1] ?? null;
+  const stat = path ? statSync(path, { throwIfNoEntry: false }) : undefined;
+  const broker = showUnit(run, BROKER_UNIT, ['ActiveState', 'SubState', 'MainPID', 'ActiveEnterTimestamp', 'MemoryCurrent', 'StatusText', 'InvocationID']);
+  const running = broker.ActiveState === 'active';
+  let served: number | null = null;
+  if (running && broker.InvocationID) {
+    const ends = run('journalctl', ['--no-pager', '-o', 'cat', `_SYSTEMD_INVOCATION_ID=${broker.InvocationID}`, 'OPENCODE_PTY_EVENT=session-end']);
+    served = ends.code === 0 ? ends.stdout.split('\n').filter(Boolean).length : null;
+  }
+  const sessions = listUnits(run, `${unitPrefix}session-*.service`).map((unit): SessionStatus => {
+    const props = showUnit(run, unit, ['ActiveState', 'User', 'ExecMainPID', 'ActiveEnterTimestamp', 'CPUUsageNSec', 'MemoryCurrent', 'TasksCurrent']);
+    const mainPid = Number(props.ExecMainPID ?? 0);
+    const argv = mainPid ? procArgv(mainPid) : null;
+    let cwd: string | null = null;
+    try {
+      cwd = mainPid ? readlinkSync(`/proc/${mainPid}/cwd`) : null;
+    } catch {
+      cwd = null;
+    }
+    return {
+      unit,
+      state: props.ActiveState ?? 'unknown',
+      user: props.User ?? '',
+      mainPid,
+      // The helper's argv is ROWS COLS PROGRAM ARG…
+      program: argv ? argv.slice(3) : null,
+      cwd,
+      started: props.ActiveEnterTimestamp ?? '',
+      cpuNsec: orNull(figure(props.CPUUsageNSec)),
+      memoryBytes: orNull(figure(props.MemoryCurrent)),
+      tasks: orNull(figure(props.TasksCurrent)),
+    };
+  });
+  const journal = run('journalctl', ['--no-pager', '-o', 'json', '-u', BROKER_UNIT, '-p', 'warning', '-n', '10']);
+  return {
+    socket: {
+      unit: SOCKET_UNIT,
+      state: `${socket.ActiveState ?? 'unknown'} (${socket.SubState ?? '?'})`,
+      listen,
+      path,
+      mode: stat ? (stat.mode & 0o7777).toString(8).padStart(4, '0') : null,
+      group: stat ? groupName(stat.gid) : null,
+    },
+    broker: {
+      unit: BROKER_UNIT,
+      state: `${broker.ActiveState ?? 'unknown'} (${broker.SubState ?? '?'})`,
+      mainPid: Number(broker.MainPID ?? 0),
+      since: running ? (broker.ActiveEnterTimestamp ?? null) : null,
+      memoryBytes: running ? orNull(figure(broker.MemoryCurrent)) : null,
+      status: broker.StatusText ?? '',
+      sessionsServed: served,
+    },
+    sessions,
+    recentErrors: journal.code === 0 ? parseJournal(journal.stdout) : [],
+  };
+}
+
+function human(value: string | null, unit: 'bytes' | 'nsec' | 'count'): string {
+  if (value === null) return 'unavailable';
+  const n = Number(value);
+  if (unit === 'bytes') return n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(1)} MiB` : `${(n / 1024).toFixed(0)} KiB`;
+  if (unit === 'nsec') return `${(n / 1e6).toFixed(0)} ms`;
+  return value;
+}
+
+/** The human form of status (pure). */
+export function formatStatus(status: Status): string {
+  const lines = [
+    `socket   ${status.socket.unit}: ${status.socket.state}`,
+    `         ${status.socket.path ?? status.socket.listen ?? '(not listening)'}${status.socket.mode ? ` mode ${status.socket.mode} group ${status.socket.group}` : ''}`,
+    `broker   ${status.broker.unit}: ${status.broker.state}${status.broker.mainPid ? `, pid ${status.broker.mainPid}` : ''}`,
+  ];
+  if (status.broker.since) lines.push(`         since ${status.broker.since}, memory ${human(status.broker.memoryBytes, 'bytes')}, sessions served ${status.broker.sessionsServed ?? 'unavailable'}`);
+  if (status.broker.status) lines.push(`         ${status.broker.status}`);
+  lines.push(`sessions ${status.sessions.length}`);
+  for (const s of status.sessions) {
+    lines.push(`  ${s.unit} (${s.state}) user ${s.user} pid ${s.mainPid}`);
+    lines.push(`    program ${s.program ? JSON.stringify(s.program) : 'unavailable'} cwd ${s.cwd ?? 'unavailable'}`);
+    lines.push(`    started ${s.started}, cpu ${human(s.cpuNsec, 'nsec')}, memory ${human(s.memoryBytes, 'bytes')}, tasks ${human(s.tasks, 'count')}`);
+  }
+  lines.push(`recent warnings and errors ${status.recentErrors.length}`);
+  for (const e of status.recentErrors) lines.push(`  ${e.time} <${e.priority}> ${e.message}`);
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,44 @@
+// Uninstall as a pure plan: stop what runs, then remove exactly what the install record lists.
+import type { Existing, Plan, PlannedStep, Step } from './install-plan.ts';
+import { BROKER_UNIT, SOCKET_UNIT, paths, type InstallRecord, type Layout } from './layout.ts';
+
+export interface UninstallOptions {
+  layout: Layout;
+  /** Also remove the config (kept by default: it is the operator's). */
+  purge: boolean;
+}
+
+export function planUninstall(options: UninstallOptions, record: InstallRecord | undefined, existing: Existing, euid: number): Plan {
+  const { layout } = options;
+  if (euid !== 0) return { refusals: ['must run as root'], steps: [], notes: [] };
+  if (!record) return { refusals: [`nothing to uninstall: no install record at ${paths.record(layout)}`], steps: [], notes: [] };
+  const steps: PlannedStep[] = [];
+  const add = (step: Step, change = true) => steps.push({ step, change });
+  const notes: string[] = [];
+
+  // No new connections first; then the sessions (each told by its end), then the broker.
+  add({ op: 'systemctl', args: ['stop', SOCKET_UNIT] }, existing.socketActive);
+  add({ op: 'wait-sessions', units: existing.liveSessions }, existing.liveSessions.length > 0);
+  add({ op: 'systemctl', args: ['stop', BROKER_UNIT] }, existing.brokerActive);
+  add({ op: 'systemctl', args: ['disable', SOCKET_UNIT] }, existing.socketEnabled);
+
+  const keep = new Set(options.purge ? [] : [paths.configReadme(layout)]);
+  for (const path of Object.keys(record.files)) if (!keep.has(path)) add({ op: 'remove', path, recursive: false }, existing.file(path) !== undefined);
+  for (const version of record.versions) {
+    const dir = paths.version(layout, version);
+    add({ op: 'remove', path: dir, recursive: true }, existing.isDir(dir));
+  }
+  add({ op: 'remove', path: paths.current(layout), recursive: false }, existing.link(paths.current(layout)) !== undefined);
+  add({ op: 'remove', path: paths.record(layout), recursive: false });
+  if (options.purge) add({ op: 'remove', path: paths.config(layout), recursive: false }, existing.file(paths.config(layout)) !== undefined);
+  else if (existing.file(paths.config(layout))) notes.push(`kept ${paths.config(layout)} (--purge removes it)`);
+  // Directories last, deepest first, each only if install created it and it is empty by then (apply checks).
+  for (const dir of [...record.dirs].sort((a, b) => b.length - a.length)) {
+    if (dir === layout.configDir && !options.purge) continue;
+    add({ op: 'remove', path: dir, recursive: false }, existing.isDir(dir));
+  }
+  if (record.createdGroup) add({ op: 'groupdel', name: record.createdGroup });
+  add({ op: 'systemctl', args: ['daemon-reload'] });
+  notes.push(`restart ${record.clientUnit} to drop its supplementary group ${record.socketGroup}`);
+  return { refusals: [], steps, notes };
+}
