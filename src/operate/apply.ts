@@ -100,8 +100,13 @@ export function applyStep(step: Step, run: Runner): void {
     case 'systemctl':
       return command(run, 'systemctl', step.args);
     case 'wait-sessions':
-      // systemctl stop waits for each stop job; SIGHUP and SIGTERM reach the session, its client sees the end.
-      if (step.units.length) command(run, 'systemctl', ['stop', ...step.units]);
+      // Stopping the socket already stopped the broker (Requires=), whose shutdown ends its sessions
+      // (clients get ERROR SHUTDOWN); what is left (a unit no broker claims) is stopped here.
+      // systemctl stop waits for each stop job; exit 5 means the unit is already gone.
+      for (const unit of step.units) {
+        const result = run('systemctl', ['stop', unit]);
+        if (result.code !== 0 && result.code !== 5) throw new Error(`systemctl stop ${unit} exited ${result.code}: ${result.stderr.trim()}`);
+      }
       return;
   }
 }

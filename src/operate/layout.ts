@@ -4,6 +4,8 @@ export const SOCKET_UNIT = 'opencode-pty-supervisor.socket';
 export const SERVICE_TEMPLATE = 'opencode-pty-supervisor@.service';
 export const BROKER_UNIT = 'opencode-pty-supervisor@broker.service';
 export const SESSIONS_SLICE = 'opencode-pty-sessions.slice';
+/** A dash in a slice name is a level of the tree: systemd creates this parent for it. */
+export const SESSIONS_PARENT_SLICE = 'opencode-pty.slice';
 /** The drop-in name install writes beside both the socket unit and the client's unit. */
 export const SOCKET_DROP_IN = 'opencode-pty-socket.conf';
 export const DEFAULT_SOCKET_GROUP = 'opencode-pty';

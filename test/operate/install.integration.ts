@@ -60,6 +60,9 @@ test.before(async () => {
   if (reason) throw new Error(reason);
   sandbox = await bootSandbox({ name: 'operate-install' });
   await copyBundle(BUILD);
+  // A fresh host: the socket group does not exist yet (the sandbox seeds it for the other suites).
+  const removed = await sandbox.exec(['sh', '-c', 'groupdel opencode-pty && groupadd --users ocpty-client ocpty-member']);
+  if (removed.code !== 0) throw new Error(removed.stderr);
 });
 
 test.after(async () => {
@@ -77,9 +80,9 @@ test('--dry-run prints every file and command and changes nothing', async () => 
 });
 
 test('install refuses a client account that is a member of the socket group, and changes nothing', async () => {
-  const result = await opencodePty(['install', '--client-user', sandbox.client.user, '--client-unit', AGENT, '--socket-group', 'ocpty']);
+  const result = await opencodePty(['install', '--client-user', sandbox.client.user, '--client-unit', AGENT, '--socket-group', 'ocpty-member']);
   assert.is(result.code, 3);
-  assert.match(result.stderr, /ocpty-client is a member of the socket group ocpty/);
+  assert.match(result.stderr, /ocpty-client is a member of the socket group ocpty-member/);
   assert.is((await sandbox.exec(['ls', '-A', '/usr/lib/opencode-pty'])).stdout, '');
 });
 
@@ -110,7 +113,7 @@ test('verify is clean after install', async () => {
 
 test('a session through the installed units: output, exit status, and the session slice', async () => {
   const result = await sandbox.exec(agentArgv(['sh', '-c', 'echo hi; cat /proc/self/cgroup; exit 3']), { timeoutMs: 60_000 });
-  assert.is(result.code, 3, result.stderr);
+  assert.is(result.code, 3, result.stderr + (await sandbox.journal()).slice(-3000));
   assert.match(result.stdout, /^hi\r\n/);
   assert.match(result.stdout, /opencode-pty-sessions\.slice\/opencode-pty-session-[0-9a-f]{32}\.service/);
 });
@@ -201,8 +204,8 @@ test('uninstall ends live sessions and leaves nothing behind but the config; --p
   const result = await opencodePty(['uninstall'], CLI.replace('current', (await status()).version));
   assert.is(result.code, 0, result.stderr + result.stdout);
   assert.ok((await exited) !== null);
-  const left = await sandbox.exec(['sh', '-c', `ls -A /usr/lib/opencode-pty; ls -A /etc/opencode-pty; ls -A /etc/systemd/system | grep -i opencode; getent group opencode-pty; systemctl list-units --all --plain --no-legend 'opencode-pty*'; test -e /run/opencode-pty/supervisor.sock && echo socket`]);
-  assert.is(left.stdout, 'config.json\nREADME\n');
+  const left = await sandbox.exec(['sh', '-c', `ls -A /usr/lib/opencode-pty; ls -A /etc/opencode-pty; ls -A /etc/systemd/system | grep -i opencode; getent group opencode-pty; systemctl list-units --all --plain --no-legend 'opencode-pty*' | grep -v '^opencode-pty-test.target'; test -e /run/opencode-pty/supervisor.sock && echo socket`]);
+  assert.is(left.stdout, 'README\nconfig.json\n');
   const purge = await opencodePty(['install', '--client-user', sandbox.client.user, '--client-unit', AGENT]);
   assert.is(purge.code, 0, purge.stderr);
   assert.match(purge.stdout, /kept the existing \/etc\/opencode-pty\/config\.json/);
