@@ -65,7 +65,8 @@ async function main(): Promise<number> {
     config,
     helperPath: config.helperPath || helperPath(),
     report: (message) => sendControl(control, message),
-    log,
+    // Every line about the session carries its unit and peer, so `journalctl SESSION_UNIT=…` finds them all.
+    log: (message) => log(message, { ...sessionFields(session.unit), PEER_PID: peer.pid, PEER_UID: peer.uid }),
   });
   // Later messages: a shutdown, or the broker gone (EOF); either ends the session.
   const shutdown = () => session.end('shutdown', new SessionError(ErrorCode.SHUTDOWN, 'supervisor is shutting down'));

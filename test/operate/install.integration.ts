@@ -153,6 +153,10 @@ test('session end accounting reaches the journal with the session fields', async
   assert.is(last.OBJECT_SYSTEMD_UNIT, last.SESSION_UNIT);
   assert.match(last.CPU_USAGE_NSEC, /^\d+$/);
   assert.is(last.MEMORY_CURRENT_BYTES, undefined, 'unavailable: not logged as zero');
+  const story = await sandbox.exec(['journalctl', '--no-pager', '-o', 'cat', `SESSION_UNIT=${last.SESSION_UNIT}`]);
+  assert.match(story.stdout, /session \S+ started for pid \d+: "sleep"/);
+  assert.match(story.stdout, /session \S+ ended: /);
+  assert.match(story.stdout, /session \S+ accounting: /);
   const byUnit = await sandbox.exec(['journalctl', '--no-pager', '-o', 'cat', '-u', last.SESSION_UNIT]);
   assert.match(byUnit.stdout, /session .* ended/, 'journalctl -u SESSION shows our lines beside systemd\'s');
 });
