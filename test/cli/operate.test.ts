@@ -1,0 +1,65 @@
+// The operator commands' command lines: --help, usage errors and their exit statuses (no host touched).
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { OPERATOR_COMMANDS } from '../../src/cli/operate.ts';
+import { EXIT } from '../../src/cli/exit-codes.ts';
+import type { CommandContext } from '../../src/cli/context.ts';
+import { parseOptions } from '../../src/cli/options.ts';
+
+function run(command: string, args: string[]): { code: number; stdout: string; stderr: string; ran: string[][] } {
+  let stdout = '';
+  let stderr = '';
+  const ran: string[][] = [];
+  const context: CommandContext = {
+    stdout: (text) => (stdout += text),
+    stderr: (text) => (stderr += text),
+    run: (file, argv) => {
+      ran.push([file, ...argv]);
+      return { code: 0, stdout: '', stderr: '' };
+    },
+    bundleDir: '/nonexistent',
+  };
+  const code = OPERATOR_COMMANDS[command]!(args, context);
+  return { code, stdout, stderr, ran };
+}
+
+test('every operator command has --help on stdout with its exit statuses, running nothing', () => {
+  for (const name of Object.keys(OPERATOR_COMMANDS)) {
+    const result = run(name, ['--help']);
+    assert.is(result.code, EXIT.OK, name);
+    assert.match(result.stdout, new RegExp(`^Usage: opencode-pty ${name}`));
+    assert.match(result.stdout, /Exit status: 0 done/);
+    assert.equal(result.ran, [], `${name} --help runs nothing`);
+  }
+});
+
+test('usage errors exit 2 with the reason and the usage on stderr', () => {
+  const cases: [string, string[], RegExp][] = [
+    ['install', [], /--client-user is required/],
+    ['install', ['--client-user'], /--client-user needs a value/],
+    ['install', ['--client-user', 'a', '--bogus'], /unknown option --bogus/],
+    ['install', ['--client-user', 'a', '--prefix', 'rel'], /--prefix must be an absolute path/],
+    ['uninstall', ['extra'], /unexpected argument extra/],
+    ['stop', [], /name a session UNIT or --all/],
+    ['stop', ['--all', 'x.service'], /not both/],
+    ['status', ['--json=1'], /--json takes no value/],
+    ['verify', ['--nope'], /unknown option --nope/],
+  ];
+  for (const [name, args, message] of cases) {
+    const result = run(name, args);
+    assert.is(result.code, EXIT.USAGE, `${name} ${args.join(' ')}`);
+    assert.match(result.stderr, message);
+  }
+});
+
+test('install from a directory without a built bundle fails and says how to build one', () => {
+  const result = run('install', ['--client-user', 'opencode']);
+  assert.is(result.code, EXIT.FAILED);
+  assert.match(result.stderr, /no built bundle at \/nonexistent .*run node build\.mjs/);
+});
+
+test('options: inline values, flags, and -- ending options', () => {
+  assert.equal(parseOptions(['--a=1', '--f', '--', '--b'], { values: ['a'], flags: ['f'] }), { values: { a: '1' }, flags: new Set(['f']), positionals: ['--b'] });
+});
+
+test.run();
