@@ -4,6 +4,7 @@
 // stderr with an sd-daemon `<N>` prefix and its fields appended as KEY=value (sd-daemon(3)).
 import { existsSync } from 'node:fs';
 import { native } from './native/binding.ts';
+import { ErrorCode } from './protocol/constants.ts';
 
 const PRIORITY = { error: 3, warning: 4, notice: 5, info: 6, debug: 7 } as const;
 export type LogLevel = keyof typeof PRIORITY;
@@ -103,4 +104,9 @@ export function createLogger(component: string, write?: ((line: string) => void)
 /** Fields that put a line about a session beside systemd's own in `journalctl -u UNIT` (root senders only). */
 export function sessionFields(unit: string | undefined): LogFields {
   return unit ? { SESSION_UNIT: unit, OBJECT_SYSTEMD_UNIT: unit } : {};
+}
+
+/** A wire ERROR code's name (docs/protocol.md), e.g. 11 → SHUTDOWN: the REFUSAL and ERROR_CODE fields. */
+export function wireCodeName(code: unknown): string | undefined {
+  return Object.entries(ErrorCode).find(([, value]) => value === code)?.[0];
 }

@@ -1,7 +1,7 @@
 // Log lines: priorities, structured fields in the journal's native form and on stderr.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createLogger, fieldPairs, journalEntry, sessionFields, stderrLine } from '../src/log.ts';
+import { createLogger, fieldPairs, journalEntry, sessionFields, stderrLine, wireCodeName } from '../src/log.ts';
 
 test('the old two-argument call still writes sd-daemon prefixed lines, one per message line', () => {
   const lines: string[] = [];
@@ -51,6 +51,12 @@ test('lines go to the journal when it takes them and to stderr when it refuses',
 
 test('sessionFields is empty without a unit', () => {
   assert.equal(sessionFields(undefined), {});
+});
+
+test('wire codes by name for REFUSAL and ERROR_CODE', () => {
+  assert.is(wireCodeName(3), 'AUTHENTICATION');
+  assert.is(wireCodeName(11), 'SHUTDOWN');
+  assert.is(wireCodeName(99), undefined);
 });
 
 test.run();

@@ -3,7 +3,7 @@
 import { unitStopWaitMs, type Config } from '../config/schema.ts';
 import { FdSocket } from '../io/fd-socket.ts';
 import { closeQuietly } from '../io/fds.ts';
-import type { Logger } from '../log.ts';
+import { wireCodeName, type Logger } from '../log.ts';
 import { native, type FdWatcher } from '../native/binding.ts';
 import { ErrorCode, encodeFrame, type ErrorCodeValue } from '../protocol/index.ts';
 import type { Units } from '../systemd/bus-session.ts';
@@ -284,7 +284,7 @@ export class Broker {
       const refusal = handshakeRefusal(error);
       // Internal causes (a worker that could not start, EMFILE…) are logged each time as warnings;
       // a client's own failures go through the per-episode refusal log.
-      if (!socket.closed && refusal.internal) log('warning', `pid ${credentials.pid}: ${refusal.log}`);
+      if (!socket.closed && refusal.internal) log('warning', `pid ${credentials.pid}: ${refusal.log}`, { REFUSAL: wireCodeName(refusal.error.wireCode), PEER_PID: credentials.pid, PEER_UID: credentials.uid });
       else if (!socket.closed) this.#noteRefusal(peer.cgroup, refusal.log, `pid ${credentials.pid}`);
       this.#refuse(socket, refusal.error.wireCode, refusal.error.message);
     } finally {

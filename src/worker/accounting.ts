@@ -1,15 +1,10 @@
 // Session-end accounting: the unit's figures as systemd reports them (as `systemd-run` prints them
 // after a unit ends), logged to the journal with the session's fields. A figure systemd cannot give
 // (no controller, accounting off, gone with the cgroup) is left out, never logged as zero.
-import { createLogger, sessionFields, type LogFields, type Logger } from '../log.ts';
+import { createLogger, sessionFields, wireCodeName, type LogFields, type Logger } from '../log.ts';
 import type { UnitManager } from '../systemd/unit-manager.ts';
 import type { ExitStatus } from '../systemd/unit-watch.ts';
-import { ErrorCode } from '../protocol/constants.ts';
 
-/** The wire ERROR code's name (docs/protocol.md), e.g. SHUTDOWN. */
-function errorName(code: unknown): string | undefined {
-  return Object.entries(ErrorCode).find(([, value]) => value === code)?.[0];
-}
 
 /** Service-interface figures of systemd 252 (org.freedesktop.systemd1(5)); MemoryPeak needs 255. */
 const FIGURES = {
@@ -76,7 +71,7 @@ export function sessionEndFields(end: SessionEnd, figures: SessionFigures, nowUs
     RESULT: end.exit?.result ?? end.reason,
     EXIT_CODE: end.exit?.code,
     EXIT_STATUS: end.exit?.status,
-    ERROR_CODE: end.error ? errorName(end.error.wireCode) : undefined,
+    ERROR_CODE: end.error ? wireCodeName(end.error.wireCode) : undefined,
     DURATION_MS: startedUsec ? (nowUsec - startedUsec) / 1000n : undefined,
     ...counts,
   };
