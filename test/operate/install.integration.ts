@@ -40,6 +40,12 @@ function agentArgv(command: string[], unit = AGENT): string[] {
   ];
 }
 
+/** The agent's unit running a shell script (for more than one session from inside the one agent unit). */
+function agentShell(script: string): string[] {
+  const argv = agentArgv([]);
+  return [...argv.slice(0, argv.indexOf('--') + 1), '/bin/sh', '-c', script];
+}
+
 async function status(): Promise<any> {
   const result = await opencodePty(['status', '--json'], CLI);
   assert.is(result.code, 0, result.stderr);
@@ -176,7 +182,11 @@ test('verify names a tampered file and a changed mode; install repairs them', as
 
 test('upgrade while a session runs: the busy broker keeps its directory and spawns workers from it; an idle one is restarted', async () => {
   const old = (await status()).version;
-  const client = sandbox.spawn(agentArgv(['sleep', '600']));
+  // One session now; a second one from the same agent once the test writes into the fifo (after the upgrade).
+  const fifo = `${sandbox.client.home}/second-session`;
+  await sandbox.exec(['mkfifo', fifo], { as: 'client' });
+  const sleeper = `/usr/bin/node ${CLI} run -- sleep 600`;
+  const client = sandbox.spawn(agentShell(`${sleeper} & read go <${fifo}; ${sleeper} & wait`));
   const exited = new Promise<number | null>((resolve) => client.on('exit', (code) => resolve(code)));
   const before = await untilSessions(1);
   await copyBundle('/opt/opencode-pty-build-2', (text) => text.replace('"version": "0.1.0"', '"version": "0.1.1"'));
@@ -186,9 +196,12 @@ test('upgrade while a session runs: the busy broker keeps its directory and spaw
   const after = await status();
   assert.match(after.version, /^0\.1\.1-/);
   assert.is(after.broker.mainPid, before.broker.mainPid, 'the busy broker was not restarted');
+  // A session started after the upgrade is served by the same broker, with a worker (and a new spare) from its directory.
+  await sandbox.exec(['sh', '-c', `echo go >${fifo}`]);
+  await untilSessions(2);
   // Every process of the broker's unit (broker, workers, the spare) runs from the old directory.
   const cgroup = await sandbox.exec(['sh', '-c', `for p in $(cat /sys/fs/cgroup$(systemctl show -P ControlGroup opencode-pty-supervisor@broker.service)/cgroup.procs); do tr '\\0' ' ' </proc/$p/cmdline; echo; done`]);
-  assert.ok(cgroup.stdout.trim().split('\n').length >= 2, cgroup.stdout + cgroup.stderr);
+  assert.ok(cgroup.stdout.trim().split('\n').length >= 4, `broker, two workers and a spare:\n${cgroup.stdout}${cgroup.stderr}`);
   for (const line of cgroup.stdout.trim().split('\n')) assert.ok(line.includes(`/usr/lib/opencode-pty/${old}/`), line);
   assert.is((await sandbox.exec(['test', '-d', `/usr/lib/opencode-pty/${old}`])).code, 0, 'the old directory stays while used');
   await opencodePty(['stop', '--all'], CLI);
