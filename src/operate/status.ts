@@ -36,6 +36,13 @@ function procArgv(pid: number): string[] | null {
   }
 }
 
+/** The program and its arguments from the session helper's argv (pure). */
+export function helperProgram(argv: string[]): string[] {
+  let at = 1;
+  while (argv[at]?.startsWith('--')) at++;
+  return argv.slice(at + 2);
+}
+
 function groupName(gid: number): string {
   try {
     for (const line of readFileSync('/etc/group', 'utf8').split('\n')) {
@@ -91,8 +98,8 @@ export function gatherStatus(run: Runner, unitPrefix: string): Status {
       state: props.ActiveState ?? 'unknown',
       user: props.User ?? '',
       mainPid,
-      // The helper's argv is ROWS COLS PROGRAM ARG…
-      program: argv ? argv.slice(3) : null,
+      // The helper's argv is [--OPTION=VALUE…] ROWS COLS PROGRAM ARG…
+      program: argv ? helperProgram(argv) : null,
       cwd,
       started: props.ActiveEnterTimestamp ?? '',
       cpuNsec: orNull(figure(props.CPUUsageNSec)),

@@ -6,6 +6,7 @@ import { nodeSatisfies, parseVersion } from '../../src/operate/requirements.ts';
 import { serviceUnit, sliceUnit } from '../../src/operate/unit-files.ts';
 import { verifyDifferences, type VerifyFacts } from '../../src/operate/verify.ts';
 import { figure } from '../../src/operate/system.ts';
+import { helperProgram } from '../../src/operate/status.ts';
 
 const record: InstallRecord = { format: 1, current: '1.0.0-abc', versions: ['1.0.0-abc'], files: { '/etc/systemd/system/x.socket': 'f'.repeat(64) }, dirs: [], createdGroup: null, clientUnit: 'a.service', socketGroup: 'g', nodePath: '/usr/bin/node', unitPrefix: 'opencode-pty-' };
 const root = (sha256: string, mode = 0o644) => ({ sha256, mode, uid: 0, gid: 0 });
@@ -77,6 +78,11 @@ test('systemd figures: UINT64_MAX and unset are unavailable, zero is zero', () =
   assert.is(figure(undefined), undefined);
   assert.is(figure('0'), 0n);
   assert.is(figure('123'), 123n);
+});
+
+test("a session's program from the helper's argv, with or without leading options", () => {
+  assert.equal(helperProgram(['/h', '--protocol=1', '--write-timeout-ms=10000', '24', '80', 'sleep', '600']), ['sleep', '600']);
+  assert.equal(helperProgram(['/h', '24', '80', 'bash', '-l']), ['bash', '-l']);
 });
 
 test.run();
