@@ -42,7 +42,7 @@ test("the reference's defaults of limits and session settings are the schema's",
   for (const [name, value] of Object.entries(DEFAULT_LIMITS)) assert.is(rows.get(`limits.${name}`), String(value), `limits.${name}`);
   for (const [name, value] of Object.entries(DEFAULT_SESSION)) {
     const shown = rows.get(`session.${name}`)!;
-    if (Array.isArray(value)) assert.is(shown, `\`${value.join(' ')}\``, `session.${name}`);
+    if (Array.isArray(value)) assert.is(shown, value.length ? `\`${value.join(' ')}\`` : '`[]`', `session.${name}`);
     else if (typeof value === 'object') assert.is(shown, '`{}`', `session.${name}`);
     else assert.ok(shown === String(value) || shown === `\`${value}\``, `session.${name}: ${shown} vs ${value}`);
   }
