@@ -2,19 +2,30 @@
 // connection the way the broker does, and speaks the protocol to it through a raw client.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, constants, fstatSync, openSync } from 'node:fs';
+import { chownSync, closeSync, constants, fstatSync, mkdirSync, openSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_LIMITS, DEFAULT_SESSION, type Config } from '../../src/config/schema.ts';
 import { FdSocket } from '../../src/io/fd-socket.ts';
 import { native } from '../../src/native/binding.ts';
 import { FrameDecoder, encodeFrame, type Frame, type FrameName, type FrameOf } from '../../src/protocol/index.ts';
 import { ControlDecoder, encodeControl, type PeerIdentity, type WorkerMessage } from '../../src/control/broker-worker.ts';
-import { SOCKET_GROUP, type Sandbox } from '../sandbox/index.ts';
+import { bootSandbox, SOCKET_GROUP, type Sandbox } from '../sandbox/index.ts';
 import { HELPER_MODE } from '../sandbox/deploy.ts';
 
 export const HELPER_INSIDE = '/opt/opencode-pty/opencode-pty-session';
 const WORKER_MAIN = fileURLToPath(new URL('../../src/worker/main.ts', import.meta.url));
 const HELPER_BUILT = fileURLToPath(new URL('../../build/Release/opencode-pty-session', import.meta.url));
+
+/** A sandbox with the helper installed and a work directory owned by the client (host path and path inside). */
+export async function bootWorkerSandbox(name: string): Promise<{ sandbox: Sandbox; workDir: string; workInside: string }> {
+  const sandbox = await bootSandbox({ name });
+  await installHelper(sandbox);
+  const workInside = `${sandbox.client.home}/work`;
+  const workDir = `${sandbox.root}${workInside}`;
+  mkdirSync(workDir, { recursive: true });
+  chownSync(workDir, sandbox.client.uid, sandbox.client.gid);
+  return { sandbox, workDir, workInside };
+}
 
 export async function installHelper(sandbox: Sandbox): Promise<void> {
   await sandbox.install([{ from: HELPER_BUILT, to: HELPER_INSIDE, mode: HELPER_MODE }]);

@@ -2,21 +2,15 @@
 // security section states, and a bound the hardened profile must keep.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { chownSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { native } from '../../src/native/binding.ts';
-import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
-import { installHelper, RawClient, WorkerProcess, workerConfig } from './harness.ts';
+import type { Sandbox } from '../sandbox/index.ts';
+import { bootWorkerSandbox, RawClient, WorkerProcess, workerConfig } from './harness.ts';
 
 let sandbox: Sandbox;
 let workDir: string;
 
 test.before(async () => {
-  sandbox = await bootSandbox({ name: 'worker-session-exposure' });
-  await installHelper(sandbox);
-  workDir = join(sandbox.root, sandbox.client.home, 'work');
-  mkdirSync(workDir, { recursive: true });
-  chownSync(workDir, sandbox.client.uid, sandbox.client.gid);
+  ({ sandbox, workDir } = await bootWorkerSandbox('worker-session-exposure'));
 });
 
 test.after(async () => {

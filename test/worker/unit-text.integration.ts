@@ -2,23 +2,18 @@
 // systemd after daemon-reload, holds exactly the settings we sent, whatever argv and env held.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { chownSync, mkdirSync, symlinkSync } from 'node:fs';
+import { mkdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { native } from '../../src/native/binding.ts';
-import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
-import { installHelper, RawClient, sessionUnits, WorkerProcess, workerConfig } from './harness.ts';
+import type { Sandbox } from '../sandbox/index.ts';
+import { bootWorkerSandbox, RawClient, sessionUnits, WorkerProcess, workerConfig } from './harness.ts';
 
 let sandbox: Sandbox;
 let workDir: string;
 let workInside: string;
 
 test.before(async () => {
-  sandbox = await bootSandbox({ name: 'worker-unit-text' });
-  await installHelper(sandbox);
-  workInside = `${sandbox.client.home}/work`;
-  workDir = join(sandbox.root, workInside);
-  mkdirSync(workDir, { recursive: true });
-  chownSync(workDir, sandbox.client.uid, sandbox.client.gid);
+  ({ sandbox, workDir, workInside } = await bootWorkerSandbox('worker-unit-text'));
 });
 
 test.after(async () => {
