@@ -49,8 +49,8 @@ test('a program inside a session cannot connect to the socket, whatever path it 
   const run = await agent.session(probe);
   assert.is(run.code, 0, run.stderr);
   const outcomes = run.stdout.trim().split(/\r?\n/).sort();
-  // The runtime directory is made inaccessible (InaccessiblePaths=); the agent's root leads to the
-  // socket anyway, but its group is the agent unit's alone, so the kernel refuses that connect too.
+  // The socket's group is the agent unit's alone, so the kernel refuses the connect by its own
+  // path and through the agent's root alike (no InaccessiblePaths= in the default profile).
   assert.equal(outcomes, ['EACCES', 'EACCES'], run.stdout);
 });
 

@@ -62,7 +62,6 @@ test('builds exactly the expected tuples, in group order', () => {
       'a(sasas)',
       [['/usr/lib/opencode-pty/opencode-pty-session', ['/usr/lib/opencode-pty/opencode-pty-session', '24', '80', '/bin/bash', '-l'], ['no-env-expand']]],
     ],
-    ['InaccessiblePaths', 'as', ['-/run/opencode-pty']],
   ]);
 });
 
@@ -114,6 +113,14 @@ test('bad helper path, identity, fds, timeout and slice are refused', () => {
   throwsCode(() => sessionUnitProperties(spec({ stdoutFd: 1.5 })), 'PROPERTY_INVALID');
   throwsCode(() => sessionUnitProperties(spec({ stopTimeoutSec: 0 })), 'PROPERTY_INVALID');
   throwsCode(() => sessionUnitProperties(spec({ slice: 'not a slice' })), 'PROPERTY_INVALID');
+});
+
+test('the runtime directory is hidden under the hardened profile only: the default one gets no mount namespace', () => {
+  assert.not.ok(byName(sessionUnitProperties(spec())).has('InaccessiblePaths'));
+  assert.not.ok(byName(sessionUnitProperties(spec({ profile: 'default' }))).has('InaccessiblePaths'));
+  const hardened = byName(sessionUnitProperties(spec({ profile: 'hardened' })));
+  assert.equal(hardened.get('InaccessiblePaths'), ['InaccessiblePaths', 'as', ['-/run/opencode-pty']]);
+  assert.equal(byName(sessionUnitProperties(spec({ profile: 'hardened', inaccessiblePaths: ['/srv/x'] }))).get('InaccessiblePaths'), ['InaccessiblePaths', 'as', ['-/srv/x']]);
 });
 
 test('inaccessible paths: parameter replaces the default, "-" tolerates a missing path, empty list sets none', () => {
