@@ -310,8 +310,10 @@ export class Broker {
     // worker whose own exit is held (a thread closing a peer's FUSE file) must not hold it.
     const cleanEnd = worker.ended.then((reason) => (reason === 'cleanup-failed' ? worker.exited : undefined));
     void Promise.race([worker.exited, cleanEnd]).then(async () => {
-      const { manager, config } = this.#deps;
-      if (worker.child.exitCode === null && worker.child.signalCode === null) {
+      const { manager, config, pool } = this.#deps;
+      // A clean end the worker offers to repeat: it waits, warm, for the next session.
+      const reusable = worker.reusable && worker.child.exitCode === null && worker.child.signalCode === null;
+      if (!reusable && worker.child.exitCode === null && worker.child.signalCode === null) {
         const held = setTimeout(() => log('warning', `worker ${worker.child.pid} reported its session ended but has not exited after 10 s`), 10_000);
         held.unref();
         void worker.exited.then(() => clearTimeout(held));
@@ -326,6 +328,7 @@ export class Broker {
       }
       this.#sessions.delete(worker);
       this.#slots.release();
+      if (reusable) pool.giveBack(worker);
       this.#status();
       this.#checkIdle();
       this.#maybeFinish();

@@ -1,7 +1,8 @@
-// Worker processes: one warm spare ready (Node takes ~100 ms to start), one process per session. The
-// next spare starts once the session it was taken for has started, not while that start is under
-// way (it would compete with it for the CPU). A worker tells us its unit's name before starting it;
-// if the worker dies, we stop that unit.
+// Worker processes: one warm spare ready (Node takes ~100 ms to start), one session per process at
+// a time. The next spare starts once the session it was taken for has started, not while that start
+// is under way (it would compete with it for the CPU). A worker whose session ended cleanly comes
+// back to the pool and serves the next start before any spare: starts in a row then boot no Node.
+// A worker tells us its unit's name before starting it; if the worker dies, we stop that unit.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -37,13 +38,22 @@ export class WorkerHandle {
   /** Set when the worker names its unit, before it starts it. */
   unit: string | undefined;
   endReason: string | undefined;
-  readonly ready: Promise<void>;
+  /** The worker said its session ended cleanly and it can take another (see renew()). */
+  reusable = false;
+  /** Each of these is the current session's; renew() makes new ones for the next. */
+  ready!: Promise<void>;
   readonly exited: Promise<void>;
   /** Resolves with the reason once the worker reports its session ended (its unit is gone unless 'cleanup-failed'). */
-  readonly ended: Promise<string>;
-  #endedResolve: (reason: string) => void = () => undefined;
+  ended!: Promise<string>;
   /** Resolves once the worker's session has started or ended, or the worker is gone. */
-  readonly settled: Promise<void>;
+  settled!: Promise<void>;
+  #readyResolve: () => void = () => undefined;
+  #readyReject: (error: Error) => void = () => undefined;
+  #endedResolve: (reason: string) => void = () => undefined;
+  #settle: () => void = () => undefined;
+  /** The ready promise of the next session, made when a reusable end is reported (its 'ready' follows at once). */
+  #nextReady: Promise<void> | undefined;
+  #gone = false;
   #onMessage: (message: WorkerMessage) => void = () => undefined;
 
   constructor(command: string[], env: NodeJS.ProcessEnv, log: Logger) {
@@ -54,21 +64,17 @@ export class WorkerHandle {
       closeSync(theirs);
     }
     this.control = new FdSocket(ours);
-    let readyResolve: () => void = () => undefined;
-    let readyReject: (error: Error) => void = () => undefined;
-    this.ready = new Promise((resolve, reject) => {
-      readyResolve = resolve;
-      readyReject = reject;
-    });
-    this.ready.catch(() => undefined);
-    let settle: () => void = () => undefined;
-    this.settled = new Promise((resolve) => (settle = resolve));
+    this.#lease();
+    this.ready = this.#nextReady!;
+    this.#nextReady = undefined;
     this.ended = new Promise((resolve) => (this.#endedResolve = resolve));
+    this.settled = new Promise((resolve) => (this.#settle = resolve));
     this.exited = new Promise((resolve) => {
       const gone = (why: string) => {
-        readyReject(new Error(`worker ${this.child.pid ?? '(not started)'} ${why} before it was ready`));
+        this.#gone = true;
+        this.#readyReject(new Error(`worker ${this.child.pid ?? '(not started)'} ${why} before it was ready`));
         this.control.close();
-        settle();
+        this.#settle();
         resolve();
       };
       this.child.once('exit', (code, signal) => gone(`exited (${signal ?? code})`));
@@ -89,17 +95,46 @@ export class WorkerHandle {
         return;
       }
       for (const message of messages as WorkerMessage[]) {
-        if (message.type === 'ready') readyResolve();
+        if (message.type === 'ready') this.#readyResolve();
         if (message.type === 'unit') this.unit = message.name;
         if (message.type === 'ended') {
           this.endReason = message.reason;
+          this.reusable = message.reusable === true && message.reason !== 'cleanup-failed';
+          // Its next 'ready' may come in this very chunk: the promise it resolves must exist now.
+          if (this.reusable) this.#lease();
           this.#endedResolve(message.reason);
         }
-        if (message.type === 'started' || message.type === 'ended') settle();
+        if (message.type === 'started' || message.type === 'ended') this.#settle();
         this.#onMessage(message);
       }
     });
     this.control.on('error', () => undefined);
+  }
+
+  /** A new ready promise, which the next 'ready' resolves and the process's death rejects. */
+  #lease(): void {
+    this.#nextReady = new Promise((resolve, reject) => {
+      this.#readyResolve = resolve;
+      this.#readyReject = reject;
+    });
+    this.#nextReady.catch(() => undefined);
+  }
+
+  /**
+   * For the next session of a worker that reported a reusable end: fresh per-session state. False
+   * (and nothing changed) when it did not, or is gone.
+   */
+  renew(): boolean {
+    if (!this.reusable || this.#gone || this.control.closed || !this.#nextReady) return false;
+    this.ready = this.#nextReady;
+    this.#nextReady = undefined;
+    this.reusable = false;
+    this.unit = undefined;
+    this.endReason = undefined;
+    this.ended = new Promise((resolve) => (this.#endedResolve = resolve));
+    this.settled = new Promise((resolve) => (this.#settle = resolve));
+    this.#onMessage = () => undefined;
+    return true;
   }
 
   onMessage(listener: (message: WorkerMessage) => void): void {
@@ -108,7 +143,7 @@ export class WorkerHandle {
 
   /** Hands over the connection and the peer's pidfd; the control socket closes our copies once sent. */
   handOff(id: number, clientFd: number, pidfd: number, peer: PeerIdentity, deadlineMs: number): void {
-    this.control.write(encodeControl({ type: 'session', id, peer, deadlineMs }), [clientFd, pidfd]);
+    this.control.write(encodeControl({ type: 'session', id, peer, deadlineMs, reuse: true }), [clientFd, pidfd]);
   }
 
   shutdown(): void {
@@ -117,17 +152,32 @@ export class WorkerHandle {
 }
 
 /** What the pool needs of a worker (a WorkerHandle, or a fake in tests). */
-export type PooledWorker = Pick<WorkerHandle, 'ready' | 'exited' | 'settled' | 'control' | 'child' | 'shutdown'>;
+export type PooledWorker = Pick<WorkerHandle, 'ready' | 'exited' | 'settled' | 'control' | 'child' | 'shutdown' | 'renew'>;
+
+/** With a worker given back and a spare both idle this long, the spare goes: one idle worker's memory. */
+export const IDLE_SPARE_MS = 2000;
+
+/** A take() whose spare still boots: a worker given back meanwhile is ready sooner. */
+interface Waiter<W> {
+  done: boolean;
+  give(worker: W): void;
+}
 
 export class WorkerPool<W extends PooledWorker = WorkerHandle> {
   #spawn: () => W;
   #spare: W | undefined;
+  /** A worker whose session ended cleanly, waiting warm for the next; taken before the spare. */
+  #returned: W | undefined;
+  #waiters: Waiter<W>[] = [];
+  #trimTimer: NodeJS.Timeout | undefined;
   #stopped = false;
   #log: Logger;
+  #idleSpareMs: number;
 
-  constructor(spawnWorker: () => W, log: Logger) {
+  constructor(spawnWorker: () => W, log: Logger, options: { idleSpareMs?: number } = {}) {
     this.#spawn = spawnWorker;
     this.#log = log;
+    this.#idleSpareMs = options.idleSpareMs ?? IDLE_SPARE_MS;
   }
 
   /** A pool of WorkerHandles running `command`. */
@@ -135,9 +185,9 @@ export class WorkerPool<W extends PooledWorker = WorkerHandle> {
     return new WorkerPool(() => new WorkerHandle(command, env, log), log);
   }
 
-  /** Starts the spare if there is none. */
+  /** Starts the spare if there is no idle worker. */
   warm(): void {
-    if (this.#stopped || this.#spare) return;
+    if (this.#stopped || this.#spare || this.#returned) return;
     const spare = this.#spawn();
     this.#spare = spare;
     spare.ready.catch((error: Error) => this.#log('warning', error.message));
@@ -148,17 +198,42 @@ export class WorkerPool<W extends PooledWorker = WorkerHandle> {
   }
 
   /**
-   * The ready spare (started now if there is none, and waited for if still starting). The next
-   * spare starts when this worker's session has started (or ended), or at the next take().
+   * A worker whose session ended cleanly (it said so): it serves a take() still waiting for its
+   * spare, else the next one. One such worker is kept; any other is shut down.
+   */
+  giveBack(worker: W): void {
+    if (this.#stopped || !worker.renew()) return worker.shutdown();
+    const waiter = this.#waiters.find((entry) => !entry.done);
+    if (waiter) return waiter.give(worker);
+    if (this.#returned) return worker.shutdown();
+    this.#returned = worker;
+    void worker.exited.then(() => {
+      if (this.#returned === worker) this.#returned = undefined;
+    });
+    if (this.#spare) this.#trimLater();
+  }
+
+  #trimLater(): void {
+    clearTimeout(this.#trimTimer);
+    this.#trimTimer = setTimeout(() => {
+      if (!this.#returned || !this.#spare) return;
+      this.#spare.shutdown();
+      this.#spare = undefined;
+    }, this.#idleSpareMs);
+    this.#trimTimer.unref();
+  }
+
+  /**
+   * A worker given back, else the ready spare (started now if there is none, and waited for if
+   * still starting, unless a worker is given back first). The next spare starts when this
+   * worker's session has started (or ended), or at the next take().
    */
   async take(): Promise<W> {
     // A spare that dies before it is ready (it could not reach the bus, say, during a bus restart)
     // is replaced once: the replacement starts the moment the first one is gone.
     for (let attempt = 0; ; attempt += 1) {
-      this.warm();
-      const worker = this.#spare;
-      if (!worker) throw new Error('the worker pool is stopped');
-      this.#spare = undefined;
+      const worker = this.#returned ?? (await this.#spareOrReturned());
+      if (worker === this.#returned) this.#returned = undefined;
       try {
         await worker.ready;
       } catch (error) {
@@ -172,10 +247,41 @@ export class WorkerPool<W extends PooledWorker = WorkerHandle> {
     }
   }
 
-  /** Ends the spare (it holds no session) and starts no more. */
+  /** The spare once ready (or dead), or a worker given back before that; a spare passed over stays the spare. */
+  async #spareOrReturned(): Promise<W> {
+    this.warm();
+    const spare = this.#spare;
+    if (!spare) throw new Error('the worker pool is stopped');
+    this.#spare = undefined;
+    const chosen = await new Promise<W>((resolve) => {
+      const waiter: Waiter<W> = {
+        done: false,
+        give: (worker) => {
+          waiter.done = true;
+          resolve(worker);
+        },
+      };
+      this.#waiters.push(waiter);
+      const spareFirst = () => {
+        if (!waiter.done) waiter.give(spare);
+      };
+      spare.ready.then(spareFirst, spareFirst);
+    });
+    this.#waiters = this.#waiters.filter((entry) => !entry.done);
+    if (chosen !== spare) {
+      if (!this.#stopped && !this.#spare) this.#spare = spare;
+      else spare.shutdown();
+    }
+    return chosen;
+  }
+
+  /** Ends the idle workers (they hold no session) and starts no more. */
   stop(): void {
     this.#stopped = true;
+    clearTimeout(this.#trimTimer);
     this.#spare?.shutdown();
     this.#spare = undefined;
+    this.#returned?.shutdown();
+    this.#returned = undefined;
   }
 }

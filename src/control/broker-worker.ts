@@ -6,7 +6,8 @@ export type { PeerIdentity };
 
 export type BrokerMessage =
   /** fds: [client connection, peer pidfd]. `deadlineMs`: what is left of the handshake deadline. */
-  | { type: 'session'; id: number; peer: PeerIdentity; deadlineMs: number }
+  /** `reuse`: after a clean end the broker takes the worker back for another session (else it exits). */
+  | { type: 'session'; id: number; peer: PeerIdentity; deadlineMs: number; reuse?: boolean }
   | { type: 'shutdown' };
 
 export type WorkerMessage =
@@ -14,7 +15,8 @@ export type WorkerMessage =
   /** Sent before the unit is started, so the broker can always stop it. */
   | { type: 'unit'; name: string }
   | { type: 'started'; mainPid: number }
-  | { type: 'ended'; reason: string };
+  /** `reusable`: the session ended cleanly and the worker waits, warm, for another ('ready' follows). */
+  | { type: 'ended'; reason: string; reusable?: boolean };
 
 export const MAX_CONTROL_MESSAGE = 64 * 1024;
 

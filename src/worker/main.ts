@@ -1,7 +1,8 @@
-// Worker process: one session. Waits warm (bus connected) for the broker's hand-off on fd 3, runs the
-// session to its end, reports, and exits.
+// Worker process: one session at a time. Waits warm (bus connected) for the broker's hand-off on
+// fd 3, runs the session to its end, reports, and waits for the next one or exits.
 import { native } from '../native/binding.ts';
 import { FdSocket } from '../io/fd-socket.ts';
+import { closeAll } from '../io/fds.ts';
 import type { Config } from '../config/schema.ts';
 import { ErrorCode } from '../protocol/constants.ts';
 import { UnitManager } from '../systemd/unit-manager.ts';
@@ -35,12 +36,21 @@ function flushed(socket: FdSocket): Promise<void> {
   });
 }
 
+/**
+ * A worker serves one session at a time, and after a clean end (its unit gone, its fds closed) it
+ * may serve the next: a Node start costs more CPU than a whole short session (FACTS.md), so a
+ * worker per start made starts in a row wait for the next spare to boot. Bounded, so nothing a
+ * session leaves behind in this process can pile up for long.
+ */
+export const MAX_SESSIONS_PER_WORKER = 64;
+
+type Received = Awaited<ReturnType<typeof readControl>>;
+
 async function main(): Promise<number> {
   const config = JSON.parse(process.env[WORKER_CONFIG_ENV] ?? 'null') as Config | null;
   if (!config) throw new Error(`${WORKER_CONFIG_ENV} is not set: the worker is started by the broker`);
   native().setCloexec(CONTROL_FD);
   const control = new FdSocket(CONTROL_FD);
-  control.on('error', () => undefined);
   // Its own bus connection, kept up across a bus restart: the session's unit is watched again on
   // the new connection (or the session ends with a clear ERROR if its exit was lost meanwhile).
   const manager = await openBusSession(
@@ -51,16 +61,64 @@ async function main(): Promise<number> {
   );
   const warmFailed = warmUp(config, config.helperPath || helperPath());
   if (warmFailed) log(`warm-up failed (the first session compiles as it goes): ${warmFailed}`);
-  sendControl(control, { type: 'ready' });
-  const first = await readControl(control);
-  if (first.message.type !== 'session') {
-    control.close();
-    manager.close();
-    return 0;
+  // One reader for the whole life of the process: a session message while idle starts a session;
+  // a shutdown, the broker gone (EOF) or a reset ends the running one, or the process when idle.
+  let session: Session | undefined;
+  let nextSession: (received: Received | undefined) => void = () => undefined;
+  let closing = false;
+  const shutdown = () => {
+    closing = true;
+    if (session) session.end('shutdown', new SessionError(ErrorCode.SHUTDOWN, 'supervisor is shutting down'));
+    else nextSession(undefined);
+  };
+  control.on('error', shutdown);
+  void (async () => {
+    for (;;) {
+      const next = await readControl(control);
+      if (next.message.type === 'shutdown') shutdown();
+      else if (session || closing) {
+        // A session while one runs is the broker's bug; refuse it without touching the running one.
+        closeAll(next.fds);
+        log('a session was handed over while another runs; closing it', undefined, 'error');
+      } else nextSession(next);
+    }
+  })().catch(shutdown);
+  for (let served = 0; ; ) {
+    const received = await new Promise<Received | undefined>((resolve) => {
+      nextSession = resolve;
+      sendControl(control, { type: 'ready' });
+    });
+    nextSession = () => undefined;
+    if (!received || received.message.type !== 'session') break;
+    const ran = await runSession(received, control, manager, config, (running) => (session = running));
+    session = undefined;
+    served += 1;
+    // Reusable only after a clean end: the unit is gone, every fd of the session closed.
+    const reusable = ran.clean && !closing && served < MAX_SESSIONS_PER_WORKER && received.message.reuse === true;
+    sendControl(control, { type: 'ended', reason: ran.reason, reusable });
+    if (!ran.clean) {
+      manager.close();
+      await flushed(control);
+      return 1;
+    }
+    if (!reusable) break;
   }
-  const [clientFd, pidfd] = first.fds as [number, number];
-  const { peer, deadlineMs } = first.message;
-  const session = new Session(clientFd, pidfd, peer, deadlineMs, {
+  control.close();
+  manager.close();
+  return 0;
+}
+
+/** Runs one handed-over session to its end; `clean` when its unit is gone and nothing of it is left. */
+async function runSession(
+  received: Received,
+  control: FdSocket,
+  manager: Awaited<ReturnType<typeof openBusSession>>,
+  config: Config,
+  running: (session: Session) => void,
+): Promise<{ reason: string; clean: boolean }> {
+  const [clientFd, pidfd] = received.fds as [number, number];
+  const { peer, deadlineMs } = received.message as Extract<Received['message'], { type: 'session' }>;
+  const session: Session = new Session(clientFd, pidfd, peer, deadlineMs, {
     manager,
     config,
     helperPath: config.helperPath || helperPath(),
@@ -68,32 +126,16 @@ async function main(): Promise<number> {
     // Every line about the session carries its unit and peer, so `journalctl SESSION_UNIT=…` finds them all.
     log: (message) => log(message, { ...sessionFields(session.unit), PEER_PID: peer.pid, PEER_UID: peer.uid }),
   });
-  // Later messages: a shutdown, or the broker gone (EOF); either ends the session.
-  const shutdown = () => session.end('shutdown', new SessionError(ErrorCode.SHUTDOWN, 'supervisor is shutting down'));
-  // The broker gone mid-report (a reset) is the same as its EOF: end the session, stop its unit.
-  control.on('error', shutdown);
-  void (async () => {
-    for (;;) {
-      const next = await readControl(control);
-      if (next.message.type === 'shutdown') shutdown();
-    }
-  })().catch(shutdown);
-  let reason: string;
+  running(session);
   try {
-    reason = await session.run();
+    const reason = await session.run();
+    log(`session ${session.unit ?? '(none)'} ended: ${session.ending ? describeEnd(session.ending) : reason}`, { ...sessionFields(session.unit), RESULT: reason });
+    return { reason, clean: true };
   } catch (error) {
     // Stopping the unit failed: the broker sees this report (or our exit) and stops the unit itself.
     log(`session ${session.unit ?? ''} could not be cleaned up: ${(error as Error).message}`, sessionFields(session.unit), 'error');
-    sendControl(control, { type: 'ended', reason: 'cleanup-failed' });
-    manager.close();
-    await flushed(control);
-    return 1;
+    return { reason: 'cleanup-failed', clean: false };
   }
-  sendControl(control, { type: 'ended', reason });
-  log(`session ${session.unit ?? '(none)'} ended: ${session.ending ? describeEnd(session.ending) : reason}`, { ...sessionFields(session.unit), RESULT: reason });
-  manager.close();
-  await flushed(control);
-  return 0;
 }
 
 main().then(

@@ -47,14 +47,19 @@ test('in a checkout the worker runs from its TypeScript entry through tsx', () =
 class FakeWorker implements PooledWorker {
   static spawned: FakeWorker[] = [];
   ready: Promise<void>;
-  exited = new Promise<void>(() => undefined);
+  exited: Promise<void>;
   settled: Promise<void>;
   control = { closed: false } as PooledWorker['control'];
   child = { pid: 1000 + FakeWorker.spawned.length } as PooledWorker['child'];
   shutDown = false;
+  /** Whether its session ended cleanly (renew() then gives it a fresh, ready lease). */
+  reusable = false;
   becomeReady!: () => void;
   die!: () => void;
   settle!: () => void;
+  exit!: () => void;
+  shutDownNow!: Promise<void>;
+  #shutDown!: () => void;
 
   constructor() {
     this.ready = new Promise((resolve, reject) => {
@@ -66,12 +71,30 @@ class FakeWorker implements PooledWorker {
     });
     this.ready.catch(() => undefined);
     this.settled = new Promise((resolve) => (this.settle = resolve));
+    this.exited = new Promise((resolve) => (this.exit = resolve));
+    this.shutDownNow = new Promise((resolve) => (this.#shutDown = resolve));
     FakeWorker.spawned.push(this);
   }
 
   shutdown(): void {
     this.shutDown = true;
+    this.#shutDown();
   }
+
+  renew(): boolean {
+    if (!this.reusable) return false;
+    this.reusable = false;
+    this.ready = Promise.resolve();
+    this.settled = new Promise((resolve) => (this.settle = resolve));
+    return true;
+  }
+}
+
+/** A taken worker whose session ended cleanly, as the broker sees it. */
+function endedCleanly(worker: FakeWorker): FakeWorker {
+  worker.reusable = true;
+  worker.settle();
+  return worker;
 }
 
 const quiet = () => undefined;
@@ -148,6 +171,99 @@ test('a stopped pool shuts its spare down and starts no more', async () => {
   } catch (error) {
     assert.match((error as Error).message, /stopped/);
   }
+});
+
+test('a worker given back serves the next take before the spare, and no spare starts while it waits', async () => {
+  FakeWorker.spawned = [];
+  const pool = new WorkerPool(() => new FakeWorker(), quiet);
+  pool.warm();
+  FakeWorker.spawned[0]!.becomeReady();
+  const first = (await pool.take()) as FakeWorker;
+  first.settle(); // STARTED: the next spare starts
+  await turn();
+  assert.is(FakeWorker.spawned.length, 2);
+  FakeWorker.spawned[1]!.becomeReady();
+  pool.giveBack(endedCleanly(first));
+  assert.not.ok(first.shutDown);
+  assert.is(await pool.take(), first, 'the worker given back, not the spare');
+  assert.is(await pool.take(), FakeWorker.spawned[1], 'then the spare');
+  assert.is(FakeWorker.spawned.length, 2);
+});
+
+test('a take waiting for a booting spare is served by a worker given back meanwhile; the spare stays the spare', async () => {
+  FakeWorker.spawned = [];
+  const pool = new WorkerPool(() => new FakeWorker(), quiet);
+  pool.warm();
+  FakeWorker.spawned[0]!.becomeReady();
+  const first = (await pool.take()) as FakeWorker;
+  first.settle(); // STARTED: the next spare starts
+  await turn();
+  const waiting = pool.take(); // it waits for that spare, still booting
+  await turn();
+  assert.is(FakeWorker.spawned.length, 2);
+  pool.giveBack(endedCleanly(first));
+  assert.is(await waiting, first);
+  const spare = FakeWorker.spawned[1]!;
+  assert.not.ok(spare.shutDown, 'the booting spare is kept');
+  spare.becomeReady();
+  assert.is(await pool.take(), spare);
+  assert.is(FakeWorker.spawned.length, 2, 'no third process');
+});
+
+test('a worker that cannot take another session is shut down, and so is a second one given back', async () => {
+  FakeWorker.spawned = [];
+  const pool = new WorkerPool(() => new FakeWorker(), quiet);
+  const workers = [pool.take(), pool.take(), pool.take()];
+  await turn();
+  for (const worker of FakeWorker.spawned) worker.becomeReady();
+  const [a, b, c] = (await Promise.all(workers)) as FakeWorker[];
+  pool.giveBack(a!); // its end was not clean: renew() refuses
+  assert.ok(a!.shutDown);
+  pool.giveBack(endedCleanly(b!));
+  pool.giveBack(endedCleanly(c!));
+  assert.not.ok(b!.shutDown);
+  assert.ok(c!.shutDown, 'one idle worker given back is kept, not two');
+  pool.stop();
+  assert.ok(b!.shutDown, 'stop() ends the worker given back too');
+  pool.giveBack(endedCleanly(b!));
+});
+
+test('a worker given back and a spare both idle: the spare is shut down after a while', async () => {
+  FakeWorker.spawned = [];
+  const pool = new WorkerPool(() => new FakeWorker(), quiet, { idleSpareMs: 1 });
+  pool.warm();
+  FakeWorker.spawned[0]!.becomeReady();
+  const first = (await pool.take()) as FakeWorker;
+  first.settle();
+  await turn();
+  const spare = FakeWorker.spawned[1]!;
+  spare.becomeReady();
+  pool.giveBack(endedCleanly(first));
+  // The pool's timer does not keep a process alive (the broker's listener does): this one does.
+  const alive = setInterval(() => undefined, 1000);
+  await spare.shutDownNow;
+  clearInterval(alive);
+  assert.not.ok(first.shutDown);
+  assert.is(await pool.take(), first);
+  first.settle();
+  await turn();
+  assert.is(FakeWorker.spawned.length, 3, 'with no idle worker left, the next spare starts after STARTED');
+});
+
+test('a worker given back that dies while idle is not handed out', async () => {
+  FakeWorker.spawned = [];
+  const pool = new WorkerPool(() => new FakeWorker(), quiet);
+  pool.warm();
+  FakeWorker.spawned[0]!.becomeReady();
+  const first = (await pool.take()) as FakeWorker;
+  pool.giveBack(endedCleanly(first));
+  first.exit();
+  await turn();
+  const next = pool.take();
+  await turn();
+  assert.is(FakeWorker.spawned.length, 2, 'a spare starts for the take');
+  FakeWorker.spawned[1]!.becomeReady();
+  assert.is(await next, FakeWorker.spawned[1]);
 });
 
 test.run();
