@@ -122,8 +122,11 @@ export class UnitManager {
       await this.#discard(name);
       throw new SystemdError('UNIT_START_FAILED', `${name}: start job ended "${result}"`, { jobResult: result, exit, unit: name });
     }
-    // Read on the unit's own path, without GetUnit first: it started and holds our AddRef, so it is
-    // loaded (a read on the path of an unknown unit would load a stub).
+    // Usually seen already (one round trip less); else read on the unit's own path, without GetUnit
+    // first: it started and holds our AddRef, so it is loaded (a read on the path of an unknown unit
+    // would load a stub).
+    const seen = job.mainPid();
+    if (seen !== undefined) return { mainPid: seen };
     const [mainPid] = await readProperties(this.#connection, unitObjectPath(name), SERVICE_INTERFACE, ['ExecMainPID']);
     return { mainPid: Number(mainPid) };
   }
@@ -158,17 +161,29 @@ export class UnitManager {
     }
   }
 
-  /** The JobRemoved result of the unit's job at `jobPath`, remembering results that came early. */
-  #awaitJob(name: string): { result(jobPath: string): Promise<string>; cancel(): void } {
+  /**
+   * The JobRemoved result of the unit's job at `jobPath`, remembering results that came early, and
+   * the helper's PID from the unit's change signals: systemd sends those before JobRemoved
+   * (dbus-job.c, bus_job_send_removed_signal), and ExecMainPID is set at the fork.
+   */
+  #awaitJob(name: string): { result(jobPath: string): Promise<string>; cancel(): void; mainPid(): number | undefined } {
     const seen = new Map<string, string>();
+    const path = unitObjectPath(name);
+    let mainPid: number | undefined;
     let wanted: { path: string; resolve: (result: string) => void } | undefined;
     const stop = this.#connection.onSignal((signal: SystemdSignal) => {
+      if (signal.kind === 'properties-changed' && signal.path === path && signal.interface === SERVICE_INTERFACE) {
+        const pid = signal.changed.ExecMainPID;
+        if (typeof pid === 'number' && Number.isInteger(pid) && pid > 0) mainPid = pid;
+        return;
+      }
       if (signal.kind !== 'job-removed' || signal.unit !== name) return;
       if (wanted?.path === signal.job) wanted.resolve(signal.result);
       else seen.set(signal.job, signal.result);
     });
     return {
       cancel: stop,
+      mainPid: () => mainPid,
       result: (jobPath) =>
         new Promise<string>((resolve, reject) => {
           const finish = (error: unknown, result?: string): void => {
