@@ -2,6 +2,7 @@
 // a time. The next spare starts once the session it was taken for has started, not while that start
 // is under way (it would compete with it for the CPU). A worker whose session ended cleanly comes
 // back to the pool and serves the next start before any spare: starts in a row then boot no Node.
+// Idle for a while, the pool keeps one fresh spare only.
 // A worker tells us its unit's name before starting it; if the worker dies, we stop that unit.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync } from 'node:fs';
@@ -154,7 +155,10 @@ export class WorkerHandle {
 /** What the pool needs of a worker (a WorkerHandle, or a fake in tests). */
 export type PooledWorker = Pick<WorkerHandle, 'ready' | 'exited' | 'settled' | 'control' | 'child' | 'shutdown' | 'renew'>;
 
-/** With a worker given back and a spare both idle this long, the spare goes: one idle worker's memory. */
+/**
+ * With a worker given back and a spare both idle this long, the one given back goes: it has grown
+ * with its sessions (21 against 14 MB USS measured), and an idle broker keeps one fresh spare.
+ */
 export const IDLE_SPARE_MS = 2000;
 
 /** A take() whose spare still boots: a worker given back meanwhile is ready sooner. */
@@ -217,8 +221,8 @@ export class WorkerPool<W extends PooledWorker = WorkerHandle> {
     clearTimeout(this.#trimTimer);
     this.#trimTimer = setTimeout(() => {
       if (!this.#returned || !this.#spare) return;
-      this.#spare.shutdown();
-      this.#spare = undefined;
+      this.#returned.shutdown();
+      this.#returned = undefined;
     }, this.#idleSpareMs);
     this.#trimTimer.unref();
   }
