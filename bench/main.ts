@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { bootSandbox, sandboxUnavailable, type Sandbox } from '../test/sandbox/index.ts';
 import { AGENT_SERVICE, BROKER_UNIT, CONFIG_PATH, INSTALL_DIR, SOCKET_PATH, deploy, deployConfig } from '../test/sandbox/deploy.ts';
+import { IDLE_SPARE_MS } from '../src/broker/worker-pool.ts';
 import { buildProbe } from './build-probe.ts';
 import { Probe } from './rpc.ts';
 import { formatSections, rotation, summarize, withRatios, type Figure, type Section } from './stats.ts';
@@ -202,6 +203,8 @@ async function heldAndMemory(ctx: Context, samplesPerLevel: number): Promise<Hel
     add('helper', m.helpers);
     add('client process', m.anchors, SDRUN);
   };
+  // Idle means after the pool's idle trim: a worker given back beside a fresh spare stays that long.
+  await new Promise((resolve) => setTimeout(resolve, IDLE_SPARE_MS + 500));
   await memoryAt(0);
   let holding = 0;
   for (const level of levels) {
