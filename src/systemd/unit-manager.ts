@@ -48,6 +48,11 @@ async function ignoreDbusError(step: Promise<unknown>): Promise<void> {
   }
 }
 
+/** The main process ran and ended by itself: an exit outside systemd's own codes (CLD_EXITED = 1). */
+function ranAndEnded(exit: { code: number; status: number }): boolean {
+  return exit.code === 1 && (exit.status < 200 || exit.status > 243);
+}
+
 function signalNumber(signal: number | NodeJS.Signals): number {
   const value = typeof signal === 'number' ? signal : osConstants.signals[signal];
   if (!Number.isInteger(value) || value <= 0 || value > 64) throw new SystemdError('PROPERTY_INVALID', `not a signal: ${signal}`);
@@ -61,6 +66,8 @@ export class UnitManager {
   #started = new Map<string, () => void>();
   /** Units started here whose AddRef we still hold: loaded for sure, so read by path in one round trip. */
   #referenced = new Set<string>();
+  /** Units of ours that waitForExit saw finished: a transient unit does not start again, so no stop job is needed. */
+  #finished = new Set<string>();
 
   private constructor(connection: DbusConnection, startTimeoutMs: number) {
     this.#connection = connection;
@@ -119,16 +126,22 @@ export class UnitManager {
     }
     if (result !== 'done') {
       const exit = await readExit(this.#connection, name).catch(() => undefined);
+      // Type=exec: a program that exits at once can be reaped before PID 1 sees its exec, and the
+      // job then ends "failed" although the program ran. Its own exit says so: systemd's failures to
+      // start it are exits with systemd's codes (200-243, systemd.exec(5) "Process Exit Codes").
+      if (result === 'failed' && exit && ranAndEnded(exit)) return { mainPid: job.mainPid() ?? (await this.#readMainPid(name)) };
       await this.#discard(name);
       throw new SystemdError('UNIT_START_FAILED', `${name}: start job ended "${result}"`, { jobResult: result, exit, unit: name });
     }
     // Usually seen already (one round trip less); else read on the unit's own path, without GetUnit
     // first: it started and holds our AddRef, so it is loaded (a read on the path of an unknown unit
     // would load a stub).
-    const seen = job.mainPid();
-    if (seen !== undefined) return { mainPid: seen };
+    return { mainPid: job.mainPid() ?? (await this.#readMainPid(name)) };
+  }
+
+  async #readMainPid(name: string): Promise<number> {
     const [mainPid] = await readProperties(this.#connection, unitObjectPath(name), SERVICE_INTERFACE, ['ExecMainPID']);
-    return { mainPid: Number(mainPid) };
+    return Number(mainPid);
   }
 
   /** Adds the unit's match rules (unitMatchRules); `ready` rejects if the bus refused one. */
@@ -223,7 +236,9 @@ export class UnitManager {
         async () => {
           if (this.#referenced.has(name)) {
             const { snapshot, exit } = await readReferenced(this.#connection, name);
-            return unitPhase(snapshot) === 'finished' ? exit : undefined;
+            if (unitPhase(snapshot) !== 'finished') return undefined;
+            this.#finished.add(name);
+            return exit;
           }
           const phase = unitPhase(await readSnapshot(this.#connection, name));
           if (phase === 'gone') throw new SystemdError('NO_SUCH_UNIT', `${name} is not loaded`, { unit: name });
@@ -247,17 +262,24 @@ export class UnitManager {
    */
   async stopAndWait(name: string, timeoutMs: number): Promise<void> {
     validateUnitName(name);
-    await this.#withSignals(name, () => this.#stopAndWait(name, timeoutMs));
+    try {
+      await this.#withSignals(name, () => this.#stopAndWait(name, timeoutMs));
+    } finally {
+      this.#finished.delete(name);
+    }
     this.#referenced.delete(name);
     this.#unsubscribeStarted(name);
   }
 
   async #stopAndWait(name: string, timeoutMs: number): Promise<void> {
     const started = Date.now();
-    try {
-      await this.#connection.call(manager('StopUnit', 'ss', [name, 'replace']), timeoutMs);
-    } catch (error) {
-      if (!isUnitGone(error)) throw error;
+    // A unit already seen finished is only released below: a stop job would be PID 1's work for nothing.
+    if (!this.#finished.has(name)) {
+      try {
+        await this.#connection.call(manager('StopUnit', 'ss', [name, 'replace']), timeoutMs);
+      } catch (error) {
+        if (!isUnitGone(error)) throw error;
+      }
     }
     let released = false;
     await watchUnit(

@@ -26,6 +26,8 @@ export interface FakeBusOptions {
 export interface ReceivedCall {
   serial: number;
   member: string;
+  /** The whole message as latin1, for a reply that depends on the arguments (a property's name). */
+  text: string;
 }
 
 export class FakeBus {
@@ -131,7 +133,7 @@ export class FakeBus {
         // The member is the header field of code 3 (a string); a substring search is enough for a fake.
         const text = message.toString('latin1');
         const member = ['Hello', 'AddMatch', 'GetNameOwner', ...this.replies.keys()].find((name) => text.includes(`\0${name}\0`)) ?? '?';
-        const call = { serial: message.readUInt32LE(8), member };
+        const call = { serial: message.readUInt32LE(8), member, text };
         this.calls.push(call);
         const reply = this.replies.get(member);
         if (reply) this.send(reply(call));

@@ -1,5 +1,6 @@
-// UnitManager.startSession against a scripted bus: the helper's PID comes from the unit's change
-// signals when systemd sent them before JobRemoved (as it does), else from one property read.
+// UnitManager against a scripted bus: the helper's PID comes from the unit's change signals when
+// systemd sent them before JobRemoved (as it does), else from one property read; a unit seen
+// finished is released without a stop job.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import dbus from 'dbus-next';
@@ -31,8 +32,8 @@ function serviceChanged(bus: FakeBus, changed: Record<string, InstanceType<typeo
   bus.signal(UNIT_PATH, 'org.freedesktop.DBus.Properties', 'PropertiesChanged', 'sa{sv}as', ['org.freedesktop.systemd1.Service', changed, []]);
 }
 
-function jobRemoved(bus: FakeBus): void {
-  bus.signal('/org/freedesktop/systemd1', 'org.freedesktop.systemd1.Manager', 'JobRemoved', 'uoss', [42, JOB_PATH, NAME, 'done']);
+function jobRemoved(bus: FakeBus, result = 'done'): void {
+  bus.signal('/org/freedesktop/systemd1', 'org.freedesktop.systemd1.Manager', 'JobRemoved', 'uoss', [42, JOB_PATH, NAME, result]);
 }
 
 async function started(bus: FakeBus): Promise<number> {
@@ -70,6 +71,81 @@ test('without it (or with a PID of 0) the PID is read once after JobRemoved', as
     assert.is(bus.calls.filter((call) => call.member === 'Get').length, 1);
   } finally {
     await bus.stop();
+  }
+});
+
+/** A loaded, finished unit until UnrefUnit, then gone; properties answered by name. */
+function finishedUnit(bus: FakeBus, status = 0): void {
+  let loaded = true;
+  const values: Record<string, InstanceType<typeof dbus.Variant>> = {
+    LoadState: new dbus.Variant('s', 'loaded'),
+    ActiveState: new dbus.Variant('s', status === 0 ? 'inactive' : 'failed'),
+    Job: new dbus.Variant('(uo)', [0, '/']),
+    ExecMainCode: new dbus.Variant('i', 1),
+    ExecMainStatus: new dbus.Variant('i', status),
+    Result: new dbus.Variant('s', status === 0 ? 'success' : 'exit-code'),
+  };
+  bus.replies.set('Get', (call) => {
+    const name = Object.keys(values).find((property) => call.text.includes(`${property}\0`));
+    if (!loaded || !name) return bus.error(call, 'org.freedesktop.DBus.Error.UnknownObject', 'gone');
+    return bus.methodReturn(call, 'v', [values[name]]);
+  });
+  bus.replies.set('GetUnit', (call) => (loaded ? bus.methodReturn(call, 'o', [UNIT_PATH]) : bus.error(call, 'org.freedesktop.systemd1.NoSuchUnit', 'not loaded')));
+  bus.replies.set('StopUnit', (call) => bus.methodReturn(call, 'o', ['/org/freedesktop/systemd1/job/43']));
+  bus.replies.set('ResetFailedUnit', (call) => bus.methodReturn(call));
+  bus.replies.set('UnrefUnit', (call) => {
+    loaded = false;
+    return bus.methodReturn(call);
+  });
+}
+
+test('a unit waitForExit saw finished is released without a stop job; one not seen so gets StopUnit', async () => {
+  const bus = await scriptedBus((b) => {
+    serviceChanged(b, { ExecMainPID: new dbus.Variant('u', 4321) });
+    jobRemoved(b);
+  });
+  finishedUnit(bus);
+  const fd = openSync('/dev/null', 'r');
+  const manager = await UnitManager.connect(bus.address, { timeoutMs: 2000 });
+  try {
+    await manager.startSession(NAME, spec(fd));
+    assert.equal(await manager.waitForExit(NAME), { code: 1, status: 0, result: 'success' });
+    await manager.stopAndWait(NAME, 2000);
+    const members = bus.calls.map((call) => call.member);
+    assert.ok(members.includes('UnrefUnit'), members.join(' '));
+    assert.not.ok(members.includes('StopUnit'), members.join(' '));
+    // Not watched to its end here: the stop job is asked for.
+    finishedUnit(bus);
+    await manager.stopAndWait(NAME, 2000);
+    assert.ok(bus.calls.some((call) => call.member === 'StopUnit'));
+  } finally {
+    manager.close();
+    closeSync(fd);
+    await bus.stop();
+  }
+});
+
+test('a start job "failed" by a program that ran and exited at once counts as started; an exit with systemd\'s own code does not', async () => {
+  for (const [status, startedOk] of [[7, true], [203, false]] as const) {
+    const bus = await scriptedBus((b) => {
+      serviceChanged(b, { ExecMainPID: new dbus.Variant('u', 99) });
+      jobRemoved(b, 'failed');
+    });
+    finishedUnit(bus, status);
+    try {
+      if (startedOk) assert.is(await started(bus), 99);
+      else {
+        try {
+          await started(bus);
+          assert.unreachable('exit 203 (EXEC) is a failed start');
+        } catch (error) {
+          assert.is((error as { code?: string }).code, 'UNIT_START_FAILED');
+          assert.equal((error as { exit?: unknown }).exit, { code: 1, status: 203, result: 'exit-code' });
+        }
+      }
+    } finally {
+      await bus.stop();
+    }
   }
 });
 

@@ -181,7 +181,7 @@ if (unavailable) {
     await manager.stopAndWait(session.name, STOP_MS);
   });
 
-  test('the unit runs as the client in the given directory, with our environment, SIGPIPE default and the supervisor path hidden', async () => {
+  test('the unit runs as the client in the given directory, with our environment and SIGPIPE default; a path is hidden only when asked', async () => {
     const script = [
       // The session helper fchdir()s into stdin; here it is enough that stdin is the directory.
       'echo "uid=$(id -u) stdin=$(readlink /proc/$$/fd/0) term=$TERM odd=$ODD"',
@@ -189,13 +189,16 @@ if (unavailable) {
       'yes | head -n1 >/dev/null; echo "pipe=${PIPESTATUS[0]}"',
       'if ls /run/opencode-pty >/dev/null 2>&1; then echo run=visible; else echo run=hidden; fi',
     ].join('\n');
-    const session = await start(['/bin/bash', '-c', script], { environment: { TERM: 'xterm-256color', ODD: '${X} $$' } });
-    assert.equal(await manager.waitForExit(session.name, WAIT), { code: 1, status: 0, result: 'success' });
-    assert.is(
-      drain(session.output),
-      `uid=${sandbox.client.uid} stdin=${sandbox.client.home} term=xterm-256color odd=\${X} $$\npipe=141\nrun=hidden\n`,
-    );
-    await manager.stopAndWait(session.name, STOP_MS);
+    // The default profile sets no InaccessiblePaths (no mount namespace); the hardened one, or a caller, does.
+    for (const [overrides, run] of [[{}, 'visible'], [{ inaccessiblePaths: ['/run/opencode-pty'] }, 'hidden']] as const) {
+      const session = await start(['/bin/bash', '-c', script], { environment: { TERM: 'xterm-256color', ODD: '${X} $$' }, ...overrides });
+      assert.equal(await manager.waitForExit(session.name, WAIT), { code: 1, status: 0, result: 'success' });
+      assert.is(
+        drain(session.output),
+        `uid=${sandbox.client.uid} stdin=${sandbox.client.home} term=xterm-256color odd=\${X} $$\npipe=141\nrun=${run}\n`,
+      );
+      await manager.stopAndWait(session.name, STOP_MS);
+    }
   });
 
   test('unitObjectPath is the path systemd gives the unit', async () => {
