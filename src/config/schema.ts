@@ -24,6 +24,8 @@ export interface LimitsConfig {
   operationTimeoutMs: number;
   /** The broker exits after this long with no connection and no session. */
   idleExitMs: number;
+  /** Sessions one worker serves one after another, each after the last ended cleanly; 1 gives every session a fresh worker. */
+  sessionsPerWorker: number;
 }
 
 export interface SessionConfig {
@@ -73,6 +75,7 @@ export const DEFAULT_LIMITS: LimitsConfig = {
   writeTimeoutMs: 10_000,
   operationTimeoutMs: 10_000,
   idleExitMs: 60_000,
+  sessionsPerWorker: 64,
 };
 
 export const DEFAULT_SESSION: SessionConfig = {
@@ -201,6 +204,7 @@ function limits(raw: unknown): LimitsConfig {
     writeTimeoutMs: integer(value.writeTimeoutMs, 'limits.writeTimeoutMs', DEFAULT_LIMITS.writeTimeoutMs, 100, 600_000),
     operationTimeoutMs: integer(value.operationTimeoutMs, 'limits.operationTimeoutMs', DEFAULT_LIMITS.operationTimeoutMs, 100, 600_000),
     idleExitMs: integer(value.idleExitMs, 'limits.idleExitMs', DEFAULT_LIMITS.idleExitMs, 0, day),
+    sessionsPerWorker: integer(value.sessionsPerWorker, 'limits.sessionsPerWorker', DEFAULT_LIMITS.sessionsPerWorker, 1, 1024),
   };
 }
 

@@ -39,10 +39,9 @@ function flushed(socket: FdSocket): Promise<void> {
 /**
  * A worker serves one session at a time, and after a clean end (its unit gone, its fds closed) it
  * may serve the next: a Node start costs more CPU than a whole short session (FACTS.md), so a
- * worker per start made starts in a row wait for the next spare to boot. Bounded, so nothing a
- * session leaves behind in this process can pile up for long.
+ * worker per start made starts in a row wait for the next spare to boot. Bounded by
+ * `limits.sessionsPerWorker`, so nothing a session leaves behind in this process can pile up for long.
  */
-export const MAX_SESSIONS_PER_WORKER = 64;
 
 type Received = Awaited<ReturnType<typeof readControl>>;
 
@@ -94,7 +93,7 @@ async function main(): Promise<number> {
     session = undefined;
     served += 1;
     // Reusable only after a clean end: the unit is gone, every fd of the session closed.
-    const reusable = ran.clean && !closing && served < MAX_SESSIONS_PER_WORKER && received.message.reuse === true;
+    const reusable = ran.clean && !closing && served < config.limits.sessionsPerWorker && received.message.reuse === true;
     sendControl(control, { type: 'ended', reason: ran.reason, reusable });
     if (!ran.clean) {
       manager.close();

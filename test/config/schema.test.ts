@@ -31,6 +31,7 @@ test('a minimal config gets the seeds defaults and resolved ids', () => {
   assert.is(config.limits.maxUnauthenticated, 32);
   assert.is(config.limits.maxAdmissionsPerMinute, 120);
   assert.is(config.limits.handshakeTimeoutMs, 5000);
+  assert.is(config.limits.sessionsPerWorker, 64);
   assert.is(config.requireClientUnit, true);
   assert.is(config.socketPath, '/run/opencode-pty/supervisor.sock');
   assert.is(config.unitPrefix, 'opencode-pty-');

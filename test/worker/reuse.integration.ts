@@ -5,6 +5,7 @@ import * as assert from 'uvu/assert';
 import { native } from '../../src/native/binding.ts';
 import { encodeControl, type PeerIdentity } from '../../src/control/broker-worker.ts';
 import type { Sandbox } from '../sandbox/index.ts';
+import { DEFAULT_LIMITS } from '../../src/config/schema.ts';
 import { bootWorkerSandbox, RawClient, sessionUnits, WorkerProcess, workerConfig } from './harness.ts';
 
 let sandbox: Sandbox;
@@ -86,6 +87,17 @@ test('a session that ends in an error still leaves the worker reusable once its 
   await client.waitFor('exit');
   assert.match(client.output.toString(), 'after');
   worker.shutdown();
+  assert.is(await worker.exited, 0, worker.stderr);
+  assert.equal(await sessionUnits(sandbox), []);
+});
+
+test('with limits.sessionsPerWorker 1 every session gets a fresh worker, even when the broker offers reuse', async () => {
+  const worker = new WorkerProcess(sandbox, workerConfig(sandbox, { limits: { ...DEFAULT_LIMITS, sessionsPerWorker: 1 } }));
+  await next(worker, 'ready');
+  const client = handOff(worker, 1, true);
+  client.start(workDir, ['/bin/sh', '-c', 'echo once']);
+  assert.equal((await client.waitFor('exit')).status, 0);
+  assert.equal(await next(worker, 'ended'), { type: 'ended', reason: 'exit', reusable: false });
   assert.is(await worker.exited, 0, worker.stderr);
   assert.equal(await sessionUnits(sandbox), []);
 });
