@@ -98,6 +98,13 @@ void control_send_end(void) {
   send_message(CONTROL_END, payload, END_FIXED_SIZE + rest_len + text_len);
 }
 
+// The program's pid, for STARTED (version 2): the worker writes STARTED only once it has this.
+void control_send_pid(pid_t pid) {
+  unsigned char payload[4];
+  put_be32(payload, (uint32_t)pid);
+  send_message(CONTROL_PID, payload, sizeof payload);
+}
+
 // Reads what the worker sent: 0 fine, -1 the worker is gone or sent what it never sends.
 int control_read(void) {
   for (;;) {

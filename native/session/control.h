@@ -16,6 +16,7 @@ enum control_type {
   CONTROL_LOG = 0x41,       // priority u8 (sd-daemon), text
   CONTROL_STOP = 0x42,      // the client sent STOP (empty); the worker stops the session's processes
   CONTROL_END = 0x43,       // the end report; the helper writes nothing to the client after it
+  CONTROL_PID = 0x44,       // the program's pid u32, once, right after the fork (before GO: STARTED v2 names it)
 };
 
 enum end_reason {

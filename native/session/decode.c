@@ -29,8 +29,26 @@ static const struct frame_rule rules_v1[256] = {
     [FRAME_CREDIT] = {true, true, 4, 4},
 };
 
+// Version 2 (docs/protocol.md "Version 2"): END_INPUT is new; STARTED, STOPPED and EXIT carry more.
+static const struct frame_rule rules_v2[256] = {
+    [FRAME_HELLO] = {true, true, 8, 8},
+    [FRAME_WELCOME] = {true, false, 2, 2},
+    [FRAME_START] = {true, true, 28, MAX_FRAME_PAYLOAD},
+    [FRAME_STARTED] = {true, false, 13, MAX_FRAME_PAYLOAD},
+    [FRAME_INPUT] = {true, true, 1, MAX_IO_PAYLOAD},
+    [FRAME_OUTPUT] = {true, false, 1, MAX_IO_PAYLOAD},
+    [FRAME_RESIZE] = {true, true, 4, 4},
+    [FRAME_SIGNAL] = {true, true, 1, 1},
+    [FRAME_STOP] = {true, true, 0, 0},
+    [FRAME_STOPPED] = {true, false, 74, 73 + MAX_RESULT},
+    [FRAME_EXIT] = {true, false, 74, 73 + MAX_RESULT},
+    [FRAME_ERROR] = {true, false, 2, MAX_IO_PAYLOAD},
+    [FRAME_CREDIT] = {true, true, 4, 4},
+    [FRAME_END_INPUT] = {true, true, 0, 0},
+};
+
 const struct frame_rule *frame_rules(unsigned version) {
-  return version == 1 ? rules_v1 : NULL;
+  return version == 1 ? rules_v1 : version == 2 ? rules_v2 : NULL;
 }
 
 static const int allowed_signals[] = ALLOWED_SIGNALS;
@@ -41,7 +59,7 @@ static uint32_t be32(const unsigned char *p) {
 
 static const char *frame_name(uint8_t type) {
   static const char *names[] = {"", "HELLO", "WELCOME", "START", "STARTED", "INPUT", "OUTPUT", "RESIZE",
-                                "SIGNAL", "STOP", "STOPPED", "EXIT", "ERROR", "CREDIT"};
+                                "SIGNAL", "STOP", "STOPPED", "EXIT", "ERROR", "CREDIT", "END_INPUT"};
   return type < sizeof names / sizeof names[0] ? names[type] : "?";
 }
 
@@ -109,6 +127,11 @@ static int judge_header(void) {
     fail(END_PROTOCOL, ERR_PROTOCOL, "protocol error: unexpected %s frame during a session", frame_name(type));
     return -1;
   }
+  // After END_INPUT the client sends no more INPUT (docs/protocol.md "END_INPUT"); after STOP it is discarded.
+  if (type == FRAME_INPUT && r.input_ended && !r.stopping) {
+    fail(END_PROTOCOL, ERR_PROTOCOL, "protocol error: INPUT after END_INPUT");
+    return -1;
+  }
   if (type == FRAME_INPUT && len > r.recv_remaining) {
     fail(END_PROTOCOL, ERR_FLOW, "peer sent %u bytes with %u of credit", (unsigned)len, (unsigned)r.recv_remaining);
     return -1;
@@ -163,6 +186,14 @@ static int act(void) {
       r.ring_len = 0;
       control_send_stop();
     }
+    return 0;
+  case FRAME_END_INPUT:
+    if (r.stopping) return 0; // races with STOP are discarded, as INPUT is
+    if (r.input_ended) {
+      fail(END_PROTOCOL, ERR_PROTOCOL, "protocol error: END_INPUT sent twice");
+      return -1;
+    }
+    end_input();
     return 0;
   case FRAME_CREDIT: {
     uint32_t bytes = be32(p);

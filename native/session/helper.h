@@ -62,6 +62,12 @@ struct relay {
   uint32_t recv_remaining; // INPUT bytes the client may still send
   uint32_t ungranted;      // consumed, not yet granted back
 
+  // END_INPUT (version 2): once the program has read everything before it, VEOF; again each time it has
+  // read that too, so every read after the end of input sees end of file, as with a pipe.
+  bool input_ended;
+  int64_t eof_next;  // ms: when to look at the terminal's input queue next (-1: not feeding)
+  int eof_delay;     // ms until the next look while the program has not read what waits
+
   uint64_t bytes_in, bytes_out;
   // The client's socket made no progress since stall_since (ms, -1: not stalled), at SIOCOUTQ stall_outq.
   int64_t stall_since;
@@ -91,6 +97,7 @@ void say(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 int control_read(void);
 void control_send_stop(void);
 void control_send_end(void);
+void control_send_pid(pid_t pid);
 int control_write_all(const unsigned char *data, size_t len);
 
 // cgroup.c
@@ -99,5 +106,9 @@ void kill_cgroup_others(void);
 // relay.c
 _Noreturn void relay(void);
 int64_t now_ms(void);
+
+// end-input.c
+void end_input(void);
+void feed_eof(void);
 
 #endif

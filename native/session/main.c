@@ -24,7 +24,7 @@
 
 #include "helper.h"
 
-struct relay r = {.client = -1, .control = -1, .master = -1, .sigfd = -1, .stall_since = -1};
+struct relay r = {.client = -1, .control = -1, .master = -1, .sigfd = -1, .stall_since = -1, .eof_next = -1};
 
 // Decimal min..max, digits only: no sign, no spaces, nothing strtoul would quietly accept.
 static bool parse_number(const char *s, unsigned long min, unsigned long max, unsigned long *value) {
@@ -210,5 +210,6 @@ int main(int argc, char **argv) {
   if (r.child < 0) give_up(1, "fork: %s", strerror(errno));
   if (r.child == 0) run_child(slave, argv + i + 2);
   close(slave);
+  control_send_pid(r.child);
   relay();
 }

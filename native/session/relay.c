@@ -222,6 +222,7 @@ _Noreturn void relay(void) {
   for (;;) {
     bool send_blocked = false, idle_after_exit = false, can_read = false;
     if (!r.end_reason) write_master();
+    if (!r.end_reason) feed_eof();
     if (r.go && !r.end_reason) {
       if (write_client(&send_blocked) < 0) fail(END_CLIENT_GONE, 0, "client connection failed: %s", strerror(errno));
       bool room = r.out_len == 0 && r.send_credit > 0 && !r.master_eof && !send_blocked;
@@ -259,6 +260,11 @@ _Noreturn void relay(void) {
     if (r.stall_since >= 0) {
       int64_t left = r.stall_since + r.write_timeout_ms - now_ms();
       timeout = left < 0 ? 0 : (int)left + 1;
+    }
+    if (r.eof_next >= 0 && r.ring_len == 0) {
+      int64_t left = r.eof_next - now_ms();
+      int eof_timeout = left < 0 ? 0 : (int)left + 1;
+      if (timeout < 0 || eof_timeout < timeout) timeout = eof_timeout;
     }
     if (poll(p, 4, timeout) < 0) {
       if (errno == EINTR) continue;

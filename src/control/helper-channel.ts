@@ -10,7 +10,11 @@ export const HelperMessageType = {
   LOG: 0x41, // helper → worker: priority (sd-daemon) and text, for the journal
   STOP: 0x42, // helper → worker: the client sent STOP
   END: 0x43, // helper → worker: the one end report; the helper writes nothing to the client after it
+  PID: 0x44, // helper → worker: the program's pid (u32), once, right after the fork and before GO
 } as const;
+
+/** The kernel's largest pid_max (PID_MAX_LIMIT, include/linux/threads.h): no pid is above it. */
+export const PID_MAX_LIMIT = 4 * 1024 * 1024;
 
 /** How the data phase ended, as the helper reports it (the byte on the wire in brackets). */
 export const EndReasonCode = {
@@ -54,7 +58,12 @@ export interface EndReport {
   text: string;
 }
 
-export type HelperMessage = { type: 'log'; priority: number; text: string } | { type: 'stop' } | { type: 'end'; report: EndReport };
+export type HelperMessage =
+  | { type: 'log'; priority: number; text: string }
+  | { type: 'stop' }
+  | { type: 'end'; report: EndReport }
+  /** Untrusted like the rest: only its range is checked here (the session's cgroup is the worker's to check). */
+  | { type: 'pid'; pid: number };
 
 export class HelperChannelError extends Error {
   readonly code = 'HELPER_CHANNEL';
@@ -109,6 +118,12 @@ function parseMessage(type: number, payload: Buffer): HelperMessage {
       return { type: 'stop' };
     case HelperMessageType.END:
       return { type: 'end', report: parseEnd(payload) };
+    case HelperMessageType.PID: {
+      if (payload.length !== 4) throw new HelperChannelError(`PID of ${payload.length} bytes`);
+      const pid = payload.readUInt32BE(0);
+      if (pid < 2 || pid > PID_MAX_LIMIT) throw new HelperChannelError(`PID ${pid} is outside 2..${PID_MAX_LIMIT}`);
+      return { type: 'pid', pid };
+    }
     default:
       throw new HelperChannelError(`unknown message type 0x${type.toString(16).padStart(2, '0')}`);
   }
@@ -118,6 +133,7 @@ function parseMessage(type: number, payload: Buffer): HelperMessage {
 export class HelperDecoder {
   #buffered: Buffer = Buffer.alloc(0);
   #ended = false;
+  #pidSeen = false;
 
   push(chunk: Buffer): HelperMessage[] {
     const messages: HelperMessage[] = [];
@@ -132,6 +148,10 @@ export class HelperDecoder {
       if (this.#ended) throw new HelperChannelError('a message after END');
       const message = parseMessage(type, payload);
       if (message.type === 'end') this.#ended = true;
+      if (message.type === 'pid') {
+        if (this.#pidSeen) throw new HelperChannelError('a second PID');
+        this.#pidSeen = true;
+      }
       messages.push(message);
     }
     return messages;

@@ -58,7 +58,7 @@ test('LOG, STOP and END decode, split at every offset', () => {
 });
 
 test('untrusted: unknown types, unknown reasons, codes, oversize, bad UTF-8, a second message after END', () => {
-  refuses(message(0x44, Buffer.alloc(0)), /unknown message type/);
+  refuses(message(0x45, Buffer.alloc(0)), /unknown message type/);
   refuses(message(0x01, Buffer.alloc(0)), /unknown message type/); // a command, never sent by a helper
   refuses(end(8, 0, Buffer.alloc(0), ''), /unknown reason/);
   refuses(end(5, 10, Buffer.alloc(0), ''), /protocol with code 10/);
@@ -72,6 +72,18 @@ test('untrusted: unknown types, unknown reasons, codes, oversize, bad UTF-8, a s
   // Judged on the header alone: nothing of a huge payload is waited for.
   const decoder = new HelperDecoder();
   assert.throws(() => decoder.push(Buffer.from([0x41, 0xff, 0xff, 0xff, 0xff])), /message of 4294967295 bytes/);
+});
+
+test('PID: the program\'s pid once, four bytes, within the kernel\'s pid range', () => {
+  const pid = (value: number) => message(0x44, Buffer.from(value.toString(16).padStart(8, '0'), 'hex'));
+  assert.equal(decodeAll(pid(4243)), [{ type: 'pid', pid: 4243 }]);
+  assert.equal(decodeAll(pid(4 * 1024 * 1024)), [{ type: 'pid', pid: 4 * 1024 * 1024 }]);
+  refuses(pid(0), /PID 0 is outside/);
+  refuses(pid(1), /PID 1 is outside/);
+  refuses(pid(4 * 1024 * 1024 + 1), /outside/);
+  refuses(pid(0xffffffff), /outside/);
+  refuses(message(0x44, Buffer.from('000010', 'hex')), /PID of 3 bytes/);
+  refuses(Buffer.concat([pid(10), pid(11)]), /a second PID/);
 });
 
 test.run();

@@ -9,7 +9,7 @@ import { native } from '../../src/native/binding.ts';
 import { HelperDecoder, type EndReport, type HelperMessage } from '../../src/control/helper-channel.ts';
 import { helperPath } from '../../src/worker/helper-path.ts';
 
-export const T = { HELLO: 0x01, START: 0x03, INPUT: 0x05, OUTPUT: 0x06, RESIZE: 0x07, SIGNAL: 0x08, STOP: 0x09, CREDIT: 0x0d } as const;
+export const T = { HELLO: 0x01, START: 0x03, INPUT: 0x05, OUTPUT: 0x06, RESIZE: 0x07, SIGNAL: 0x08, STOP: 0x09, CREDIT: 0x0d, END_INPUT: 0x0e } as const;
 export const MAX_IO = 32768;
 export const WINDOW = 262144;
 
@@ -37,6 +37,7 @@ export function credit(bytes: number): Buffer {
 
 export const signal = (n: number) => frame(T.SIGNAL, Buffer.from([n]));
 export const input = (text: string | Buffer) => frame(T.INPUT, text);
+export const END_INPUT = frame(T.END_INPUT);
 const command = (type: number) => Buffer.from([type, 0, 0, 0, 0]);
 export const GO = command(0x01);
 export const TERMINATE = command(0x02);
