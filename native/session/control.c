@@ -79,19 +79,24 @@ void control_send_stop(void) {
   send_message(CONTROL_STOP, NULL, 0);
 }
 
-// The one END: how the data phase ended, what crossed, and the rest of the frame in progress (at
+// The one END: how the data phase ended, what crossed (OUTPUT payload bytes the client gets, the
+// remainder's included), and the rest of the frame in progress (at
 // most one frame), which the worker writes before its last frame so the client never sees it torn.
 void control_send_end(void) {
   static unsigned char payload[MAX_CONTROL_PAYLOAD];
   const unsigned char *rest = NULL;
   size_t rest_len = 0;
+  uint64_t bytes_out = r.bytes_out;
   if (r.urgent_off > 0 && r.urgent_off < r.urgent_len) rest = r.urgent + r.urgent_off, rest_len = r.urgent_len - r.urgent_off;
-  else if (r.out_off > 0 && r.out_off < r.out_len) rest = r.out + r.out_off, rest_len = r.out_len - r.out_off;
+  else if (r.out_off > 0 && r.out_off < r.out_len) {
+    rest = r.out + r.out_off, rest_len = r.out_len - r.out_off;
+    bytes_out += r.out_len - HEADER_SIZE; // the worker sends the rest: the client gets the whole frame
+  }
   size_t text_len = utf8_cut(r.end_text, MAX_REPORT_TEXT);
   payload[0] = (unsigned char)r.end_reason;
   put_be16(payload + 1, r.end_code);
   put_be64(payload + 3, r.bytes_in);
-  put_be64(payload + 11, r.bytes_out);
+  put_be64(payload + 11, bytes_out);
   put_be32(payload + 19, (uint32_t)rest_len);
   if (rest_len) memcpy(payload + END_FIXED_SIZE, rest, rest_len);
   memcpy(payload + END_FIXED_SIZE + rest_len, r.end_text, text_len);

@@ -271,7 +271,7 @@ export class Broker {
       const handed = native().dupCloexec(socket.fd);
       const remaining = config.limits.handshakeTimeoutMs - clientMs - (Date.now() - resumedAt);
       try {
-        worker.handOff(this.#nextId++, handed, pidfd, { ...credentials, cgroup }, Math.max(remaining, 1));
+        worker.handOff(this.#nextId++, handed, pidfd, { ...credentials, cgroup }, Math.max(remaining, 1), version);
       } catch (error) {
         closeQuietly(handed);
         throw new SessionError(ErrorCode.INTERNAL, `hand-off failed: ${(error as Error).message}`);

@@ -1,12 +1,12 @@
 // Reads HELLO frame-exact (never a byte of START, which carries the cwd fd) and picks the version.
 import type { FdSocket } from '../io/fd-socket.ts';
 import { closeReceived } from '../io/fds.ts';
-import { ErrorCode, FrameType, HEADER_SIZE, PROTOCOL_VERSION, isProtocolError, parseHeader, parsePayload, type FrameOf } from '../protocol/index.ts';
+import { ErrorCode, FrameType, HEADER_SIZE, LATEST_VERSION, PROTOCOL_VERSION, isProtocolError, parseHeader, parsePayload, type FrameOf } from '../protocol/index.ts';
 import { SessionError } from '../protocol/session-error.ts';
 
-/** Versions this supervisor speaks, lowest first. Version 2 (docs/protocol.md) joins once the worker and
- * the session helper speak it: the broker only chooses, they write the frames that differ. */
-export const SUPPORTED_VERSIONS: readonly number[] = [PROTOCOL_VERSION];
+/** Versions this supervisor speaks, lowest first (docs/protocol.md "Version 2"). The broker only chooses;
+ * the worker and the session helper write and read the frames that differ, told the version at hand-off. */
+export const SUPPORTED_VERSIONS: readonly number[] = [PROTOCOL_VERSION, LATEST_VERSION];
 
 /** The highest version both sides speak, or undefined (then ERROR VERSION): a client offering 1..2 gets
  * 1 from a server that speaks only 1, and 2 from one that speaks both. */

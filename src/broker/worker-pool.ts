@@ -143,8 +143,8 @@ export class WorkerHandle {
   }
 
   /** Hands over the connection and the peer's pidfd; the control socket closes our copies once sent. */
-  handOff(id: number, clientFd: number, pidfd: number, peer: PeerIdentity, deadlineMs: number): void {
-    this.control.write(encodeControl({ type: 'session', id, peer, deadlineMs, reuse: true }), [clientFd, pidfd]);
+  handOff(id: number, clientFd: number, pidfd: number, peer: PeerIdentity, deadlineMs: number, version: number): void {
+    this.control.write(encodeControl({ type: 'session', id, peer, deadlineMs, version, reuse: true }), [clientFd, pidfd]);
   }
 
   shutdown(): void {

@@ -5,9 +5,10 @@ import type { PeerIdentity } from '../identity/peer.ts';
 export type { PeerIdentity };
 
 export type BrokerMessage =
-  /** fds: [client connection, peer pidfd]. `deadlineMs`: what is left of the handshake deadline. */
+  /** fds: [client connection, peer pidfd]. `deadlineMs`: what is left of the handshake deadline;
+   * `version`: the protocol version WELCOME named (1 when absent). */
   /** `reuse`: after a clean end the broker takes the worker back for another session (else it exits). */
-  | { type: 'session'; id: number; peer: PeerIdentity; deadlineMs: number; reuse?: boolean }
+  | { type: 'session'; id: number; peer: PeerIdentity; deadlineMs: number; version?: number; reuse?: boolean }
   | { type: 'shutdown' };
 
 export type WorkerMessage =

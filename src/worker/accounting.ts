@@ -57,6 +57,9 @@ export interface SessionEnd {
   reason: string;
   exit?: ExitStatus;
   error?: { wireCode?: unknown; message: string };
+  /** INPUT and OUTPUT payload bytes, as the session helper counted them (its end report); absent without one. */
+  bytesIn?: bigint;
+  bytesOut?: bigint;
 }
 
 /** Pure: the journal fields of one session's end. */
@@ -73,6 +76,8 @@ export function sessionEndFields(end: SessionEnd, figures: SessionFigures, nowUs
     EXIT_STATUS: end.exit?.status,
     ERROR_CODE: end.error ? wireCodeName(end.error.wireCode) : undefined,
     DURATION_MS: startedUsec ? (nowUsec - startedUsec) / 1000n : undefined,
+    BYTES_IN: end.bytesIn,
+    BYTES_OUT: end.bytesOut,
     ...counts,
   };
 }
@@ -83,7 +88,7 @@ let logger: Logger | undefined;
 export async function logSessionEnd(end: SessionEnd, figures: Promise<SessionFigures>, log: Logger = (logger ??= createLogger(`worker[${process.pid}]`))): Promise<void> {
   if (!end.unit) return;
   const fields = sessionEndFields(end, await figures, BigInt(Date.now()) * 1000n);
-  const shown = ['CPU_USAGE_NSEC', 'MEMORY_CURRENT_BYTES', 'TASKS_CURRENT', 'IO_READ_BYTES', 'IO_WRITE_BYTES']
+  const shown = ['CPU_USAGE_NSEC', 'MEMORY_CURRENT_BYTES', 'TASKS_CURRENT', 'IO_READ_BYTES', 'IO_WRITE_BYTES', 'BYTES_IN', 'BYTES_OUT']
     .map((name) => `${name.toLowerCase()}=${fields[name] ?? 'unavailable'}`)
     .join(' ');
   log('info', `session ${end.unit} accounting: ${end.reason}, ${shown}`, fields);

@@ -1,7 +1,7 @@
 // A session's end on the wire: what the worker writes once the unit is inactive (pure decision), and
 // the bounded write of it ahead of anything queued.
 import type { FdSocket } from '../io/fd-socket.ts';
-import { ErrorCode, encodeFrame, errorFrame, type Frame } from '../protocol/index.ts';
+import { ErrorCode, encodeFrame, errorFrame, type Accounting, type Frame } from '../protocol/index.ts';
 import type { SessionError } from '../protocol/session-error.ts';
 import type { EndReport } from '../control/helper-channel.ts';
 import type { ExitStatus } from '../systemd/unit-watch.ts';
@@ -15,6 +15,10 @@ export interface SessionOutcome {
   report?: EndReport;
   /** How systemd saw the unit's main process end, once inactive. */
   exit?: ExitStatus;
+  /** The protocol version of the session (1 when absent). */
+  version?: number;
+  /** Version 2's end record, for EXIT and STOPPED. */
+  accounting?: Accounting;
 }
 
 export interface LastWrite {
@@ -33,12 +37,20 @@ export function lastWrite(outcome: SessionOutcome): LastWrite {
   const remainder = report.remainder.length > 0 ? report.remainder : undefined;
   const error = (code: number, text: string): LastWrite => ({ remainder, frame: errorFrame(code, text) });
   if (outcome.workerError) return error(outcome.workerError.wireCode, outcome.workerError.message);
+  const v2 = (outcome.version ?? 1) >= 2;
   switch (report.reason) {
-    case 'exit':
+    case 'exit': {
       if (!outcome.exit) return error(ErrorCode.INTERNAL, 'the session unit ended unobserved');
-      return { remainder, frame: { type: 'exit', code: outcome.exit.code, status: outcome.exit.status, result: outcome.exit.result } };
-    case 'stop':
-      return { remainder, frame: { type: 'stopped' } };
+      const { code, status, result } = outcome.exit;
+      if (!v2) return { remainder, frame: { type: 'exit', code, status, result } };
+      return { remainder, frame: { type: 'exit', code, status, result, accounting: outcome.accounting ?? UNMEASURED } };
+    }
+    case 'stop': {
+      if (!v2) return { remainder, frame: { type: 'stopped' } };
+      // How the program ended once stopped; code 0 when systemd recorded no exit (our own stop collected it).
+      const { code, status, result } = outcome.exit ?? { code: 0, status: 0, result: 'stopped' };
+      return { remainder, frame: { type: 'stopped', end: { code, status, result, accounting: outcome.accounting ?? UNMEASURED } } };
+    }
     case 'flow':
       return error(ErrorCode.FLOW, 'client did not read its output within the write timeout');
     case 'protocol':
@@ -50,11 +62,22 @@ export function lastWrite(outcome: SessionOutcome): LastWrite {
   }
 }
 
+const UNMEASURED: Accounting = {
+  cpuUsageNsec: null,
+  memoryBytes: null,
+  ioReadBytes: null,
+  ioWriteBytes: null,
+  tasks: null,
+  inputBytes: null,
+  outputBytes: null,
+  durationUsec: null,
+};
+
 /** Writes the frame ahead of queued data and waits, bounded, until the kernel has it. */
-export function writeFinalFrame(socket: FdSocket, frame: Frame, timeoutMs: number, before?: Buffer): Promise<boolean> {
+export function writeFinalFrame(socket: FdSocket, frame: Frame, timeoutMs: number, before?: Buffer, version = 1): Promise<boolean> {
   if (socket.closed) return Promise.resolve(false);
   if (before) socket.writeUrgent(before);
-  socket.writeUrgent(encodeFrame(frame));
+  socket.writeUrgent(encodeFrame(frame, version));
   return flushed(socket, timeoutMs);
 }
 

@@ -4,7 +4,7 @@ import { native } from '../native/binding.ts';
 import { FdSocket } from '../io/fd-socket.ts';
 import { closeAll } from '../io/fds.ts';
 import type { Config } from '../config/schema.ts';
-import { ErrorCode } from '../protocol/constants.ts';
+import { ErrorCode, LATEST_VERSION, PROTOCOL_VERSION } from '../protocol/constants.ts';
 import { UnitManager } from '../systemd/unit-manager.ts';
 import { openBusSession } from '../systemd/bus-session.ts';
 import { readControl, sendControl } from '../control/worker-end.ts';
@@ -116,11 +116,13 @@ async function runSession(
   running: (session: Session) => void,
 ): Promise<{ reason: string; clean: boolean }> {
   const [clientFd, pidfd] = received.fds as [number, number];
-  const { peer, deadlineMs } = received.message as Extract<Received['message'], { type: 'session' }>;
+  const { peer, deadlineMs, version = PROTOCOL_VERSION } = received.message as Extract<Received['message'], { type: 'session' }>;
+  if (!Number.isInteger(version) || version < PROTOCOL_VERSION || version > LATEST_VERSION) throw new Error(`the broker chose protocol version ${version}, which this worker does not speak`);
   const session: Session = new Session(clientFd, pidfd, peer, deadlineMs, {
     manager,
     config,
     helperPath: config.helperPath || helperPath(),
+    version,
     report: (message) => sendControl(control, message),
     // Every line about the session carries its unit and peer, so `journalctl SESSION_UNIT=…` finds them all.
     log: (message) => log(message, { ...sessionFields(session.unit), PEER_PID: peer.pid, PEER_UID: peer.uid }),

@@ -7,7 +7,7 @@ import { unitStopWaitMs, type Config } from '../config/schema.ts';
 import { FdSocket } from '../io/fd-socket.ts';
 import { closeQuietly } from '../io/fds.ts';
 import { native } from '../native/binding.ts';
-import { ErrorCode, encodeFrame, errorFrame, PROTOCOL_VERSION, type ErrorCodeValue, type FrameOf } from '../protocol/index.ts';
+import { ErrorCode, encodeFrame, errorFrame, PROTOCOL_VERSION, type ErrorCodeValue, type Frame, type FrameOf } from '../protocol/index.ts';
 import type { Units } from '../systemd/bus-session.ts';
 import { unitNameFor } from '../systemd/unit-names.ts';
 import { programLabel } from '../systemd/unit-text.ts';
@@ -23,6 +23,8 @@ import { receiveStart } from './receive-start.ts';
 import { SessionError } from '../protocol/session-error.ts';
 import { asSessionError, settled } from './start-errors.ts';
 import { logSessionEnd, readSessionFigures, type SessionFigures } from './accounting.ts';
+import { endRecord } from './end-record.ts';
+import { ProgramPid } from './program-pid.ts';
 
 export type EndReason = 'exit' | 'stop' | 'client-gone' | 'error' | 'shutdown';
 
@@ -33,6 +35,8 @@ export interface SessionDeps {
   helperPath: string;
   report(message: WorkerMessage): void;
   log(message: string): void;
+  /** The protocol version WELCOME named (default 1): the helper is told it, and the frames follow it. */
+  version?: number;
 }
 
 type Phase = 'handshake' | 'starting' | 'running' | 'final' | 'done';
@@ -60,6 +64,11 @@ export class Session {
   #stopping = false;
   #unitStopped: Promise<void> | undefined;
   #timers: NodeJS.Timeout[] = [];
+  /** Version 2: the program's pid, as the helper reports it after its fork (STARTED names it). */
+  #programPid = new ProgramPid();
+  /** process.hrtime.bigint() when STARTED was written and when the unit ended (durationUsec). */
+  #startedAt: bigint | undefined;
+  #unitEndedAt: bigint | undefined;
   /** Resolves when the unit is inactive (with its exit when systemd recorded it) or gone. */
   #unitDone: (exit: ExitStatus | undefined) => void = () => undefined;
   #unitDonePromise = new Promise<ExitStatus | undefined>((resolve) => (this.#unitDone = resolve));
@@ -115,19 +124,35 @@ export class Session {
       return reason;
     }
     const exit = await this.#unitDonePromise;
+    this.#unitEndedAt = process.hrtime.bigint();
     this.#phase = 'final';
     for (const timer of this.#timers) clearTimeout(timer);
     // PID 1 holds its own copy of the helper's end until it releases the unit, so EOF is no signal:
     // the unit is inactive now, so what the kernel does not have yet will never come.
     this.#helper?.readAvailable();
     this.#outcome.exit = exit;
+    if (this.#version >= 2) await this.#measure();
     const { remainder, frame } = lastWrite(this.#outcome);
-    if (frame) await writeFinalFrame(this.#client, frame, this.#writeTimeoutMs, remainder);
+    if (frame) await writeFinalFrame(this.#client, frame, this.#writeTimeoutMs, remainder, this.#version);
     else if (!this.#outcome.report && !this.#outcome.clientGone) this.#deps.log(`${this.#unit}: the session helper ended without a report; closing without a last frame`);
     const reason = this.#reason();
     this.#ending = { reason, exit, error: frame?.type === 'error' ? new SessionError(frame.code as ErrorCodeValue, frame.message) : undefined };
     await this.#cleanUp();
     return reason;
+  }
+
+  get #version(): number {
+    return this.#deps.version ?? PROTOCOL_VERSION;
+  }
+
+  /** Version 2's end record, for the last frame: the unit's figures (read when the helper reported, while
+   * its cgroup still existed), the helper's counts, and the time from STARTED to the unit's end. */
+  async #measure(): Promise<void> {
+    if (!this.#outcome.report || this.#outcome.clientGone) return;
+    this.#figures ??= readSessionFigures(this.#deps.manager, this.#unit);
+    const duration = this.#startedAt !== undefined && this.#unitEndedAt !== undefined ? (this.#unitEndedAt - this.#startedAt) / 1000n : undefined;
+    this.#outcome.version = this.#version;
+    this.#outcome.accounting = endRecord(await this.#figures, this.#outcome.report, duration);
   }
 
   get #writeTimeoutMs(): number {
@@ -186,7 +211,7 @@ export class Session {
         // Client bytes never reach unit-file text: the program's name only through a safe alphabet.
         description: `opencode-pty session ${programLabel(frame.argv[0]!)}`,
         helperPath,
-        helperArgs: [`--protocol=${PROTOCOL_VERSION}`, `--write-timeout-ms=${config.limits.writeTimeoutMs}`, String(frame.rows), String(frame.cols), ...frame.argv],
+        helperArgs: [`--protocol=${this.#version}`, `--write-timeout-ms=${config.limits.writeTimeoutMs}`, String(frame.rows), String(frame.cols), ...frame.argv],
         user: config.client.user,
         group: config.client.group,
         cwdFd,
@@ -209,7 +234,20 @@ export class Session {
       (error: Error) => this.#onWatchLost(error),
     );
     this.#helper.start();
-    this.#client.write(encodeFrame({ type: 'started', mainPid: started.mainPid, unit: name }));
+    let startedFrame: Frame = { type: 'started', mainPid: started.mainPid, unit: name };
+    if (this.#version >= 2) {
+      // STARTED names the program, so it waits for the helper's fork (the unit's own end, or the helper's
+      // report of a failure before it, come first when the program never ran).
+      const programPid = await this.#programPid.wait(
+        // What the helper sent before its unit ended is read first: a fast failure has its report.
+        this.#unitDonePromise.then(() => this.#helper?.readAvailable()),
+        config.limits.operationTimeoutMs,
+      );
+      if (programPid === started.mainPid) throw new SessionError(ErrorCode.INTERNAL, 'the session helper reported its own pid as the program\'s');
+      startedFrame = { ...startedFrame, programPid, droppedEnv: dropped };
+    }
+    this.#client.write(encodeFrame(startedFrame, this.#version));
+    this.#startedAt = process.hrtime.bigint();
     // The token rule: nothing of ours may still be queued when the helper starts writing.
     if (!(await flushed(this.#client, this.#writeTimeoutMs))) throw new SessionError(ErrorCode.INTERNAL, 'STARTED could not be written');
     if (this.#phase !== 'starting') return;
@@ -227,9 +265,14 @@ export class Session {
         return this.#deps.log(`${unit}: session helper [${message.priority}]: ${JSON.stringify(message.text)}`);
       case 'stop':
         return void this.#stopSequence();
+      case 'pid':
+        return this.#programPid.reported(message.pid);
       case 'end': {
         if (this.#outcome.report) return;
         this.#outcome.report = message.report;
+        this.#programPid.failed(message.report.text);
+        // While the helper still lives, its cgroup does: MemoryCurrent and TasksCurrent go with it.
+        this.#figures ??= readSessionFigures(this.#deps.manager, this.#unit);
         const { reason } = message.report;
         // After exit or stop the helper ends by itself; otherwise the program may outlive the hang-up.
         if (reason !== 'exit' && reason !== 'stop') void this.#stopUnit();
@@ -297,6 +340,10 @@ export class Session {
     closeQuietly(this.#pidfd);
     const figures = this.#figures ?? readSessionFigures(this.#deps.manager, this.#unit);
     if (this.#unit) await this.#deps.manager.stopAndWait(this.#unit, unitStopWaitMs(this.#deps.config));
-    await logSessionEnd({ unit: this.#unit, peer: this.#peer, reason: this.#ending?.reason ?? 'error', exit: this.#ending?.exit, error: this.#ending?.error }, figures);
+    const { report } = this.#outcome;
+    await logSessionEnd(
+      { unit: this.#unit, peer: this.#peer, reason: this.#ending?.reason ?? 'error', exit: this.#ending?.exit, error: this.#ending?.error, bytesIn: report?.bytesIn, bytesOut: report?.bytesOut },
+      figures,
+    );
   }
 }

@@ -86,10 +86,12 @@ export class WorkerProcess {
   }
 
   /** Hands a connection over as the broker does: the fd and our own pidfd on one message. */
-  handOff(clientFd: number, peer: Partial<PeerIdentity> = {}, deadlineMs = 5000): void {
+  handOff(clientFd: number, peer: Partial<PeerIdentity> = {}, deadlineMs = 5000, version?: number): void {
     const pidfd = native().pidfdOpen(process.pid);
     const full: PeerIdentity = { pid: process.pid, uid: process.getuid!(), gid: process.getgid!(), cgroup: null, ...peer };
-    this.control.write(encodeControl({ type: 'session', id: 1, peer: full, deadlineMs }), [clientFd, pidfd]);
+    // No version: the message as a broker before version 2 sent it (the worker takes 1).
+    const message = version === undefined ? { type: 'session' as const, id: 1, peer: full, deadlineMs } : { type: 'session' as const, id: 1, peer: full, deadlineMs, version };
+    this.control.write(encodeControl(message), [clientFd, pidfd]);
   }
 
   shutdown(): void {
@@ -102,17 +104,24 @@ export class RawClient {
   readonly socket: FdSocket;
   readonly frames: Frame[] = [];
   output = Buffer.alloc(0);
+  /** Every byte the server sent, as it came. */
+  raw = Buffer.alloc(0);
   ended = false;
-  #decoder = new FrameDecoder('to-client');
+  readonly version: number;
+  #decoder: FrameDecoder;
   #waiters: Array<() => void> = [];
   /** Grant credit back as output arrives (a reading consumer). */
   autoCredit = true;
   /** The worker serving this connection, for its log in failure messages. */
   worker: WorkerProcess | undefined;
 
-  constructor(fd: number) {
+  /** `version`: the protocol version the worker was handed the connection with. */
+  constructor(fd: number, version = 1) {
+    this.version = version;
+    this.#decoder = new FrameDecoder('to-client', version);
     this.socket = new FdSocket(fd);
     this.socket.startReading((chunk) => {
+      this.raw = Buffer.concat([this.raw, chunk]);
       for (const frame of this.#decoder.push(chunk)) {
         this.frames.push(frame);
         if (frame.type === 'output') {
@@ -136,7 +145,7 @@ export class RawClient {
   }
 
   send(frame: Frame, fds: number[] = []): void {
-    this.socket.write(encodeFrame(frame), fds);
+    this.socket.write(encodeFrame(frame, this.version), fds);
   }
 
   /** Sends START for `dir` with its fd attached (or the given fds instead). */

@@ -1,0 +1,49 @@
+// Version 2's STARTED waits for the program's pid, which the session helper reports right after its
+// fork. The helper runs as the client's user: its word is bounds-checked (helper-channel.ts) and taken
+// once; it can only misname a process of the client's own user to the client.
+import { ErrorCode } from '../protocol/constants.ts';
+import { SessionError } from '../protocol/session-error.ts';
+
+export class ProgramPid {
+  #pid: number | undefined;
+  #failure: SessionError | undefined;
+  #wake: (() => void) | undefined;
+
+  /** The helper's PID message (the decoder lets only one through). */
+  reported(pid: number): void {
+    this.#pid ??= pid;
+    this.#wake?.();
+  }
+
+  /** The helper's end report: before a pid, the program never ran. */
+  failed(text: string): void {
+    if (this.#pid !== undefined) return;
+    this.#failure ??= new SessionError(ErrorCode.START_FAILED, `the session could not start its program: ${text}`);
+    this.#wake?.();
+  }
+
+  /** Resolves with the pid; rejects when the helper failed first, the unit ended first, or at the deadline. */
+  wait(unitDone: Promise<unknown>, timeoutMs: number): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const settle = () => {
+        if (this.#pid !== undefined) resolve(this.#pid);
+        else if (this.#failure) reject(this.#failure);
+        else return false;
+        clearTimeout(timer);
+        this.#wake = undefined;
+        return true;
+      };
+      if (settle()) return;
+      this.#wake = settle;
+      timer = setTimeout(() => {
+        this.#failure ??= new SessionError(ErrorCode.INTERNAL, `the session helper named no program within ${timeoutMs} ms`);
+        settle();
+      }, timeoutMs);
+      void unitDone.then(() => {
+        this.#failure ??= new SessionError(ErrorCode.START_FAILED, 'the session unit ended before its program started');
+        settle();
+      });
+    });
+  }
+}
