@@ -42,6 +42,7 @@ test('the version: the highest both speak; none in common is undefined (ERROR VE
   assert.is(chooseVersion(hello(2, 2), [1]), undefined);
   assert.is(chooseVersion(hello(3, 4), [1, 2]), undefined);
   assert.ok(SUPPORTED_VERSIONS.includes(1), 'version 1 stays served');
+  assert.is(chooseVersion(hello(1, 2)), 2, 'this supervisor serves version 2');
 });
 
 test.run();

@@ -4,6 +4,7 @@ import * as assert from 'uvu/assert';
 import { lastWrite, type SessionOutcome } from '../../src/worker/final-frame.ts';
 import type { EndReport, HelperEndReason } from '../../src/control/helper-channel.ts';
 import { SessionError } from '../../src/protocol/session-error.ts';
+import { endRecord } from '../../src/worker/end-record.ts';
 
 const exit = { code: 1, status: 3, result: 'exit-code' };
 const report = (reason: HelperEndReason, extra: Partial<EndReport> = {}): EndReport => ({
@@ -49,6 +50,25 @@ test('the worker\'s own end wins over the report, but never over a missing one',
 
 test('an exit report without systemd\'s status is INTERNAL, never an invented EXIT', () => {
   assert.is(lastWrite(outcome({ report: report('exit') })).frame?.type, 'error');
+});
+
+test('version 2: EXIT with the end record; STOPPED with how the program ended, or code 0 when systemd recorded none', () => {
+  const accounting = endRecord({ CPU_USAGE_NSEC: 12_500_000n, MEMORY_CURRENT_BYTES: 4096n }, report('exit', { bytesIn: 6n, bytesOut: 120n }), 1_500_000n);
+  assert.equal(accounting, { cpuUsageNsec: 12_500_000, memoryBytes: 4096, ioReadBytes: null, ioWriteBytes: null, tasks: null, inputBytes: 6, outputBytes: 120, durationUsec: 1_500_000 });
+  assert.equal(lastWrite(outcome({ version: 2, accounting, report: report('exit'), exit })).frame, { type: 'exit', ...exit, accounting });
+  const killed = { code: 2, status: 1, result: 'success' };
+  assert.equal(lastWrite(outcome({ version: 2, accounting, report: report('stop'), exit: killed })).frame, { type: 'stopped', end: { ...killed, accounting } });
+  assert.equal(lastWrite(outcome({ version: 2, accounting, report: report('stop') })).frame, { type: 'stopped', end: { code: 0, status: 0, result: 'stopped', accounting } });
+  // Version 1 keeps its frames.
+  assert.equal(lastWrite(outcome({ version: 1, accounting, report: report('stop'), exit: killed })).frame, { type: 'stopped' });
+});
+
+test('the end record: MemoryPeak before MemoryCurrent; past 2^53 or unmeasured is unavailable, never 0', () => {
+  const record = endRecord({ MEMORY_PEAK_BYTES: 10n, MEMORY_CURRENT_BYTES: 5n, TASKS_CURRENT: 2n ** 60n }, undefined, undefined);
+  assert.is(record.memoryBytes, 10);
+  assert.is(record.tasks, null);
+  assert.is(record.inputBytes, null);
+  assert.is(record.durationUsec, null);
 });
 
 test.run();
