@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
-import { INSTALL_DIR } from '../sandbox/deploy.ts';
+import { INSTALL_DIR, SOCKET_PATH } from '../sandbox/deploy.ts';
 import { Agent, deployBroker } from '../broker/harness.ts';
 import type { ProbeResult } from './pty-probe.ts';
 
@@ -175,6 +175,29 @@ test('writes before the session started reach the shell', async () => {
   assert.equal(supervisorNode.exit, { exitCode: 3, signal: 0 });
   // node-pty on Node sometimes loses this output at exit: recorded, not asserted.
   void nodePtyNode;
+});
+
+test("pid is the program's: process.kill(pty.pid, 'SIGINT') ends it, as with node-pty", async () => {
+  const { supervisorNode, nodePtyNode } = await observe('pid');
+  assert.equal(supervisorNode.seen, { pidIsProgram: true });
+  assert.equal(supervisorNode.exit, { exitCode: 0, signal: 2 });
+  assert.equal(nodePtyNode.seen, { pidIsProgram: true });
+  assert.equal(nodePtyNode.exit, { exitCode: 0, signal: 2 });
+});
+
+test('the CLI with piped stdin: the program sees end of file and the command ends (cat, sh, python3 -)', async () => {
+  const cli = `/usr/bin/node ${INSTALL_DIR}/cli.js run --socket ${SOCKET_PATH} --`;
+  for (const [input, program, expected] of [
+    // The terminal echoes the input, cat prints it again: a and b twice each.
+    ["'a\\nb\\n'", 'cat', /^(?=(?:[^a]*a){2}[^a]*$)(?=(?:[^b]*b){2}[^b]*$)/],
+    ["'a\\nb'", 'cat', /^(?=(?:[^a]*a){2}[^a]*$)(?=(?:[^b]*b){2}[^b]*$)/],
+    ["'echo one\\necho $((1+1))'", 'sh', /(?:^|[#$] )2\r\n/],
+    ["'print(6*7)\\n'", 'python3 -', /\r\n42\r\n/],
+  ] as const) {
+    const run = await agent.command<{ code: number; stdout: string; stderr: string }>({ run: ['/bin/sh', '-c', `printf ${input} | ${cli} ${program}`] });
+    assert.is(run.code, 0, `${program} <${input}: ${run.stderr} ${JSON.stringify(run.stdout)}`);
+    assert.match(run.stdout, expected, `${program} <${input}: ${JSON.stringify(run.stdout)}`);
+  }
 });
 
 test('a missing program: node-pty exits 1, the session 127 as a shell reports it', async () => {

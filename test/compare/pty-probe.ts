@@ -131,6 +131,20 @@ const SCENARIOS: Record<string, (spawn: Spawn) => Promise<ProbeResult>> = {
       // Written before the session exists: it must reach the shell.
       pty.write('echo early-$((40+2)); exit 3\r');
     }).then((result) => ({ ...result, output: undefined, seen: { echoed: (result.output ?? '').includes('early-42') } })),
+  // process.kill(pty.pid, 'SIGINT') as a caller of node-pty does it: pid must be the program's own.
+  pid: async (spawn) => {
+    let printed = 0;
+    let reported = 0;
+    const result = await run(spawn, 'sh', ['-c', 'echo pid=$$; exec sleep 1000'], {}, (pty, output) => {
+      const match = /pid=(\d+)/.exec(output);
+      if (!printed && match) {
+        printed = Number(match[1]);
+        reported = pty.pid;
+        process.kill(pty.pid, 'SIGINT');
+      }
+    });
+    return { ...result, output: undefined, seen: { pidIsProgram: printed > 0 && printed === reported } };
+  },
   missing: async (spawn) => {
     const result = await run(spawn, '/nonexistent/program', [], {});
     return { ...result, output: undefined };
