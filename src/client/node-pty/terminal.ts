@@ -19,7 +19,7 @@ export interface IEvent<T> {
 }
 
 export interface IStartEvent {
-  /** The PID the supervisor reports for the session (see `pid`). */
+  /** The program's PID (see `pid`). */
   pid: number;
   /** The session's systemd unit. */
   unit: string;
@@ -61,8 +61,9 @@ export class Terminal extends EventEmitter {
     queueMicrotask(() => void this.#start());
   }
 
-  /** 0 until the session has started; then the program's PID (with protocol version 1 the server reports
-   * only the session helper's, the program's parent, and that is what this is then). */
+  /** 0 until the session has started; then the program's own PID (protocol version 2's STARTED), so
+   * `process.kill(pid, signal)` reaches the program as with node-pty. A server speaking only version 1
+   * reports the session helper's, the program's parent, and that is what this is then. */
   get pid(): number {
     return this.#pid;
   }
