@@ -43,9 +43,10 @@ async function oneSession(argv: string[], cwd: string): Promise<SessionResult> {
       timer = setTimeout(() => reject(Object.assign(new Error(`no end within ${SESSION_LIMIT_MS} ms; output so far ${JSON.stringify(output.slice(-200))}`), { code: 'STUCK' })), SESSION_LIMIT_MS);
     });
     try {
-      const exit = await Promise.race([session.exit, stuck]);
+      // How it ended, without version 2's end record (its figures differ run to run).
+      const { reason, code, status, result } = await Promise.race([session.exit, stuck]);
       await Promise.race([ended, stuck]);
-      return { ok: true, ms: startMs, exit, output };
+      return { ok: true, ms: startMs, exit: { reason, code, status, result }, output };
     } finally {
       clearTimeout(timer);
     }
