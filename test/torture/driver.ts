@@ -22,7 +22,7 @@ const SOCKET = process.env.TORTURE_SOCKET ?? '/run/opencode-pty/supervisor.sock'
 export interface SessionResult {
   ok: boolean;
   ms: number;
-  exit?: { code: number; status: number; result: string };
+  exit?: { reason: string; code: number; status: number; result: string };
   error?: string;
   output?: string;
 }
