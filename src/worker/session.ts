@@ -281,7 +281,7 @@ export class Session {
     }
   }
 
-  /** STOP: SIGTERM and SIGHUP to every process (the helper lives through both), SIGKILL to all but
+  /** STOP: SIGHUP and SIGTERM to every process (the helper lives through both), SIGKILL to all but
    * the helper after stopTimeoutSec (the helper does it: systemd 252's KillUnit cannot spare it),
    * and the unit's stop as the backstop. The helper relays the last output, then reports "stop". */
   async #stopSequence(): Promise<void> {
@@ -292,8 +292,10 @@ export class Session {
     this.#later(stepMs, () => this.#helper?.send('kill'));
     this.#later(2 * stepMs, () => void this.#stopUnit());
     try {
-      await manager.kill(this.#unit!, 'SIGTERM');
+      // The hang-up first, as a closing terminal sends it: most programs then end of SIGHUP, which
+      // STOPPED (version 2) reports and node-pty's kill() reports too; SIGTERM for those that ignore it.
       await manager.kill(this.#unit!, 'SIGHUP');
+      await manager.kill(this.#unit!, 'SIGTERM');
     } catch (error) {
       this.#deps.log(`${this.#unit}: stopping the session's processes failed: ${(error as Error).message}`);
       void this.#stopUnit();
