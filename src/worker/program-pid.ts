@@ -47,3 +47,24 @@ export class ProgramPid {
     });
   }
 }
+
+/** The unit's name as the last part of a cgroup v2 path in /proc/PID/cgroup ("0::/system.slice/u.service"). */
+function cgroupUnit(pid: number, read: (path: string) => string): string | undefined {
+  try {
+    const line = read(`/proc/${pid}/cgroup`).split('\n').find((entry) => entry.startsWith('0::'));
+    return line?.slice(3).split('/').pop();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether the helper's pid names a process of the session's own cgroup: false only when it names a
+ * live process elsewhere. Undefined when this process cannot tell: the helper (the unit's MainPID) is
+ * not seen in the unit from here (another pid namespace), or the program has already ended.
+ */
+export function programInUnit(pid: number, mainPid: number, unit: string, read: (path: string) => string): boolean | undefined {
+  if (cgroupUnit(mainPid, read) !== unit) return undefined;
+  const found = cgroupUnit(pid, read);
+  return found === undefined ? undefined : found === unit;
+}

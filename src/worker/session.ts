@@ -3,6 +3,7 @@
 // data-phase byte. The client socket's write side passes like a token: worker (STARTED) → GO →
 // helper (data phase) → END report → worker (the last frame, once the unit is inactive).
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { unitStopWaitMs, type Config } from '../config/schema.ts';
 import { FdSocket } from '../io/fd-socket.ts';
 import { closeQuietly } from '../io/fds.ts';
@@ -24,7 +25,7 @@ import { SessionError } from '../protocol/session-error.ts';
 import { asSessionError, settled } from './start-errors.ts';
 import { logSessionEnd, readSessionFigures, type SessionFigures } from './accounting.ts';
 import { endRecord } from './end-record.ts';
-import { ProgramPid } from './program-pid.ts';
+import { ProgramPid, programInUnit } from './program-pid.ts';
 
 export type EndReason = 'exit' | 'stop' | 'client-gone' | 'error' | 'shutdown';
 
@@ -243,7 +244,9 @@ export class Session {
         this.#unitDonePromise.then(() => this.#helper?.readAvailable()),
         config.limits.operationTimeoutMs,
       );
-      if (programPid === started.mainPid) throw new SessionError(ErrorCode.INTERNAL, 'the session helper reported its own pid as the program\'s');
+      if (programPid === started.mainPid || programInUnit(programPid, started.mainPid, name, (path) => readFileSync(path, 'utf8')) === false) {
+        throw new SessionError(ErrorCode.INTERNAL, `the session helper named pid ${programPid}, which is not its program`);
+      }
       startedFrame = { ...startedFrame, programPid, droppedEnv: dropped };
     }
     this.#client.write(encodeFrame(startedFrame, this.#version));

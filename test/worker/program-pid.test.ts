@@ -1,0 +1,53 @@
+// The program's pid as the session helper reports it: waited for, taken once, checked against the unit's cgroup.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ProgramPid, programInUnit } from '../../src/worker/program-pid.ts';
+import { SessionError } from '../../src/protocol/session-error.ts';
+
+const never = new Promise<void>(() => undefined);
+
+test('resolves with the first pid reported, before or after the wait began', async () => {
+  const early = new ProgramPid();
+  early.reported(42);
+  early.reported(43);
+  assert.is(await early.wait(never, 10_000), 42);
+  const late = new ProgramPid();
+  const waiting = late.wait(never, 10_000);
+  late.reported(7);
+  late.failed('ignored once a pid came');
+  assert.is(await waiting, 7);
+});
+
+test('the helper\'s end report first, or the unit\'s end first: START_FAILED; no word at all: INTERNAL', async () => {
+  const failed = new ProgramPid();
+  const waiting = failed.wait(never, 10_000);
+  failed.failed('cannot enter the working directory');
+  const error = await waiting.catch((e: SessionError) => e);
+  assert.instance(error, SessionError);
+  assert.is((error as SessionError).wireCode, 8);
+  assert.match((error as SessionError).message, 'cannot enter the working directory');
+  const gone = await new ProgramPid().wait(Promise.resolve(), 10_000).catch((e: SessionError) => e);
+  assert.is((gone as SessionError).wireCode, 8);
+  const silent = await new ProgramPid().wait(never, 5).catch((e: SessionError) => e);
+  assert.is((silent as SessionError).wireCode, 10);
+});
+
+test('programInUnit: false only for a live process of another cgroup', () => {
+  const cgroups: Record<string, string> = {
+    '/proc/10/cgroup': '0::/system.slice/opencode-pty-session-a.service\n',
+    '/proc/11/cgroup': '0::/system.slice/opencode-pty-session-a.service\n',
+    '/proc/12/cgroup': '0::/user.slice/user-1000.slice/session-1.scope\n',
+  };
+  const read = (path: string) => {
+    const text = cgroups[path];
+    if (text === undefined) throw Object.assign(new Error('ENOENT'), { code: 'ENOENT' });
+    return text;
+  };
+  const unit = 'opencode-pty-session-a.service';
+  assert.is(programInUnit(11, 10, unit, read), true);
+  assert.is(programInUnit(12, 10, unit, read), false);
+  assert.is(programInUnit(99, 10, unit, read), undefined, 'already ended');
+  assert.is(programInUnit(11, 98, unit, read), undefined, 'the helper not seen in the unit: another pid namespace');
+});
+
+test.run();
