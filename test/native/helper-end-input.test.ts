@@ -54,16 +54,16 @@ for (const [name, data] of [
 }
 
 test('sh (interactive on its terminal) runs the input and exits at its end, also after an unfinished line', async () => {
-  for (const script of ['echo one\necho $((1+1))\n', 'echo one\necho $((1+1))']) {
+  // The output differs from the script's text, which the terminal echoes as it arrives (before or after
+  // sh's first prompt): "o''ne" prints one, $((20+22)) prints 42.
+  for (const script of ["echo o''ne\necho $((20+22))\n", "echo o''ne\necho $((20+22))"]) {
     const run = run2(program('sh'));
     run.send(input(script));
     run.send(END_INPUT);
     const ended = await run.ended;
     assert.is(ended.code, 0, JSON.stringify(printed(ended.output)));
-    // The terminal echoes the script as it arrives; then sh's prompts with its output.
-    // (an unfinished line's echo has no line end: the prompt follows it on the same line).
-    assert.match(printed(ended.output), /(?:^|[#$] )one$/m);
-    assert.match(printed(ended.output), /(?:^|[#$] )2$/m);
+    const out = printed(ended.output);
+    assert.ok(out.includes('one') && out.includes('42'), JSON.stringify(out));
   }
 });
 
@@ -73,8 +73,8 @@ test('python3 - reads its script through its line editor and exits at END_INPUT'
   run.send(END_INPUT);
   const ended = await run.ended;
   assert.is(ended.code, 0, JSON.stringify(printed(ended.output)));
-  assert.match(printed(ended.output), /\n42\n/);
-  assert.match(printed(ended.output), /\nxxx\n/);
+  // Only the program prints these (the echoed script says 6*7 and "x" * 3).
+  assert.ok(printed(ended.output).includes('42') && printed(ended.output).includes('xxx'), JSON.stringify(printed(ended.output)));
 });
 
 test('python3 reading stdin to its end gets an unfinished last line whole', async () => {
