@@ -284,7 +284,7 @@ export class Session {
     }
   }
 
-  /** STOP: SIGHUP and SIGTERM to every process (the helper lives through both), SIGKILL to all but
+  /** STOP: SIGTERM and SIGHUP to every process (the helper lives through both), SIGKILL to all but
    * the helper after stopTimeoutSec (the helper does it: systemd 252's KillUnit cannot spare it),
    * and the unit's stop as the backstop. The helper relays the last output, then reports "stop". */
   async #stopSequence(): Promise<void> {
@@ -295,10 +295,11 @@ export class Session {
     this.#later(stepMs, () => this.#helper?.send('kill'));
     this.#later(2 * stepMs, () => void this.#stopUnit());
     try {
-      // The hang-up first, as a closing terminal sends it: most programs then end of SIGHUP, which
-      // STOPPED (version 2) reports and node-pty's kill() reports too; SIGTERM for those that ignore it.
-      await manager.kill(this.#unit!, 'SIGHUP');
+      // SIGTERM, then the hang-up, as systemd's own stop with SendSIGHUP= does. The order matters:
+      // readline keeps one pending signal (_rl_caught_signal), so the later one wins; an interactive
+      // bash ignores SIGTERM and must see the SIGHUP (with the hang-up first it lived until the KILL step).
       await manager.kill(this.#unit!, 'SIGTERM');
+      await manager.kill(this.#unit!, 'SIGHUP');
     } catch (error) {
       this.#deps.log(`${this.#unit}: stopping the session's processes failed: ${(error as Error).message}`);
       void this.#stopUnit();
