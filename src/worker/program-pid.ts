@@ -1,7 +1,9 @@
 // Version 2's STARTED waits for the program's pid, which the session helper reports right after its
 // fork. The helper runs as the client's user: its word is bounds-checked (helper-channel.ts) and taken
 // once; it can only misname a process of the client's own user to the client.
+import { readFileSync } from 'node:fs';
 import { ErrorCode } from '../protocol/constants.ts';
+import type { Frame } from '../protocol/frames.ts';
 import { SessionError } from '../protocol/session-error.ts';
 
 export class ProgramPid {
@@ -20,6 +22,18 @@ export class ProgramPid {
     if (this.#pid !== undefined) return;
     this.#failure ??= new SessionError(ErrorCode.START_FAILED, `the session could not start its program: ${text}`);
     this.#wake?.();
+  }
+
+  /** STARTED as `version` lays it out: version 2 names the program, so it waits for the helper's fork
+   * (the unit's own end, or the helper's report of a failure before it, come first when the program
+   * never ran) and takes the pid only if it can be the program. */
+  async startedFrame(version: number, mainPid: number, unit: string, dropped: string[], wait: { unitDone: Promise<unknown>; timeoutMs: number }): Promise<Frame> {
+    if (version < 2) return { type: 'started', mainPid, unit };
+    const programPid = await this.wait(wait.unitDone, wait.timeoutMs);
+    if (programPid === mainPid || programInUnit(programPid, mainPid, unit, (path) => readFileSync(path, 'utf8')) === false) {
+      throw new SessionError(ErrorCode.INTERNAL, `the session helper named pid ${programPid}, which is not its program`);
+    }
+    return { type: 'started', mainPid, unit, programPid, droppedEnv: dropped };
   }
 
   /** Resolves with the pid; rejects when the helper failed first, the unit ended first, or at the deadline. */

@@ -3,12 +3,11 @@
 // data-phase byte. The client socket's write side passes like a token: worker (STARTED) → GO →
 // helper (data phase) → END report → worker (the last frame, once the unit is inactive).
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { unitStopWaitMs, type Config } from '../config/schema.ts';
 import { FdSocket } from '../io/fd-socket.ts';
 import { closeQuietly } from '../io/fds.ts';
 import { native } from '../native/binding.ts';
-import { ErrorCode, encodeFrame, errorFrame, PROTOCOL_VERSION, type ErrorCodeValue, type Frame, type FrameOf } from '../protocol/index.ts';
+import { ErrorCode, encodeFrame, errorFrame, PROTOCOL_VERSION, type ErrorCodeValue, type FrameOf } from '../protocol/index.ts';
 import type { Units } from '../systemd/bus-session.ts';
 import { unitNameFor } from '../systemd/unit-names.ts';
 import { programLabel } from '../systemd/unit-text.ts';
@@ -25,7 +24,7 @@ import { SessionError } from '../protocol/session-error.ts';
 import { asSessionError, settled } from './start-errors.ts';
 import { logSessionEnd, readSessionFigures, type SessionFigures } from './accounting.ts';
 import { endRecord } from './end-record.ts';
-import { ProgramPid, programInUnit } from './program-pid.ts';
+import { ProgramPid } from './program-pid.ts';
 
 export type EndReason = 'exit' | 'stop' | 'client-gone' | 'error' | 'shutdown';
 
@@ -235,20 +234,11 @@ export class Session {
       (error: Error) => this.#onWatchLost(error),
     );
     this.#helper.start();
-    let startedFrame: Frame = { type: 'started', mainPid: started.mainPid, unit: name };
-    if (this.#version >= 2) {
-      // STARTED names the program, so it waits for the helper's fork (the unit's own end, or the helper's
-      // report of a failure before it, come first when the program never ran).
-      const programPid = await this.#programPid.wait(
-        // What the helper sent before its unit ended is read first: a fast failure has its report.
-        this.#unitDonePromise.then(() => this.#helper?.readAvailable()),
-        config.limits.operationTimeoutMs,
-      );
-      if (programPid === started.mainPid || programInUnit(programPid, started.mainPid, name, (path) => readFileSync(path, 'utf8')) === false) {
-        throw new SessionError(ErrorCode.INTERNAL, `the session helper named pid ${programPid}, which is not its program`);
-      }
-      startedFrame = { ...startedFrame, programPid, droppedEnv: dropped };
-    }
+    const startedFrame = await this.#programPid.startedFrame(this.#version, started.mainPid, name, dropped, {
+      // What the helper sent before its unit ended is read first: a fast failure has its report.
+      unitDone: this.#unitDonePromise.then(() => this.#helper?.readAvailable()),
+      timeoutMs: config.limits.operationTimeoutMs,
+    });
     this.#client.write(encodeFrame(startedFrame, this.#version));
     this.#startedAt = process.hrtime.bigint();
     // The token rule: nothing of ours may still be queued when the helper starts writing.

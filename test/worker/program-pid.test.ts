@@ -32,6 +32,18 @@ test('the helper\'s end report first, or the unit\'s end first: START_FAILED; no
   assert.is((silent as SessionError).wireCode, 10);
 });
 
+test('startedFrame: version 1 as before; version 2 with the pid and dropped names; the helper\'s own pid refused', async () => {
+  const pid = new ProgramPid();
+  assert.equal(await pid.startedFrame(1, 10, 'u.service', ['X'], { unitDone: never, timeoutMs: 10 }), { type: 'started', mainPid: 10, unit: 'u.service' });
+  pid.reported(11);
+  // This test process is not in u.service's cgroup, so the cgroup check cannot tell (undefined): taken.
+  assert.equal(await pid.startedFrame(2, 10, 'u.service', ['X'], { unitDone: never, timeoutMs: 10 }), { type: 'started', mainPid: 10, unit: 'u.service', programPid: 11, droppedEnv: ['X'] });
+  const own = new ProgramPid();
+  own.reported(10);
+  const error = await own.startedFrame(2, 10, 'u.service', [], { unitDone: never, timeoutMs: 10 }).catch((e: SessionError) => e);
+  assert.is((error as SessionError).wireCode, 10);
+});
+
 test('programInUnit: false only for a live process of another cgroup', () => {
   const cgroups: Record<string, string> = {
     '/proc/10/cgroup': '0::/system.slice/opencode-pty-session-a.service\n',
