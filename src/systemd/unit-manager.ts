@@ -48,9 +48,12 @@ async function ignoreDbusError(step: Promise<unknown>): Promise<void> {
   }
 }
 
-/** The main process ran and ended by itself: an exit outside systemd's own codes (CLD_EXITED = 1). */
+/** The main process ran and ended by itself: an exit below systemd's own codes (CLD_EXITED = 1).
+ * systemd reserves 200 and up (systemd.exec(5) "Process Exit Codes": 200-245 for failures before the
+ * exec, 255 EXIT_EXCEPTION), so every status from 200 counts as a failure to start, even one a
+ * program chose itself. */
 function ranAndEnded(exit: { code: number; status: number }): boolean {
-  return exit.code === 1 && (exit.status < 200 || exit.status > 243);
+  return exit.code === 1 && exit.status < 200;
 }
 
 function signalNumber(signal: number | NodeJS.Signals): number {
@@ -128,7 +131,7 @@ export class UnitManager {
       const exit = await readExit(this.#connection, name).catch(() => undefined);
       // Type=exec: a program that exits at once can be reaped before PID 1 sees its exec, and the
       // job then ends "failed" although the program ran. Its own exit says so: systemd's failures to
-      // start it are exits with systemd's codes (200-243, systemd.exec(5) "Process Exit Codes").
+      // start it are exits with systemd's codes (200 and up, see ranAndEnded).
       if (result === 'failed' && exit && ranAndEnded(exit)) return { mainPid: job.mainPid() ?? (await this.#readMainPid(name)) };
       await this.#discard(name);
       throw new SystemdError('UNIT_START_FAILED', `${name}: start job ended "${result}"`, { jobResult: result, exit, unit: name });

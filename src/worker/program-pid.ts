@@ -28,8 +28,11 @@ export class ProgramPid {
    * (the unit's own end, or the helper's report of a failure before it, come first when the program
    * never ran) and takes the pid only if it can be the program. */
   async startedFrame(version: number, mainPid: number, unit: string, dropped: string[], wait: { unitDone: Promise<unknown>; timeoutMs: number }): Promise<Frame> {
-    if (version < 2) return { type: 'started', mainPid, unit };
+    // Version 1 waits too, without naming it: a helper that dies before its fork (a start job systemd
+    // counts as started because its process exited at once) is then START_FAILED, not a STARTED
+    // followed by an error.
     const programPid = await this.wait(wait.unitDone, wait.timeoutMs);
+    if (version < 2) return { type: 'started', mainPid, unit };
     if (programPid === mainPid || programInUnit(programPid, mainPid, unit, (path) => readFileSync(path, 'utf8')) === false) {
       throw new SessionError(ErrorCode.INTERNAL, `the session helper named pid ${programPid}, which is not its program`);
     }

@@ -21,7 +21,7 @@ import { unsafeHelper } from './helper-path.ts';
 import { recheckPeer } from '../identity/peer-recheck.ts';
 import { receiveStart } from './receive-start.ts';
 import { SessionError } from '../protocol/session-error.ts';
-import { asSessionError, settled } from './start-errors.ts';
+import { asSessionError, raceAbort, settled } from './start-errors.ts';
 import { logSessionEnd, readSessionFigures, type SessionFigures } from './accounting.ts';
 import { endRecord } from './end-record.ts';
 import { ProgramPid } from './program-pid.ts';
@@ -176,7 +176,7 @@ export class Session {
     const deadline = setTimeout(() => this.#abort(new SessionError(ErrorCode.HANDSHAKE_TIMEOUT, 'handshake timeout: no START within the deadline')), this.#deadlineMs);
     let start;
     try {
-      start = await Promise.race([settled(receiveStart(this.#client)), aborted]);
+      start = await raceAbort(receiveStart(this.#client), aborted, (late) => closeQuietly(late.cwdFd));
     } finally {
       clearTimeout(deadline);
     }

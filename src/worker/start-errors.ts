@@ -8,6 +8,20 @@ export function settled<T>(promise: Promise<T>): Promise<T> {
   return promise;
 }
 
+/**
+ * A read raced against an abort. A read that completes after losing the race still hands over what
+ * it read (a START's directory fd): `discard` gets it, so a worker that serves sessions in a row does
+ * not keep one client fd per aborted session (a hang-up seen in the same wakeup as START's bytes).
+ */
+export async function raceAbort<T>(read: Promise<T>, aborted: Promise<never>, discard: (late: T) => void): Promise<T> {
+  try {
+    return await Promise.race([settled(read), aborted]);
+  } catch (error) {
+    read.then(discard, () => undefined);
+    throw error;
+  }
+}
+
 export function asSessionError(error: unknown): SessionError {
   if (error instanceof SessionError) return error;
   const code = (error as { code?: string })?.code;

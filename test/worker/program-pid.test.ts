@@ -34,14 +34,24 @@ test('the helper\'s end report first, or the unit\'s end first: START_FAILED; no
 
 test('startedFrame: version 1 as before; version 2 with the pid and dropped names; the helper\'s own pid refused', async () => {
   const pid = new ProgramPid();
-  assert.equal(await pid.startedFrame(1, 10, 'u.service', ['X'], { unitDone: never, timeoutMs: 10 }), { type: 'started', mainPid: 10, unit: 'u.service' });
   pid.reported(11);
+  assert.equal(await pid.startedFrame(1, 10, 'u.service', ['X'], { unitDone: never, timeoutMs: 10 }), { type: 'started', mainPid: 10, unit: 'u.service' });
   // This test process is not in u.service's cgroup, so the cgroup check cannot tell (undefined): taken.
   assert.equal(await pid.startedFrame(2, 10, 'u.service', ['X'], { unitDone: never, timeoutMs: 10 }), { type: 'started', mainPid: 10, unit: 'u.service', programPid: 11, droppedEnv: ['X'] });
   const own = new ProgramPid();
   own.reported(10);
   const error = await own.startedFrame(2, 10, 'u.service', [], { unitDone: never, timeoutMs: 10 }).catch((e: SessionError) => e);
   assert.is((error as SessionError).wireCode, 10);
+});
+
+test('startedFrame version 1 also waits for the fork: a helper that failed before it is START_FAILED, no STARTED', async () => {
+  const pid = new ProgramPid();
+  pid.failed('cannot enter the working directory');
+  const error = await pid.startedFrame(1, 10, 'u.service', [], { unitDone: never, timeoutMs: 10_000 }).catch((e: SessionError) => e);
+  assert.instance(error, SessionError);
+  assert.is((error as SessionError).wireCode, 8);
+  const gone = await new ProgramPid().startedFrame(1, 10, 'u.service', [], { unitDone: Promise.resolve(), timeoutMs: 10_000 }).catch((e: SessionError) => e);
+  assert.is((gone as SessionError).wireCode, 8);
 });
 
 test('programInUnit: false only for a live process of another cgroup', () => {
