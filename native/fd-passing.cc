@@ -20,6 +20,8 @@ namespace {
 
 // SCM_MAX_FD in the kernel (include/net/scm.h): no message carries more.
 constexpr int64_t kMaxFdsPerMessage = 253;
+// In ints: room for one SCM_CREDENTIALS (a struct ucred) and one SCM_PIDFD beside the descriptors.
+constexpr size_t kForeignControlRoom = 16;
 
 // Control buffers as cmsghdr arrays so CMSG_* sees the alignment it expects.
 std::vector<cmsghdr> ControlBuffer(size_t fdCount) {
@@ -78,9 +80,13 @@ Napi::Value Recvmsg(const Napi::CallbackInfo& info) {
     ThrowRange(env, "The value of \"length\" is out of range. It must be >= 1");
     return Napi::Value();
   }
-  // Room for at least one descriptor even when none is expected: one sent anyway must be seen
-  // (and closed by the caller), not silently dropped by the kernel.
-  const size_t room = static_cast<size_t>(std::max<int64_t>(maxFds, 1));
+  // Room for every descriptor one message can carry, whatever the caller expects (it checks the
+  // count): the kernel releases the ones a read has no room for itself, in this thread, on the way
+  // back from recvmsg (scm_detach_fds, then fput's task work), where no linger can be disarmed first;
+  // a peer's lingering TCP socket among them would hold this thread for its linger time. Extra
+  // room: a foreign control message (SCM_CREDENTIALS, SCM_PIDFD) beside the descriptors.
+  (void)maxFds;
+  const size_t room = static_cast<size_t>(kMaxFdsPerMessage) + kForeignControlRoom;
   std::vector<cmsghdr> control = ControlBuffer(room);
   iovec iov{data + offset, length};
   msghdr msg{};

@@ -294,7 +294,8 @@ export class Broker {
         if (sessionSlot) this.#slots.release();
         // A worker that got no session ends at its first message.
         worker?.shutdown();
-        socket.close();
+        // Ours is the last copy: nothing the peer queued may be left for the kernel to release here.
+        socket.closeDrained();
       }
       if (pidfd >= 0) closeQuietly(pidfd);
       this.#handshakes.delete(socket);

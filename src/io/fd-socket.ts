@@ -5,6 +5,7 @@ import { EventEmitter } from 'node:events';
 import { native, type FdWatcher, type PollEvents } from '../native/binding.ts';
 import { ExactRequest, type ExactRead } from './exact-read.ts';
 import { closeQuietly } from './fds.ts';
+import { drainPeer } from './peer-close.ts';
 import { IoError, fromSystemError } from './io-error.ts';
 import { SocketWriter } from './socket-writer.ts';
 import { readChunk, type StreamRead } from './stream-read.ts';
@@ -164,6 +165,15 @@ export class FdSocket extends EventEmitter {
     } catch (error) {
       if ((error as { code?: string }).code !== 'ENOTCONN') throw fromSystemError(error, 'shutdown');
     }
+  }
+
+  /** The last close of a peer's connection (peer-close.ts): shuts our reading side, reads away and
+   * closes what the peer queued, descriptors included, then close(). Only when no other holder of
+   * this socket (a dup handed on, a unit's stdout) is to read from it again. */
+  closeDrained(): void {
+    if (this.#fd < 0) return;
+    drainPeer(this.#fd);
+    this.close();
   }
 
   /** Idempotent: stops the watcher, fails a pending readExact with CLOSED, closes queued and received fds

@@ -60,8 +60,10 @@ export interface NativeBinding {
   /** The cgroup v2 path ("0::" line) of a pidfd's process, read from /proc and confirmed afterwards
    * (pidfd_send_signal 0) to still belong to the same live process; throws ESRCH otherwise. */
   pidfdCgroup(pidfd: number): string;
-  /** recvmsg with MSG_DONTWAIT | MSG_CMSG_CLOEXEC into buffer[offset, offset+length), with control
-   * space for maxFds descriptors. Returns null when it would block. */
+  /** recvmsg with MSG_DONTWAIT | MSG_CMSG_CLOEXEC into buffer[offset, offset+length). Control space is
+   * always for the most descriptors one message can carry (253), so the kernel drops none in our
+   * thread: `maxFds` (what the caller expects) is only checked for range; the caller counts `fds`.
+   * Returns null when it would block. */
   recvmsg(fd: number, buffer: Buffer, offset: number, length: number, maxFds: number): ReceivedMessage | null;
   /** sendmsg with MSG_DONTWAIT | MSG_NOSIGNAL, attaching fds (SCM_RIGHTS) when given.
    * Returns bytes sent, or -1 when it would block. */

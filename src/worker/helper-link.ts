@@ -2,7 +2,8 @@
 // Read with recvmsg on our own watcher (never libuv's read, which would drop a stray fd unseen), and
 // readable to EAGAIN on demand: once the unit is inactive, what is not there now will never come.
 import { native, type FdWatcher } from '../native/binding.ts';
-import { closeQuietly, closeReceived } from '../io/fds.ts';
+import { closeReceived } from '../io/fds.ts';
+import { closePeer } from '../io/peer-close.ts';
 import { HelperChannelError, HelperDecoder, encodeCommand, type HelperMessage } from '../control/helper-channel.ts';
 
 export interface HelperLinkEvents {
@@ -66,9 +67,10 @@ export class HelperLink {
     }
   }
 
+  /** Reads away what the helper left queued (its descriptors included: peer-close.ts), then closes. */
   close(): void {
     this.#stop();
-    if (this.#fd >= 0) closeQuietly(this.#fd);
+    if (this.#fd >= 0) closePeer(this.#fd);
     this.#fd = -1;
   }
 

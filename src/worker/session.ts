@@ -332,7 +332,9 @@ export class Session {
     this.#phase = 'done';
     for (const timer of this.#timers) clearTimeout(timer);
     this.#helper?.close();
-    this.#client.close();
+    // The session is over for every holder (the helper, PID 1's copy as the unit's stdout): what the
+    // client left queued is read away here, or the last of them to close would release its fds.
+    this.#client.closeDrained();
     closeQuietly(this.#pidfd);
     const figures = this.#figures ?? readSessionFigures(this.#deps.manager, this.#unit);
     if (this.#unit) await this.#deps.manager.stopAndWait(this.#unit, unitStopWaitMs(this.#deps.config));

@@ -1,28 +1,47 @@
 // A descriptor on HELLO is refused and closed; closing it must not stop the broker. A TCP socket with
 // SO_LINGER and unsent data would block close(2) for its linger time on the broker's event loop,
-// where it accepts everything else: the addon disarms the linger of every socket it receives.
+// where it accepts everything else: the addon disarms the linger of every socket it receives. The
+// kernel itself releases the descriptors a read had no room for (MSG_CTRUNC) and those still queued
+// when the socket is closed, in the reading or closing thread, where no disarming reaches them.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { bootSandbox, SOCKET_GROUP, type Sandbox } from '../sandbox/index.ts';
 import { AGENT_SERVICE, SOCKET_PATH } from '../sandbox/deploy.ts';
 import { deployBroker } from './harness.ts';
 
+// MODE: one (a lingering socket on HELLO), many (four on HELLO: more than a read has room for),
+// queued (a junk header, more filler than a refusal reads away, then a lingering socket behind it).
 const SCRIPT = `
-import socket, struct, time
+import socket, struct, sys, time
+MODE = sys.argv[1]
 HELLO = bytes.fromhex('01000000084f43505400010001')
 def roundtrip():
     s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect('${SOCKET_PATH}'); s.send(HELLO)
     try: return 'answered' if s.recv(64)[:1] == b'\\x02' else 'refused'
     except socket.timeout: return 'no answer in 10 s'
 l = socket.socket(); l.bind(('127.0.0.1', 0)); l.listen()
-c = socket.create_connection(l.getsockname()); a, _ = l.accept()
-a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096); c.setblocking(False)
-try:
-    while True: c.send(b'x' * 65536)
-except BlockingIOError: pass
-c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 3600))
+def lingering():
+    c = socket.create_connection(l.getsockname()); a, _ = l.accept()
+    a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096); c.setblocking(False)
+    try:
+        while True: c.send(b'x' * 65536)
+    except BlockingIOError: pass
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 3600))
+    return c, a
+def rights(*sockets): return [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack('%di' % len(sockets), *[s.fileno() for s in sockets]))]
+keep = []
 u = socket.socket(socket.AF_UNIX); u.connect('${SOCKET_PATH}')
-u.sendmsg([HELLO], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack('i', c.fileno()))]); c.close()
+if MODE == 'one':
+    c, a = lingering(); keep.append(a)
+    u.sendmsg([HELLO], rights(c)); c.close()
+elif MODE == 'many':
+    pairs = [lingering() for _ in range(4)]; keep += [a for _, a in pairs]
+    u.sendmsg([HELLO], rights(*[c for c, _ in pairs]))
+    for c, _ in pairs: c.close()
+elif MODE == 'queued':
+    c, a = lingering(); keep.append(a)
+    u.sendall(bytes.fromhex('7f00000000') + b'x' * 96 * 1024)
+    u.sendmsg([b'x'], rights(c)); c.close()
 time.sleep(0.5)
 print(roundtrip(), flush=True)
 `;
@@ -39,14 +58,26 @@ test.after(async () => {
   await sandbox?.stop();
 });
 
-test('the agent sends HELLO with a lingering TCP socket attached: its next connection is still answered', async () => {
+async function asAgent(mode: string): Promise<string> {
   const run = await sandbox.exec([
     'systemd-run', '--quiet', '--wait', '--collect', '--pipe', `--unit=${AGENT_SERVICE}`, '--service-type=exec',
     `--uid=${sandbox.client.user}`, `--gid=${sandbox.client.group}`, `--property=SupplementaryGroups=${SOCKET_GROUP.name}`,
-    '/usr/bin/python3', '/opt/opencode-pty/test/linger.py',
+    '/usr/bin/python3', '/opt/opencode-pty/test/linger.py', mode,
   ], { timeoutMs: 60_000 });
   assert.is(run.code, 0, run.stderr);
-  assert.is(run.stdout.trim(), 'answered');
+  return run.stdout.trim();
+}
+
+test('the agent sends HELLO with a lingering TCP socket attached: its next connection is still answered', async () => {
+  assert.is(await asAgent('one'), 'answered');
+});
+
+test('four lingering sockets on HELLO, more than the read has room for: the next connection is still answered', async () => {
+  assert.is(await asAgent('many'), 'answered');
+});
+
+test('a lingering socket queued behind more than a refusal reads away: the next connection is still answered', async () => {
+  assert.is(await asAgent('queued'), 'answered');
 });
 
 test.run();
