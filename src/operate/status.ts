@@ -139,22 +139,38 @@ function human(value: string | null, unit: 'bytes' | 'nsec' | 'count'): string {
   return value;
 }
 
-/** The human form of status (pure). */
+/**
+ * Text for the operator's terminal: a session's cwd and program are the client's own names, and journal
+ * lines may quote a peer, so control characters (C0, DEL, C1: ESC and CSI start terminal sequences, a
+ * line break would forge a line of this report) and bidirectional overrides are shown escaped, never
+ * sent to the terminal; a backslash is doubled, so an escape shown is never the client's own text
+ * (JSON, already unambiguous, keeps its own) (pure).
+ */
+export function printable(text: string, escapeBackslash = true): string {
+  return text.replace(/[\\\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/gu, (c) => {
+    if (c === '\\') return escapeBackslash ? '\\\\' : c;
+    const code = c.codePointAt(0)!;
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+  });
+}
+
+/** The human form of status (pure); every value shown through printable(). */
 export function formatStatus(status: Status): string {
+  const p = printable;
   const lines = [
-    `socket   ${status.socket.unit}: ${status.socket.state}`,
-    `         ${status.socket.path ?? status.socket.listen ?? '(not listening)'}${status.socket.mode ? ` mode ${status.socket.mode} group ${status.socket.group}` : ''}`,
-    `broker   ${status.broker.unit}: ${status.broker.state}${status.broker.mainPid ? `, pid ${status.broker.mainPid}` : ''}`,
+    `socket   ${p(status.socket.unit)}: ${p(status.socket.state)}`,
+    `         ${p(status.socket.path ?? status.socket.listen ?? '(not listening)')}${status.socket.mode ? ` mode ${p(status.socket.mode)} group ${p(status.socket.group ?? '')}` : ''}`,
+    `broker   ${p(status.broker.unit)}: ${p(status.broker.state)}${status.broker.mainPid ? `, pid ${status.broker.mainPid}` : ''}`,
   ];
-  if (status.broker.since) lines.push(`         since ${status.broker.since}, memory ${human(status.broker.memoryBytes, 'bytes')}, sessions served ${status.broker.sessionsServed ?? 'unavailable'}`);
-  if (status.broker.status) lines.push(`         ${status.broker.status}`);
+  if (status.broker.since) lines.push(`         since ${p(status.broker.since)}, memory ${human(status.broker.memoryBytes, 'bytes')}, sessions served ${status.broker.sessionsServed ?? 'unavailable'}`);
+  if (status.broker.status) lines.push(`         ${p(status.broker.status)}`);
   lines.push(`sessions ${status.sessions.length}`);
   for (const s of status.sessions) {
-    lines.push(`  ${s.unit} (${s.state}) user ${s.user} pid ${s.mainPid}`);
-    lines.push(`    program ${s.program ? JSON.stringify(s.program) : 'unavailable'} cwd ${s.cwd ?? 'unavailable'}`);
-    lines.push(`    started ${s.started}, cpu ${human(s.cpuNsec, 'nsec')}, memory ${human(s.memoryBytes, 'bytes')}, tasks ${human(s.tasks, 'count')}`);
+    lines.push(`  ${p(s.unit)} (${p(s.state)}) user ${p(s.user)} pid ${s.mainPid}`);
+    lines.push(`    program ${s.program ? p(JSON.stringify(s.program), false) : 'unavailable'} cwd ${s.cwd === null ? 'unavailable' : p(s.cwd)}`);
+    lines.push(`    started ${p(s.started)}, cpu ${human(s.cpuNsec, 'nsec')}, memory ${human(s.memoryBytes, 'bytes')}, tasks ${p(human(s.tasks, 'count'))}`);
   }
   lines.push(`recent warnings and errors ${status.recentErrors.length}`);
-  for (const e of status.recentErrors) lines.push(`  ${e.time} <${e.priority}> ${e.message}`);
+  for (const e of status.recentErrors) lines.push(`  ${p(e.time)} <${e.priority}> ${p(e.message)}`);
   return `${lines.join('\n')}\n`;
 }

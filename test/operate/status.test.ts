@@ -1,0 +1,38 @@
+// The human form of status: what a client names (its cwd, its program) and what the journal quotes
+// reach the operator's terminal as text, never as terminal sequences or forged lines.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { formatStatus, helperProgram, printable, type Status } from '../../src/operate/status.ts';
+
+function status(session: { cwd: string; program: string[] }, journal: string): Status {
+  return {
+    socket: { unit: 'opencode-pty-supervisor.socket', state: 'active (listening)', listen: '/run/opencode-pty/supervisor.sock (Stream)', path: '/run/opencode-pty/supervisor.sock', mode: '0660', group: 'opencode-pty' },
+    broker: { unit: 'opencode-pty-supervisor@broker.service', state: 'active (running)', mainPid: 10, since: 'Tue 2026-12-01', memoryBytes: '1048576', status: '1 sessions, 0 handshakes', sessionsServed: 1 },
+    sessions: [{ unit: 'opencode-pty-session-0a.service', state: 'active', user: 'agent', mainPid: 11, ...session, started: 'Tue 2026-12-01', cpuNsec: '1000000', memoryBytes: '65536', tasks: '2' }],
+    recentErrors: [{ time: '2026-12-01T00:00:00.000Z', priority: 4, message: journal }],
+  };
+}
+
+// ESC ] 0 ; … BEL sets the window title; ESC [ 2 J clears the screen; CSI (U+009B) in one character.
+const HOSTILE = '/home/agent/work/\x1b]0;owned\x07\x1b[2J\n  opencode-pty-session-ff.service (active) user root pid 1\u009b31m\u202eexe.txt';
+
+test('a hostile cwd, program and journal line: no control character reaches the terminal, no line is forged', () => {
+  const text = formatStatus(status({ cwd: HOSTILE, program: ['/bin/sh', HOSTILE] }, `refused: ${HOSTILE}`));
+  // Every character is printable, or the line break between lines.
+  assert.not.match(text, /[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/u);
+  assert.is(text.split('\n').length, 12, text);
+  assert.ok(text.includes('\\x1b]0;owned\\x07\\x1b[2J\\x0a'), text);
+  assert.ok(text.includes('\\x9b31m\\u202eexe.txt'), text);
+});
+
+test('printable: ordinary text is unchanged, a backslash doubled (so no escape shown is the client\'s own)', () => {
+  assert.is(printable('/home/agent/wörk dir'), '/home/agent/wörk dir');
+  assert.is(printable('a\\x1b'), 'a\\\\x1b');
+  assert.is(printable('["a\\\\b"]', false), '["a\\\\b"]');
+});
+
+test('helperProgram: the program and its arguments past the helper options, rows and cols', () => {
+  assert.equal(helperProgram(['/opt/helper', '--protocol=1', '--write-timeout-ms=10', '24', '80', '/bin/sh', '-l']), ['/bin/sh', '-l']);
+});
+
+test.run();
