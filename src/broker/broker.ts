@@ -307,15 +307,19 @@ export class Broker {
     this.#sessions.add(worker);
     this.#status();
     const { log } = this.#deps;
-    // The slot is free once the session's unit is gone, reported or after the worker's exit: a
-    // worker whose own exit is held (a thread closing a peer's FUSE file) must not hold it.
+    // The session is over once its unit is gone, reported or after the worker's exit. Its slot is
+    // free then if the worker is reused, else only once the worker has exited: a worker whose exit
+    // is held (a thread closing a peer's FUSE file whose FLUSH is never answered waits in D state,
+    // unkillable, and keeps the whole process's memory, about 70 MB) keeps the slot, so one client
+    // can pin at most maxSessions of them, as many as it could hold sessions anyway; shutdown and
+    // idle exit do not wait for them.
     const cleanEnd = worker.ended.then((reason) => (reason === 'cleanup-failed' ? worker.exited : undefined));
-    void Promise.race([worker.exited, cleanEnd]).then(async () => {
+    const over = Promise.race([worker.exited, cleanEnd]).then(async () => {
       const { manager, config, pool } = this.#deps;
       // A clean end the worker offers to repeat: it waits, warm, for the next session.
       const reusable = worker.reusable && worker.child.exitCode === null && worker.child.signalCode === null;
       if (!reusable && worker.child.exitCode === null && worker.child.signalCode === null) {
-        const held = setTimeout(() => log('warning', `worker ${worker.child.pid} reported its session ended but has not exited after 10 s`), 10_000);
+        const held = setTimeout(() => log('warning', `worker ${worker.child.pid} reported its session ended but has not exited after 10 s; its session slot stays taken until it does`), 10_000);
         held.unref();
         void worker.exited.then(() => clearTimeout(held));
       }
@@ -328,11 +332,19 @@ export class Broker {
         await reapUnit(manager, worker.unit, this.#reapTimes(unitStopWaitMs(config)), log);
       }
       this.#sessions.delete(worker);
-      this.#slots.release();
-      if (reusable) pool.giveBack(worker);
+      if (reusable) {
+        this.#slots.release();
+        pool.giveBack(worker);
+      }
       this.#status();
       this.#checkIdle();
       this.#maybeFinish();
+      return reusable;
+    });
+    void Promise.all([over, worker.exited]).then(([reused]) => {
+      if (reused) return;
+      this.#slots.release();
+      this.#status();
     });
   }
 
