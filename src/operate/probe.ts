@@ -15,19 +15,48 @@ export function fileFacts(path: string): FileFacts | undefined {
   return { sha256: sha256(readFileSync(path)), mode: stat.mode & 0o7777, uid: stat.uid, gid: stat.gid };
 }
 
+/**
+ * Every directory a lookup of `path` passes through, symlinks followed hop by hop (path_resolution(7)):
+ * whoever may write one of them can swap what the path names. The real path's own ancestors alone
+ * miss a link in a user's directory that points at a root-owned Node: the unit runs the path as given.
+ */
+export function traversedDirs(path: string, depth = 0): string[] {
+  if (depth > 40) throw Object.assign(new Error(`${path}: too many levels of symbolic links`), { code: 'ELOOP' });
+  const dirs: string[] = [];
+  let current = '/';
+  const parts = path.split('/').filter((part) => part && part !== '.');
+  for (let i = 0; i < parts.length; i += 1) {
+    if (parts[i] === '..') {
+      current = dirname(current); // current is a real directory: its parent is the lexical one
+      continue;
+    }
+    dirs.push(current);
+    const next = current === '/' ? `/${parts[i]}` : `${current}/${parts[i]}`;
+    if (lstatSync(next).isSymbolicLink()) {
+      const target = readlinkSync(next);
+      const rest = parts.slice(i + 1).join('/');
+      const resolved = `${target.startsWith('/') ? '' : `${current}/`}${target}${rest ? `/${rest}` : ''}`;
+      return [...new Set([...dirs, ...traversedDirs(resolved, depth + 1)])];
+    }
+    current = next;
+  }
+  return [...new Set(dirs)];
+}
+
 export function nodeFacts(path: string): NodeFacts {
   let real = path;
+  let dirs: string[];
   try {
     real = realpathSync(path);
+    dirs = traversedDirs(path);
   } catch {
     return { path, version: undefined, chain: [] };
   }
   const version = path === process.execPath ? process.version : spawnSync(path, ['--version'], { encoding: 'utf8', timeout: 10_000 }).stdout?.trim() || undefined;
   const chain: NodeFacts['chain'] = [];
-  for (let at = real; ; at = dirname(at)) {
+  for (const at of [real, ...dirs.filter((dir) => dir !== real).reverse()]) {
     const stat = statSync(at);
     chain.push({ path: at, uid: stat.uid, mode: stat.mode & (at === real ? 0o7777 : 0o7777 & ~0o1000) });
-    if (at === '/') break;
   }
   return { path, version, chain };
 }
