@@ -4,7 +4,7 @@
 import { native, type FdWatcher } from '../native/binding.ts';
 import { closeReceived } from '../io/fds.ts';
 import { closePeer } from '../io/peer-close.ts';
-import { HelperChannelError, HelperDecoder, encodeCommand, type HelperMessage } from '../control/helper-channel.ts';
+import { HelperChannelError, HelperDecoder, HelperLimits, encodeCommand, type HelperMessage } from '../control/helper-channel.ts';
 
 export interface HelperLinkEvents {
   message(message: HelperMessage): void;
@@ -19,6 +19,7 @@ export class HelperLink {
   #decoder = new HelperDecoder();
   #buffer = Buffer.allocUnsafe(64 * 1024);
   #done = false;
+  #logs = 0;
 
   /** Takes ownership of `fd`, the worker's end of the control socketpair. */
   constructor(fd: number, events: HelperLinkEvents) {
@@ -63,7 +64,13 @@ export class HelperLink {
       } catch (error) {
         return this.#fail(error as Error);
       }
-      for (const message of messages) this.#events.message(message);
+      for (const message of messages) {
+        // The helper sends at most MAX_LOGS (control.c say()); more is a flood into root's journal.
+        if (message.type === 'log' && ++this.#logs > HelperLimits.MAX_LOGS) {
+          return this.#fail(new HelperChannelError(`more than ${HelperLimits.MAX_LOGS} LOG messages`));
+        }
+        this.#events.message(message);
+      }
     }
   }
 

@@ -74,4 +74,16 @@ test('a malformed message fails the channel and nothing more is read', () => {
   closeSync(theirs);
 });
 
+test('more LOG messages than a helper ever sends: the first MAX_LOGS reach the journal, then the channel fails', () => {
+  const { link, theirs, messages, failures } = pair();
+  const stream = Buffer.concat(Array.from({ length: 200 }, (_, i) => log(`line ${i}`)));
+  native().sendmsg(theirs, stream, 0, stream.length);
+  link.readAvailable();
+  assert.is(messages.length, 64);
+  assert.is(failures.length, 1);
+  assert.match(failures[0]!.message, 'more than 64 LOG');
+  link.close();
+  closeSync(theirs);
+});
+
 test.run();
