@@ -62,4 +62,26 @@ test('options: inline values, flags, and -- ending options', () => {
   assert.equal(parseOptions(['--a=1', '--f', '--', '--b'], { values: ['a'], flags: ['f'] }), { values: { a: '1' }, flags: new Set(['f']), positionals: ['--b'] });
 });
 
+test('stop acts only on live session units: any other unit name is refused and nothing is stopped', () => {
+  const ran: string[][] = [];
+  let stderr = '';
+  const context: CommandContext = {
+    stdout: () => undefined,
+    stderr: (text) => (stderr += text),
+    run: (file, argv) => {
+      ran.push([file, ...argv]);
+      if (argv[0] === 'list-units') return { code: 0, stdout: 'opencode-pty-session-0a.service loaded active running x\n', stderr: '' };
+      if (argv[0] === 'show') return { code: 0, stdout: 'ActiveState=active\n', stderr: '' };
+      return { code: 0, stdout: '', stderr: '' };
+    },
+    bundleDir: '/nonexistent',
+  };
+  for (const unit of ['ssh.service', 'opencode-pty-supervisor@broker.service', 'opencode-pty-session-*', '--all=x']) {
+    const code = OPERATOR_COMMANDS.stop!([unit], context);
+    assert.ok(code !== EXIT.OK, unit);
+  }
+  assert.ok(!ran.some((argv) => argv[1] === 'stop'), JSON.stringify(ran));
+  assert.match(stderr, /no such live session: ssh\.service/);
+});
+
 test.run();
