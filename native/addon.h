@@ -34,6 +34,9 @@ bool ArgBool(const Napi::CallbackInfo& info, size_t index, const char* name, boo
 // A Buffer or other Uint8Array and a checked [offset, offset + length) window inside it.
 bool ArgBytes(const Napi::CallbackInfo& info, size_t index, uint8_t** data, size_t* offset, size_t* length);
 
+// --- fd-stat.cc: close(fd) on a detached thread (for a descriptor whose close may never return).
+void CloseOnThread(int fd);
+
 // --- Registration of each module's functions on the exports object.
 void InitFdFlags(Napi::Env env, Napi::Object exports);
 void InitFdPassing(Napi::Env env, Napi::Object exports);

@@ -2,11 +2,17 @@
 #include "addon.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+#include <unordered_set>
 #include <vector>
 
 // SCM_PIDFD (Linux 6.5) installs a pidfd in the receiver; older headers lack it.
@@ -124,6 +130,84 @@ Napi::Value Recvmsg(const Napi::CallbackInfo& info) {
   return result;
 }
 
+// Whether close(2) on a received descriptor returns at once, from the kernel's cached attributes and
+// /proc alone (no file system is asked): a socket (its linger disarmed on receipt), a pipe, a file
+// on one of `fast` (our mounts that are not FUSE), or an anonymous inode. Anything else (FUSE, a
+// mount we cannot see) is closed on a thread of its own (fds.ts closeReceived decides the same way).
+bool ClosesAtOnce(int fd, const std::unordered_set<dev_t>& fast) {
+  struct statx stx;
+  if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0) return true;  // EBADF
+  if (S_ISSOCK(stx.stx_mode) || S_ISFIFO(stx.stx_mode)) return true;
+  if (fast.count(makedev(stx.stx_dev_major, stx.stx_dev_minor)) > 0) return true;
+  char link[64], target[16];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  const ssize_t n = readlink(link, target, sizeof target);
+  return n >= 11 && std::memcmp(target, "anon_inode:", 11) == 0;
+}
+
+// The last close of a peer's connection, in one call: shut our reading side (a Unix stream peer can
+// queue nothing more: its sends fail with EPIPE), then read away every queued message, closing each
+// descriptor on it as ClosesAtOnce says, so the kernel has none of the peer's left to release in the
+// closing thread (unix_release_sock frees unread messages there, and fput's task work runs a lingering
+// socket's close in it). Up to 253 descriptors a message and one socket buffer of messages: native,
+// so even a full queue of them costs little more than the kernel's own release.
+Napi::Value DrainPeer(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int fd;
+  if (!ArgFd(info, 0, &fd)) return Napi::Value();
+  std::unordered_set<dev_t> fast;
+  if (!info[1].IsArray()) {
+    ThrowType(env, "The \"fastDevices\" argument must be an array of \"major:minor\" strings");
+    return Napi::Value();
+  }
+  Napi::Array devices = info[1].As<Napi::Array>();
+  for (uint32_t i = 0; i < devices.Length(); i++) {
+    Napi::Value item = devices.Get(i);
+    unsigned major, minor;
+    if (!item.IsString() || sscanf(item.As<Napi::String>().Utf8Value().c_str(), "%u:%u", &major, &minor) != 2) {
+      ThrowType(env, "The \"fastDevices\" argument must be an array of \"major:minor\" strings");
+      return Napi::Value();
+    }
+    fast.insert(makedev(major, minor));
+  }
+  shutdown(fd, SHUT_RD);  // ENOTCONN, EBADF: nothing can be queued behind it
+  static unsigned char data[64 * 1024];
+  const size_t room = static_cast<size_t>(kMaxFdsPerMessage) + kForeignControlRoom;
+  std::vector<cmsghdr> control = ControlBuffer(room);
+  double messages = 0, closed = 0, detached = 0;
+  // After the shutdown the queue only shrinks: the bound is a guard, one socket buffer needs far fewer.
+  for (int reads = 0; reads < 65536; reads++) {
+    iovec iov{data, sizeof data};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.data();
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * room);
+    const ssize_t received = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (received < 0 && errno == EINTR) continue;
+    if (received < 0) break;
+    std::vector<int> fds;
+    bool foreign = false;
+    CollectFds(&msg, &fds, &foreign);
+    for (int received_fd : fds) {
+      if (ClosesAtOnce(received_fd, fast)) {
+        close(received_fd);
+        closed++;
+      } else {
+        CloseOnThread(received_fd);
+        detached++;
+      }
+    }
+    if (received == 0 && fds.empty()) break;
+    messages++;
+  }
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("messages", Napi::Number::New(env, messages));
+  result.Set("closed", Napi::Number::New(env, closed));
+  result.Set("detached", Napi::Number::New(env, detached));
+  return result;
+}
+
 // Reads the optional fds argument: undefined/null for none, else an array of descriptors.
 bool ArgFdList(const Napi::CallbackInfo& info, size_t index, std::vector<int>* out) {
   Napi::Value value = info[index];
@@ -200,6 +284,7 @@ Napi::Value Sendmsg(const Napi::CallbackInfo& info) {
 void InitFdPassing(Napi::Env env, Napi::Object exports) {
   exports.Set("recvmsg", Napi::Function::New(env, Recvmsg, "recvmsg"));
   exports.Set("sendmsg", Napi::Function::New(env, Sendmsg, "sendmsg"));
+  exports.Set("drainPeer", Napi::Function::New(env, DrainPeer, "drainPeer"));
 }
 
 }  // namespace opencode_pty

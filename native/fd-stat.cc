@@ -10,6 +10,8 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include <string>
+
 namespace opencode_pty {
 
 namespace {
@@ -32,6 +34,10 @@ Napi::Value StatCached(const Napi::CallbackInfo& info) {
   result.Set("dev", Napi::BigInt::New(env, static_cast<uint64_t>(makedev(stx.stx_dev_major, stx.stx_dev_minor))));
   result.Set("ino", Napi::BigInt::New(env, static_cast<uint64_t>(stx.stx_ino)));
   result.Set("directory", Napi::Boolean::New(env, S_ISDIR(stx.stx_mode)));
+  // Closing a socket (its linger disarmed on receipt) or a pipe never waits on a file system.
+  result.Set("socketOrPipe", Napi::Boolean::New(env, S_ISSOCK(stx.stx_mode) || S_ISFIFO(stx.stx_mode)));
+  // As /proc/self/mountinfo's third field names a mount's device.
+  result.Set("device", Napi::String::New(env, std::to_string(stx.stx_dev_major) + ":" + std::to_string(stx.stx_dev_minor)));
   return result;
 }
 
@@ -43,9 +49,9 @@ void* CloseThread(void* arg) {
   return nullptr;
 }
 
-Napi::Value CloseDetached(const Napi::CallbackInfo& info) {
-  int fd;
-  if (!ArgFd(info, 0, &fd)) return Napi::Value();
+}  // namespace
+
+void CloseOnThread(int fd) {
   pthread_attr_t attr;
   pthread_t thread;
   bool started = false;
@@ -56,6 +62,14 @@ Napi::Value CloseDetached(const Napi::CallbackInfo& info) {
     pthread_attr_destroy(&attr);
   }
   if (!started) close(fd);  // no thread to be had (EAGAIN): close here rather than leak
+}
+
+namespace {
+
+Napi::Value CloseDetached(const Napi::CallbackInfo& info) {
+  int fd;
+  if (!ArgFd(info, 0, &fd)) return Napi::Value();
+  CloseOnThread(fd);
   return info.Env().Undefined();
 }
 

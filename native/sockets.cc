@@ -133,6 +133,28 @@ Napi::Value Shutdown(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// SO_PASSRIGHTS (Linux 6.16, socket(7)): off, a Unix socket refuses SCM_RIGHTS and the sender's
+// sendmsg fails with EPERM, so no peer descriptor is ever queued on it; connections accepted from a
+// listener take the listener's setting at connect(). Older headers lack the constant.
+#ifndef SO_PASSRIGHTS
+#define SO_PASSRIGHTS 83
+#endif
+
+// true when set; false when this kernel does not know the option (ENOPROTOOPT).
+Napi::Value SetPassRights(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int fd;
+  bool allow;
+  if (!ArgFd(info, 0, &fd) || !ArgBool(info, 1, "allow", &allow)) return Napi::Value();
+  const int value = allow ? 1 : 0;
+  if (setsockopt(fd, SOL_SOCKET, SO_PASSRIGHTS, &value, sizeof value) < 0) {
+    if (errno == ENOPROTOOPT) return Napi::Boolean::New(env, false);
+    ThrowErrno(env, errno, "setsockopt");
+    return Napi::Value();
+  }
+  return Napi::Boolean::New(env, true);
+}
+
 Napi::Value ListenUnix(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   std::string path;
@@ -237,6 +259,7 @@ void InitSockets(Napi::Env env, Napi::Object exports) {
   exports.Set("socketpair", Napi::Function::New(env, Socketpair, "socketpair"));
   exports.Set("socketBufferSizes", Napi::Function::New(env, SocketBufferSizes, "socketBufferSizes"));
   exports.Set("shutdown", Napi::Function::New(env, Shutdown, "shutdown"));
+  exports.Set("setPassRights", Napi::Function::New(env, SetPassRights, "setPassRights"));
   exports.Set("listenUnix", Napi::Function::New(env, ListenUnix, "listenUnix"));
   exports.Set("accept", Napi::Function::New(env, Accept, "accept"));
   exports.Set("connectUnix", Napi::Function::New(env, ConnectUnix, "connectUnix"));

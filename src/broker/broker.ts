@@ -3,6 +3,7 @@
 import { unitStopWaitMs, type Config } from '../config/schema.ts';
 import { FdSocket } from '../io/fd-socket.ts';
 import { closeQuietly } from '../io/fds.ts';
+import { passRights } from '../io/pass-rights.ts';
 import { wireCodeName, type Logger } from '../log.ts';
 import { native, type FdWatcher } from '../native/binding.ts';
 import { ErrorCode, encodeFrame, type ErrorCodeValue } from '../protocol/index.ts';
@@ -84,11 +85,13 @@ export class Broker {
     const orphans = await manager.listUnitsByPrefix(`${config.unitPrefix}session-`);
     for (const unit of orphans) this.#reapOrphan(unit);
     pool.warm();
+    // No connection takes descriptors until its START is due (accepted ones inherit this at connect()).
+    const refusesFds = passRights(listener.fd, false);
     this.#watcher = native().watch(listener.fd, { readable: true }, () => this.#acceptSome());
     this.#deps.notify('READY=1');
     this.#status();
     this.#checkIdle();
-    log('info', `serving ${listener.fromSystemd ? 'the socket systemd passed' : config.socketPath} for ${config.client.user}`);
+    log('info', `serving ${listener.fromSystemd ? 'the socket systemd passed' : config.socketPath} for ${config.client.user}${refusesFds ? '' : '; this kernel lacks SO_PASSRIGHTS (6.16): descriptors sent before START are received and closed'}`);
   }
 
   /**
@@ -154,6 +157,9 @@ export class Broker {
         continue;
       }
       if (fd < 0) return;
+      // One queued before the listener refused descriptors (the connection that started us) takes
+      // none from now on either; what it already queued is drained at its last close.
+      passRights(fd, false);
       this.#acceptBackoff.succeeded();
       clearTimeout(this.#idleTimer);
       this.#handle(fd).catch((error: Error) => this.#deps.log('error', `connection: ${error.message}`));
@@ -255,7 +261,9 @@ export class Broker {
       // doing; without the pause those clients got HANDSHAKE_TIMEOUT, or a worker with no time left.
       clearTimeout(deadline);
       clientMs = Date.now() - acceptedAt;
-      // WELCOME before the worker: the client's START is on its way while a spare still starts.
+      // WELCOME before the worker: the client's START is on its way while a spare still starts. Its
+      // descriptor may come from now on (the worker takes that right away again once START is in).
+      passRights(socket.fd, true);
       socket.writeUrgent(encodeFrame({ type: 'welcome', version }));
       // A fresh socket takes seven bytes at once; anything else means the peer is already gone.
       if (socket.writableLength > 0) throw new SessionError(ErrorCode.INTERNAL, 'could not send WELCOME');

@@ -14,34 +14,46 @@ export function closeAll(fds: readonly number[]): void {
   for (const fd of fds) closeQuietly(fd);
 }
 
-/**
- * Whether closing `fd` is known to return at once, from /proc alone (no file system is asked): a
- * socket, pipe or anonymous inode, or a file on a mount of ours whose type is not FUSE. A file on
- * FUSE, or on a mount we cannot see (another mount namespace), may not be.
- */
-function closesAtOnce(fd: number): boolean {
-  const target = readlinkSync(`/proc/self/fd/${fd}`);
-  if (/^(socket|pipe|anon_inode):/.test(target)) return true;
-  const mountId = /^mnt_id:\s*(\d+)$/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'))?.[1];
+/** File system types by device ("major:minor"), from one read of /proc/self/mountinfo (proc(5) "mountinfo"). */
+export function mountTypes(): Map<string, string> {
+  const types = new Map<string, string>();
   for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
     const fields = line.split(' ');
-    if (fields[0] !== mountId) continue;
-    // After the optional fields, " - " precedes the file system type (proc(5) "mountinfo").
-    return !fields[fields.indexOf('-') + 1]?.startsWith('fuse');
+    // After the optional fields, " - " precedes the file system type.
+    const type = fields[fields.indexOf('-') + 1];
+    if (fields[2] && type) types.set(fields[2], type);
   }
-  return false;
+  return types;
+}
+
+/**
+ * Whether closing `fd` is known to return at once, from the kernel's cached attributes and /proc alone
+ * (no file system is asked): a socket, pipe or anonymous inode, or a file on a device that one of our
+ * mounts shows and whose type is not FUSE. A file on FUSE, or on a mount we cannot see (another mount
+ * namespace), may not be.
+ */
+function closesAtOnce(fd: number, mounts: () => Map<string, string>): boolean {
+  const stat = native().statCached(fd);
+  if (stat.socketOrPipe) return true;
+  const type = mounts().get(stat.device);
+  if (type !== undefined) return !type.startsWith('fuse');
+  // Anonymous inodes (eventfd, epoll, pidfd…) live on no mount of ours.
+  return /^anon_inode:/.test(readlinkSync(`/proc/self/fd/${fd}`));
 }
 
 /**
  * Closes descriptors a peer sent. Sockets arrive with SO_LINGER disarmed (the addon's recvmsg), so
  * their close cannot wait; a file on FUSE could (a FLUSH never answered), so anything not known to
  * close at once is closed on a thread of its own and can hold only that thread, never the event loop.
+ * The mount table is read once per call, however many descriptors (a message carries up to 253).
  */
 export function closeReceived(fds: readonly number[]): void {
+  let types: Map<string, string> | undefined;
+  const mounts = () => (types ??= mountTypes());
   for (const fd of fds) {
     let atOnce: boolean;
     try {
-      atOnce = closesAtOnce(fd);
+      atOnce = closesAtOnce(fd, mounts);
     } catch {
       atOnce = true; // not an open fd of ours (EBADF): nothing can block
     }

@@ -65,6 +65,10 @@ export interface NativeBinding {
    * thread: `maxFds` (what the caller expects) is only checked for range; the caller counts `fds`.
    * Returns null when it would block. */
   recvmsg(fd: number, buffer: Buffer, offset: number, length: number, maxFds: number): ReceivedMessage | null;
+  /** The last close's preparation of a peer's Unix socket (peer-close.ts): shutdown(SHUT_RD), then every
+   * queued message read away, each descriptor on it closed (on a thread of its own unless it is a
+   * socket, a pipe, an anonymous inode or on one of `fastDevices`, "major:minor" of non-FUSE mounts). */
+  drainPeer(fd: number, fastDevices: string[]): { messages: number; closed: number; detached: number };
   /** sendmsg with MSG_DONTWAIT | MSG_NOSIGNAL, attaching fds (SCM_RIGHTS) when given.
    * Returns bytes sent, or -1 when it would block. */
   sendmsg(fd: number, buffer: Buffer, offset: number, length: number, fds?: number[]): number;
@@ -74,14 +78,18 @@ export interface NativeBinding {
   /** SO_SNDBUF and SO_RCVBUF as the kernel reports them. */
   socketBufferSizes(fd: number): { send: number; receive: number };
   shutdown(fd: number, how: 'read' | 'write' | 'both'): void;
+  /** SO_PASSRIGHTS (Linux 6.16): whether the Unix socket accepts SCM_RIGHTS (off: the sender gets EPERM;
+   * accepted connections inherit the listener's). false when the kernel lacks the option. */
+  setPassRights(fd: number, allow: boolean): boolean;
   /** fcntl(F_DUPFD_CLOEXEC). */
   dupCloexec(fd: number): number;
   /** Set or clear O_NONBLOCK. */
   setNonBlocking(fd: number, on: boolean): void;
   setCloexec(fd: number): void;
-  /** Device, inode and whether it is a directory, from statx(AT_STATX_DONT_SYNC): the kernel's cached
-   * attributes, so the file system (FUSE, NFS) is never asked and cannot make the caller wait. */
-  statCached(fd: number): { dev: bigint; ino: bigint; directory: boolean };
+  /** Device, inode, whether it is a directory, a socket or pipe, and the device as "major:minor", from
+   * statx(AT_STATX_DONT_SYNC): the kernel's cached attributes, so the file system (FUSE, NFS) is never
+   * asked and cannot make the caller wait. */
+  statCached(fd: number): { dev: bigint; ino: bigint; directory: boolean; socketOrPipe: boolean; device: string };
   /** close(fd) on a detached thread of its own: for a peer's descriptor whose close could block without end (FUSE). */
   closeDetached(fd: number): void;
   /** socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK), bind(path), listen(backlog). */

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { unitStopWaitMs, type Config } from '../config/schema.ts';
 import { FdSocket } from '../io/fd-socket.ts';
 import { closeQuietly } from '../io/fds.ts';
+import { passRights } from '../io/pass-rights.ts';
 import { native } from '../native/binding.ts';
 import { ErrorCode, encodeFrame, errorFrame, PROTOCOL_VERSION, type ErrorCodeValue, type FrameOf } from '../protocol/index.ts';
 import type { Units } from '../systemd/bus-session.ts';
@@ -180,6 +181,8 @@ export class Session {
     } finally {
       clearTimeout(deadline);
     }
+    // START was the one frame that carries a descriptor: from here the client's sends of one fail.
+    passRights(this.#client.fd, false);
     this.#phase = 'starting';
     try {
       await Promise.race([settled(this.#startUnit(start.frame, start.cwdFd)), aborted]);
@@ -198,6 +201,8 @@ export class Session {
     this.#deps.report({ type: 'unit', name });
     recheckPeer(this.#client.fd, this.#pidfd, this.#peer);
     const [workerEnd, helperEnd] = native().socketpair();
+    // The helper never sends a descriptor: the kernel refuses any it tries.
+    passRights(workerEnd, false);
     this.#helper = new HelperLink(workerEnd, {
       message: (message) => this.#onHelperMessage(message),
       failed: (error) => this.#deps.log(`${name}: session helper channel: ${JSON.stringify(error.message)}`),

@@ -1,4 +1,5 @@
-// A descriptor on HELLO is refused and closed; closing it must not stop the broker. A TCP socket with
+// A descriptor on HELLO is refused (by the kernel where it has SO_PASSRIGHTS, else by us, and closed);
+// closing it must not stop the broker. A TCP socket with
 // SO_LINGER and unsent data would block close(2) for its linger time on the broker's event loop,
 // where it accepts everything else: the addon disarms the linger of every socket it receives. The
 // kernel itself releases the descriptors a read had no room for (MSG_CTRUNC) and those still queued
@@ -29,19 +30,26 @@ def lingering():
     c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 3600))
     return c, a
 def rights(*sockets): return [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack('%di' % len(sockets), *[s.fileno() for s in sockets]))]
+def send(u, data, *sockets):
+    # EPERM: the socket takes no descriptors before START (SO_PASSRIGHTS, Linux 6.16); the bytes go alone.
+    try: u.sendmsg([data], rights(*sockets))
+    except PermissionError:
+        u.send(data); print('refused by the kernel', file=sys.stderr)
+        # Never sent, so ours is the last close: without this it would linger here.
+        for s in sockets: s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 0, 0))
 keep = []
 u = socket.socket(socket.AF_UNIX); u.connect('${SOCKET_PATH}')
 if MODE == 'one':
     c, a = lingering(); keep.append(a)
-    u.sendmsg([HELLO], rights(c)); c.close()
+    send(u, HELLO, c); c.close()
 elif MODE == 'many':
     pairs = [lingering() for _ in range(4)]; keep += [a for _, a in pairs]
-    u.sendmsg([HELLO], rights(*[c for c, _ in pairs]))
+    send(u, HELLO, *[c for c, _ in pairs])
     for c, _ in pairs: c.close()
 elif MODE == 'queued':
     c, a = lingering(); keep.append(a)
     u.sendall(bytes.fromhex('7f00000000') + b'x' * 96 * 1024)
-    u.sendmsg([b'x'], rights(c)); c.close()
+    send(u, b'x', c); c.close()
 time.sleep(0.5)
 print(roundtrip(), flush=True)
 `;

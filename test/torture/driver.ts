@@ -85,6 +85,8 @@ export type FdKind = 'cwd' | 'file' | 'pipe' | 'socket' | 'opath' | 'opathfile' 
 
 export interface RawResult {
   frames: string[];
+  /** A send with descriptors failed with EPERM: the server's socket takes none (SO_PASSRIGHTS, Linux 6.16). */
+  sendRefused?: boolean;
   code?: number;
   message?: string;
   closed: boolean;
@@ -125,9 +127,12 @@ function describe(frame: Frame): string {
 async function rawCase(spec: RawCase, cwd: string): Promise<RawResult> {
   const fd = native().connectUnix(spec.socket ?? SOCKET);
   const socket = new FdSocket(fd);
-  socket.on('error', () => undefined);
   const decoder = new FrameDecoder('to-client');
   const result: RawResult = { frames: [], closed: false };
+  // EPERM: the kernel refused a descriptor (SO_PASSRIGHTS off on the server's socket).
+  socket.on('error', (error: { errno?: string }) => {
+    if (error.errno === 'EPERM') result.sendRefused = true;
+  });
   let welcomed: () => void = () => undefined;
   const welcome = new Promise<void>((resolve) => (welcomed = resolve));
   let startedSeen: () => void = () => undefined;

@@ -1,0 +1,68 @@
+// The last close of a peer's connection over real socketpairs: what the peer queued (descriptors of
+// every kind, a lingering TCP socket among them) is read away and closed, nothing leaks, nothing more
+// can be queued; and SO_PASSRIGHTS, where the kernel has it, refuses descriptors at the sender.
+import { spawnSync } from 'node:child_process';
+import { closeSync, openSync, readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { native } from '../../src/native/binding.ts';
+import { closePeer, drainPeer } from '../../src/io/peer-close.ts';
+import { passRights } from '../../src/io/pass-rights.ts';
+
+const openFdCount = () => readdirSync('/proc/self/fd').length;
+
+test('queued messages with files, sockets and pipes: all read away and closed, and the peer can send no more', () => {
+  const before = openFdCount();
+  const [a, b] = native().socketpair();
+  const [s1, s2] = native().socketpair();
+  const files = Array.from({ length: 253 }, () => openSync('/dev/null', 'r'));
+  for (let i = 0; i < 20; i += 1) assert.is(native().sendmsg(a, Buffer.from('x'), 0, 1, files), 1);
+  const stat = openSync('/proc/self/stat', 'r');
+  assert.is(native().sendmsg(a, Buffer.from('y'), 0, 1, [s1, s2, stat]), 1);
+  closeSync(stat);
+  for (const fd of files) closeSync(fd);
+  closeSync(s1);
+  closeSync(s2);
+  drainPeer(b);
+  assert.throws(() => native().sendmsg(a, Buffer.from('z'), 0, 1), /EPIPE/);
+  closeSync(a);
+  closeSync(b);
+  assert.is(openFdCount(), before);
+});
+
+test('a lingering TCP socket queued on the connection: the last close returns (in a child, killed if it hangs)', () => {
+  const script = fileURLToPath(new URL('./peer-close-child.ts', import.meta.url));
+  const child = spawnSync(process.execPath, ['--import', 'tsx', script], { encoding: 'utf8', timeout: 30_000 });
+  assert.is(child.signal, null, `the close hung: ${child.stderr}`);
+  assert.is(child.stdout.trim(), 'closed', child.stderr);
+});
+
+test('SO_PASSRIGHTS off: the sender of a descriptor gets EPERM and nothing is queued; on again: it passes', () => {
+  const [a, b] = native().socketpair();
+  const fd = openSync('/dev/null', 'r');
+  if (!passRights(b, false)) {
+    closeAll([a, b, fd]);
+    return; // a kernel before 6.16: nothing to refuse with
+  }
+  assert.throws(() => native().sendmsg(a, Buffer.from('x'), 0, 1, [fd]), /EPERM/);
+  assert.is(native().recvmsg(b, Buffer.alloc(4), 0, 4, 1), null);
+  assert.ok(passRights(b, true));
+  assert.is(native().sendmsg(a, Buffer.from('x'), 0, 1, [fd]), 1);
+  const got = native().recvmsg(b, Buffer.alloc(4), 0, 4, 1)!;
+  assert.is(got.fds.length, 1);
+  closeAll([a, b, fd, ...got.fds]);
+});
+
+function closeAll(fds: number[]): void {
+  for (const fd of fds) closeSync(fd);
+}
+
+test('closePeer on a descriptor already closed does not throw', () => {
+  const [a, b] = native().socketpair();
+  closeSync(b);
+  closePeer(b);
+  closeSync(a);
+});
+
+test.run();
