@@ -137,7 +137,9 @@ export class Broker {
     this.#watcher = undefined;
     clearTimeout(this.#idleTimer);
     this.#deps.pool.stop();
-    if (!this.#deps.listener.fromSystemd) closeQuietly(this.#deps.listener.fd);
+    // systemd keeps the listener: leave it as it was given, for whichever broker serves it next.
+    if (this.#deps.listener.fromSystemd) passRights(this.#deps.listener.fd, true);
+    else closeQuietly(this.#deps.listener.fd);
   }
 
   #maybeFinish(): void {

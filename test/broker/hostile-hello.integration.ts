@@ -28,28 +28,34 @@ def lingering():
         while True: c.send(b'x' * 65536)
     except BlockingIOError: pass
     c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 3600))
+    armed.append(c)
     return c, a
+armed = []
 def rights(*sockets): return [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack('%di' % len(sockets), *[s.fileno() for s in sockets]))]
 def send(u, data, *sockets):
     # EPERM: the socket takes no descriptors before START (SO_PASSRIGHTS, Linux 6.16); the bytes go alone.
-    try: u.sendmsg([data], rights(*sockets))
+    try:
+        u.sendmsg([data], rights(*sockets))
+        for s in sockets: armed.remove(s); s.close() # the broker's copy is now the last one
     except PermissionError:
         u.send(data); print('refused by the kernel', file=sys.stderr)
-        # Never sent, so ours is the last close: without this it would linger here.
-        for s in sockets: s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 0, 0))
 keep = []
 u = socket.socket(socket.AF_UNIX); u.connect('${SOCKET_PATH}')
-if MODE == 'one':
+try:
+  if MODE == 'one':
     c, a = lingering(); keep.append(a)
-    send(u, HELLO, c); c.close()
-elif MODE == 'many':
+    send(u, HELLO, c)
+  elif MODE == 'many':
     pairs = [lingering() for _ in range(4)]; keep += [a for _, a in pairs]
     send(u, HELLO, *[c for c, _ in pairs])
-    for c, _ in pairs: c.close()
-elif MODE == 'queued':
+  elif MODE == 'queued':
     c, a = lingering(); keep.append(a)
     u.sendall(bytes.fromhex('7f00000000') + b'x' * 96 * 1024)
-    send(u, b'x', c); c.close()
+    send(u, b'x', c)
+except OSError as e:
+  print('the broker closed first: %s' % e, file=sys.stderr) # its refusal came before all was sent
+# Those never sent are ours alone: their close would linger here.
+for s in armed: s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 0, 0)); s.close()
 time.sleep(0.5)
 print(roundtrip(), flush=True)
 `;

@@ -13,7 +13,8 @@ test('a directory: the device and inode fstat reports, and directory true', () =
   const fd = openSync(dir.path, constants.O_RDONLY | constants.O_DIRECTORY);
   try {
     const want = fstatSync(fd, { bigint: true });
-    assert.equal(addon.statCached(fd), { dev: want.dev, ino: want.ino, directory: true });
+    const device = `${(want.dev >> 8n) & 0xfffn}:${(want.dev & 0xffn) | ((want.dev >> 12n) & 0xfff00n)}`;
+    assert.equal(addon.statCached(fd), { dev: want.dev, ino: want.ino, directory: true, socketOrPipe: false, device });
   } finally {
     closeSync(fd);
     dir.remove();
@@ -46,6 +47,17 @@ test('a closed descriptor throws EBADF, as Node does', () => {
 test('a non-integer descriptor is a TypeError or RangeError, never a statx', () => {
   assert.throws(() => addon.statCached(-1 as number), RangeError);
   assert.throws(() => addon.statCached('3' as unknown as number), TypeError);
+});
+
+test('a socket is a socket or pipe, a regular file is not', () => {
+  const [a, b] = addon.socketpair();
+  try {
+    assert.is(addon.statCached(a).socketOrPipe, true);
+    assert.is(addon.statCached(a).directory, false);
+  } finally {
+    closeSync(a);
+    closeSync(b);
+  }
 });
 
 test.run();
