@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <pthread.h>
+
+#include <atomic>
 #include <stdint.h>
 
 #include <string>
@@ -44,14 +46,19 @@ Napi::Value StatCached(const Napi::CallbackInfo& info) {
 // close(2) on a peer's file on FUSE sends FLUSH and waits for the answer without end (the kernel's
 // forced requests wait uninterruptibly): such a descriptor is closed on a thread of its own, so
 // only that thread can be held, never the event loop.
+// Closes on detached threads that have not returned yet: a worker with one is not clean to reuse.
+std::atomic<int> pendingCloses{0};
+
 void* CloseThread(void* arg) {
   close(static_cast<int>(reinterpret_cast<intptr_t>(arg)));
+  pendingCloses--;
   return nullptr;
 }
 
 }  // namespace
 
 void CloseOnThread(int fd) {
+  pendingCloses++;
   pthread_attr_t attr;
   pthread_t thread;
   bool started = false;
@@ -61,7 +68,10 @@ void CloseOnThread(int fd) {
     started = pthread_create(&thread, &attr, CloseThread, reinterpret_cast<void*>(static_cast<intptr_t>(fd))) == 0;
     pthread_attr_destroy(&attr);
   }
-  if (!started) close(fd);  // no thread to be had (EAGAIN): close here rather than leak
+  if (!started) {
+    pendingCloses--;
+    close(fd);  // no thread to be had (EAGAIN): close here rather than leak
+  }
 }
 
 namespace {
@@ -78,6 +88,9 @@ Napi::Value CloseDetached(const Napi::CallbackInfo& info) {
 void InitFdStat(Napi::Env env, Napi::Object exports) {
   exports.Set("statCached", Napi::Function::New(env, StatCached, "statCached"));
   exports.Set("closeDetached", Napi::Function::New(env, CloseDetached, "closeDetached"));
+  exports.Set("pendingCloses", Napi::Function::New(env, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    return Napi::Number::New(info.Env(), pendingCloses.load());
+  }, "pendingCloses"));
 }
 
 }  // namespace opencode_pty

@@ -92,6 +92,8 @@ export interface NativeBinding {
   statCached(fd: number): { dev: bigint; ino: bigint; directory: boolean; socketOrPipe: boolean; device: string };
   /** close(fd) on a detached thread of its own: for a peer's descriptor whose close could block without end (FUSE). */
   closeDetached(fd: number): void;
+  /** closeDetached threads whose close(2) has not returned yet. */
+  pendingCloses(): number;
   /** socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK), bind(path), listen(backlog). */
   listenUnix(path: string, backlog: number): number;
   /** accept4 with SOCK_CLOEXEC | SOCK_NONBLOCK; -1 when nothing is pending. */

@@ -93,7 +93,9 @@ async function main(): Promise<number> {
     session = undefined;
     served += 1;
     // Reusable only after a clean end: the unit is gone, every fd of the session closed.
-    const reusable = ran.clean && !closing && served < config.limits.sessionsPerWorker && received.message.reuse === true;
+    // A peer's descriptor still closing on a thread of its own (a FUSE FLUSH never answered) may hold
+    // this process for good: it ends, and its slot stays taken until it has (broker.ts #adopt).
+    const reusable = ran.clean && native().pendingCloses() === 0 && !closing && served < config.limits.sessionsPerWorker && received.message.reuse === true;
     sendControl(control, { type: 'ended', reason: ran.reason, reusable });
     if (!ran.clean) {
       manager.close();
