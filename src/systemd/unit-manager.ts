@@ -12,6 +12,7 @@ import { isUnitGone, SystemdError } from './errors.ts';
 import { unitMatchRules } from './match-rules.ts';
 import { unitObjectPath, validatePrefix, validateUnitName } from './unit-names.ts';
 import { sessionUnitProperties, type SessionUnitSpec } from './unit-properties.ts';
+import { programRan } from './start-outcome.ts';
 import { readExit, readProperties, readReferenced, readSnapshot, SERVICE_INTERFACE, UNIT_INTERFACE, unitPath } from './unit-state.ts';
 import { unitPhase, watchUnit, type ExitStatus, type WatchOptions } from './unit-watch.ts';
 
@@ -46,14 +47,6 @@ async function ignoreDbusError(step: Promise<unknown>): Promise<void> {
   } catch (error) {
     if (!(error instanceof SystemdError) || error.code !== 'DBUS_ERROR') throw error;
   }
-}
-
-/** The main process ran and ended by itself: an exit below systemd's own codes (CLD_EXITED = 1).
- * systemd reserves 200 and up (systemd.exec(5) "Process Exit Codes": 200-245 for failures before the
- * exec, 255 EXIT_EXCEPTION), so every status from 200 counts as a failure to start, even one a
- * program chose itself. */
-function ranAndEnded(exit: { code: number; status: number }): boolean {
-  return exit.code === 1 && exit.status < 200;
 }
 
 function signalNumber(signal: number | NodeJS.Signals): number {
@@ -130,9 +123,8 @@ export class UnitManager {
     if (result !== 'done') {
       const exit = await readExit(this.#connection, name).catch(() => undefined);
       // Type=exec: a program that exits at once can be reaped before PID 1 sees its exec, and the
-      // job then ends "failed" although the program ran. Its own exit says so: systemd's failures to
-      // start it are exits with systemd's codes (200 and up, see ranAndEnded).
-      if (result === 'failed' && exit && ranAndEnded(exit)) return { mainPid: job.mainPid() ?? (await this.#readMainPid(name)) };
+      // job then ends "failed" although the program ran (start-outcome.ts says when).
+      if (programRan(result, exit)) return { mainPid: job.mainPid() ?? (await this.#readMainPid(name)) };
       await this.#discard(name);
       throw new SystemdError('UNIT_START_FAILED', `${name}: start job ended "${result}"`, { jobResult: result, exit, unit: name });
     }

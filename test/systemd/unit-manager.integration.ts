@@ -106,6 +106,16 @@ if (unavailable) {
     await assertGone(session.name);
   });
 
+  test('programs that exit at once, many at a time: each started, each with its exit (never a failed start)', async () => {
+    // With Type=exec, a program that exits before PID 1 has seen its exec ends the start job
+    // "failed"; many starts at once keep PID 1 busy enough for that to happen to some of them.
+    const sessions = await Promise.all(Array.from({ length: 24 }, () => start(['/bin/sh', '-c', 'exit 7'])));
+    for (const session of sessions) {
+      assert.equal(await manager.waitForExit(session.name, WAIT), { code: 1, status: 7, result: 'exit-code' });
+      assert.is(drain(session.output), '');
+    }
+  });
+
   test('killed by its own SIGINT: code 2 (killed), status 2, result success', async () => {
     const session = await start(['/bin/sh', '-c', 'kill -INT $$']);
     assert.equal(await manager.waitForExit(session.name, WAIT), { code: 2, status: 2, result: 'success' });
