@@ -24,6 +24,11 @@ async function journalHas(text: string): Promise<boolean> {
   return (await sandbox.journal(BROKER_UNIT)).includes(text);
 }
 
+/** Units whose workers logged "session … started" so far. */
+async function startedUnits(): Promise<string[]> {
+  return [...(await sandbox.journal(BROKER_UNIT)).matchAll(/session (\S+) started for pid/g)].map((match) => match[1]!);
+}
+
 test('a session running across a bus restart ends with its EXIT; the broker keeps serving', async () => {
   const warm = await driver.sessions(1, ['true']);
   assert.ok(warm[0]!.ok, JSON.stringify(warm));
@@ -31,11 +36,22 @@ test('a session running across a bus restart ends with its EXIT; the broker keep
   const brokerPid = await brokerProperty(sandbox, 'MainPID');
   // The session waits on a file the test creates after the restart, so it spans it for sure.
   const marker = `${sandbox.client.home}/bus-restarted`;
+  // The warm-up session logged its own "started" line, and its unit may not be collected yet: wait
+  // for a line naming a new unit, and for that unit to be loaded (it was what made this test flaky).
+  const before = new Set(await startedUnits());
   const running = driver.sessions(1, ['sh', '-c', `while [ ! -e ${marker} ]; do sleep 0.1; done; echo after`]);
-  await until(async () => (await journalHas('started for pid')) && (await measure(sandbox)).units.length === 1, 10_000, 'the session unit');
+  let unit: string | undefined;
+  await until(
+    async () => {
+      unit ??= (await startedUnits()).find((name) => !before.has(name));
+      return unit !== undefined && (await measure(sandbox)).units.includes(unit);
+    },
+    10_000,
+    'the session unit',
+  );
   const restart = await sandbox.systemctl('restart', 'dbus.service');
   assert.is(restart.code, 0, restart.stderr);
-  await until(() => journalHas('D-Bus connection back'), 20_000, 'the broker to reconnect', () => sandbox.journal(BROKER_UNIT));
+  await until(() => journalHas('broker: D-Bus connection back'), 20_000, 'the broker to reconnect', () => sandbox.journal(BROKER_UNIT));
   await sandbox.exec(['touch', marker], { as: 'client' });
   const [result] = await running;
   assert.ok(result!.ok, `${JSON.stringify(result)}\n${await sandbox.journal(BROKER_UNIT)}`);
