@@ -26,6 +26,8 @@ export async function runSoak(ctx: TortureContext): Promise<{ passed: number; ca
   let passed = 0;
   let peak = rssBefore;
   const batch = 250;
+  /** RSS after each batch: a leak grows with the sessions, a heap settling flattens out. */
+  const trajectory: string[] = [];
   for (let done = 0; done < short; done += batch) {
     const { results } = await ctx.driver.command<{ results: Array<{ ok: boolean; output?: string; error?: string }> }>({
       sequential: { count: Math.min(batch, short - done), argv: ['sh', '-c', 'echo x'] },
@@ -34,8 +36,10 @@ export async function runSoak(ctx: TortureContext): Promise<{ passed: number; ca
       if (result.ok && result.output === 'x\r\n') passed += 1;
       else unexpected.push(`short session: ${JSON.stringify(result)}`);
     }
-    peak = Math.max(peak, await brokerRss(ctx.sandbox));
-    if (ctx.scale === 'full') ctx.note(`soak: ${done + results.length} of ${short} short sessions`);
+    const rss = await brokerRss(ctx.sandbox);
+    peak = Math.max(peak, rss);
+    trajectory.push(`${done + results.length}:${(rss / 2 ** 20).toFixed(0)}`);
+    if (ctx.scale === 'full') ctx.note(`soak: ${done + results.length} of ${short} short sessions, broker RSS ${(rss / 2 ** 20).toFixed(1)} MB`);
   }
   // A client has its EXIT a moment before its worker is gone and its slot free: wait for all 16.
   await idleBroker(ctx);
@@ -48,6 +52,7 @@ export async function runSoak(ctx: TortureContext): Promise<{ passed: number; ca
   peak = Math.max(peak, rssAfter);
   const growthMb = (rssAfter - rssBefore) / 2 ** 20;
   notes.push(`broker RSS ${(rssBefore / 2 ** 20).toFixed(1)} MB before, ${(rssAfter / 2 ** 20).toFixed(1)} MB after ${short} + 16 sessions (bound: +${RSS_GROWTH_BOUND_MB} MB); fds ${fdsBefore} before`);
+  notes.push(`broker RSS (MB) after each batch of short sessions: ${trajectory.join(' ')}`);
   if (growthMb > RSS_GROWTH_BOUND_MB) unexpected.push(`broker RSS grew ${growthMb.toFixed(1)} MB`);
   return { passed, cases: short + 16, unexpected, notes, peakRssMb: peak / 2 ** 20 };
 }
