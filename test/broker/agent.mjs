@@ -15,6 +15,9 @@ const children = new Set();
 
 function run(argv, background) {
   const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+  // A failed spawn is an answer, never an uncaught 'error' that ends the agent (the test would then
+  // see ECONNREFUSED on the agent's socket and nothing of why).
+  const failed = new Promise((resolve) => child.on('error', (error) => resolve({ code: null, error: error.message, stdout: '', stderr: '' })));
   if (background) {
     children.add(child);
     child.on('exit', () => children.delete(child));
@@ -24,7 +27,7 @@ function run(argv, background) {
   let stderr = '';
   child.stdout.on('data', (chunk) => (stdout += chunk));
   child.stderr.on('data', (chunk) => (stderr += chunk));
-  return new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
+  return Promise.race([failed, new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })))]);
 }
 
 rmSync(listenPath, { force: true });
@@ -32,20 +35,25 @@ rmSync(`${listenPath}.new`, { force: true });
 net
   .createServer({ allowHalfOpen: true }, (connection) => {
     let text = '';
+    connection.on('error', (error) => console.error(`agent: control connection: ${error.message}`));
     connection.on('data', async (chunk) => {
       text += chunk;
       if (!text.includes('\n')) return;
-      const command = JSON.parse(text);
       let answer;
-      if (command.peers) {
-        const { count, mode, hold } = command.peers;
-        answer = { reports: await runPeers(supervisorSocket, count, mode, hold, held) };
-      } else if (command.release) {
-        for (const socket of held.splice(0)) socket.destroy();
-        for (const child of children) child.kill('SIGTERM');
-        answer = { released: true };
-      } else {
-        answer = await run(command.run, command.background);
+      try {
+        const command = JSON.parse(text);
+        if (command.peers) {
+          const { count, mode, hold } = command.peers;
+          answer = { reports: await runPeers(supervisorSocket, count, mode, hold, held) };
+        } else if (command.release) {
+          for (const socket of held.splice(0)) socket.destroy();
+          for (const child of children) child.kill('SIGTERM');
+          answer = { released: true };
+        } else {
+          answer = await run(command.run, command.background);
+        }
+      } catch (error) {
+        answer = { agentError: error.stack ?? String(error) };
       }
       connection.end(`${JSON.stringify(answer)}\n`);
     });

@@ -57,7 +57,10 @@ export class Agent {
   #socket: string;
   readonly mainPid: number;
 
-  private constructor(socket: string, mainPid: number) {
+  #sandbox: Sandbox;
+
+  private constructor(sandbox: Sandbox, socket: string, mainPid: number) {
+    this.#sandbox = sandbox;
     this.#socket = socket;
     this.mainPid = mainPid;
   }
@@ -67,16 +70,25 @@ export class Agent {
     const { mainPid } = await sandbox.startClientService(AGENT_SERVICE, ['/usr/bin/node', AGENT, inside, SOCKET_PATH]);
     const host = `${sandbox.root}${inside}`;
     await appeared(host, 10_000);
-    return new Agent(host, mainPid);
+    return new Agent(sandbox, host, mainPid);
   }
 
+  /** One command; a failure says what became of the agent (its state and journal), not only the errno. */
   async command<T>(command: unknown): Promise<T> {
     const connection = net.createConnection(this.#socket);
     connection.end(`${JSON.stringify(command)}\n`);
     let text = '';
+    let failure: Error | undefined;
     connection.on('data', (chunk) => (text += chunk));
+    connection.on('error', (error) => (failure = error));
     await once(connection, 'close');
-    return JSON.parse(text) as T;
+    const answer = failure || !text ? undefined : (JSON.parse(text) as T & { agentError?: string });
+    if (!answer || answer.agentError) {
+      const state = (await this.#sandbox.systemctl('show', '--property=ActiveState,SubState,MainPID,Result,ExecMainStatus', AGENT_SERVICE)).stdout;
+      const why = failure?.message ?? answer?.agentError ?? 'no answer';
+      throw new Error(`agent command ${JSON.stringify(command)} failed: ${why}\n${state}${await this.#sandbox.journal(AGENT_SERVICE)}`);
+    }
+    return answer;
   }
 
   /** Connections made by the agent's main process itself. */
