@@ -5,7 +5,7 @@ import { FdSocket } from '../io/fd-socket.ts';
 import { closeQuietly } from '../io/fds.ts';
 import { passRights } from '../io/pass-rights.ts';
 import { wireCodeName, type Logger } from '../log.ts';
-import { native, type FdWatcher } from '../native/binding.ts';
+import { native } from '../native/binding.ts';
 import { ErrorCode, encodeFrame, type ErrorCodeValue } from '../protocol/index.ts';
 import type { Units } from '../systemd/bus-session.ts';
 import { SessionError } from '../protocol/session-error.ts';
@@ -15,16 +15,13 @@ import { chooseVersion, handshakeRefusal, readHello } from './handshake.ts';
 import type { Listener } from './listener.ts';
 import { ClientService, pidfdCgroupNow } from '../identity/client-service.ts';
 import { AcceptGate, AUTHENTICATION_FAILED, type PeerAtAccept } from './accept-gate.ts';
-import { RefusalLog, QUIET_MS } from './refusal-log.ts';
+import { RefusalReporter } from './refusal-reporter.ts';
 import type { WorkerHandle, WorkerPool } from './worker-pool.ts';
-import { AcceptBackoff } from './accept-backoff.ts';
-import { reapUnit, type ReapTimes } from './unit-reaper.ts';
+import { AcceptLoop } from './accept-loop.ts';
+import { LiveSessions } from './live-sessions.ts';
+import { Orphans } from './orphans.ts';
 
 export { ADMISSION_REFUSED } from './accept-gate.ts';
-/** Connections accepted per readable event before yielding to the event loop. */
-const ACCEPTS_PER_EVENT = 64;
-/** After an orphan's TimeoutStopSec: time for systemd's own stop to finish before our SIGKILL. */
-const ORPHAN_STOP_MARGIN_MS = 2000;
 
 export interface BrokerDeps {
   config: Config;
@@ -41,14 +38,12 @@ export class Broker {
   #slots: SessionSlots;
   #service: ClientService | undefined;
   #gate: AcceptGate;
-  #refusals = new RefusalLog();
-  #refusalTimer: NodeJS.Timeout | undefined;
+  #refusals: RefusalReporter;
   #handshakes = new Set<FdSocket>();
-  #sessions = new Set<WorkerHandle>();
+  #sessions: LiveSessions;
   /** Units of an earlier run still being stopped; each holds a session slot until it is gone. */
-  #orphans = new Set<string>();
-  #acceptBackoff: AcceptBackoff;
-  #watcher: FdWatcher | undefined;
+  #orphans: Orphans;
+  #accepts: AcceptLoop;
   #idleTimer: NodeJS.Timeout | undefined;
   #nextId = 1;
   #statusPending = false;
@@ -62,15 +57,26 @@ export class Broker {
     const { limits, client } = deps.config;
     this.#admission = new Admission(limits);
     this.#slots = new SessionSlots(limits.maxSessions);
-    this.#acceptBackoff = new AcceptBackoff(
-      {
-        pause: () => this.#watcher?.update({}),
-        resume: () => {
-          if (!this.#stopping) this.#watcher?.update({ readable: true });
-        },
-      },
-      deps.log,
-    );
+    this.#refusals = new RefusalReporter(deps.log);
+    this.#sessions = new LiveSessions({
+      units: deps.manager,
+      slots: this.#slots,
+      log: deps.log,
+      reapTimes: { stopWaitMs: unitStopWaitMs(deps.config), killWaitMs: limits.operationTimeoutMs },
+      giveBack: (worker) => deps.pool.giveBack(worker),
+      changed: () => this.#changed(),
+      slotFreed: () => this.#status(),
+    });
+    this.#orphans = new Orphans({
+      units: deps.manager,
+      slots: this.#slots,
+      log: deps.log,
+      prefix: `${deps.config.unitPrefix}session-`,
+      stopTimeoutSec: deps.config.session.stopTimeoutSec,
+      killWaitMs: limits.operationTimeoutMs,
+      changed: () => this.#changed(),
+    });
+    this.#accepts = new AcceptLoop(deps.listener.fd, (fd) => this.#accepted(fd), deps.log);
     if (client.service) this.#service = new ClientService(client.service, () => deps.manager.serviceState(client.service!));
     this.#gate = new AcceptGate({ config: deps.config, admission: this.#admission, service: this.#service });
   }
@@ -81,42 +87,26 @@ export class Broker {
    * orphans is fatal (nothing is accepted): their slots could not be counted.
    */
   async start(): Promise<void> {
-    const { manager, config, log, pool, listener } = this.#deps;
-    const orphans = await manager.listUnitsByPrefix(`${config.unitPrefix}session-`);
-    for (const unit of orphans) this.#reapOrphan(unit);
+    const { config, log, pool, listener } = this.#deps;
+    for (const unit of await this.#orphans.list()) this.#orphans.reap(unit);
     pool.warm();
     // No connection takes descriptors until its START is due (accepted ones inherit this at connect()).
     const refusesFds = passRights(listener.fd, false);
-    this.#watcher = native().watch(listener.fd, { readable: true }, () => this.#acceptSome());
+    this.#accepts.start();
     this.#deps.notify('READY=1');
     this.#status();
     this.#checkIdle();
     log('info', `serving ${listener.fromSystemd ? 'the socket systemd passed' : config.socketPath} for ${config.client.user}${refusesFds ? '' : '; this kernel lacks SO_PASSRIGHTS (6.16): descriptors sent before START are received and closed'}`);
   }
 
-  /**
-   * After a bus reconnection: a session unit that no live worker claims (its worker died while the
-   * bus was away, so its stop could not be asked for) is stopped like an orphan. A worker names its
-   * unit to us before starting it, so a second look after a pause spares units whose name is still
-   * on its way to us.
-   */
-  async recheckUnits(): Promise<void> {
-    const { manager, config, log } = this.#deps;
-    const unclaimed = async () => {
-      const units = await manager.listUnitsByPrefix(`${config.unitPrefix}session-`);
-      const claimed = new Set([...this.#sessions].map((worker) => worker.unit));
-      return units.filter((unit) => !claimed.has(unit) && !this.#orphans.has(unit));
+  /** After a bus reconnection: units no live worker claims are stopped like orphans (orphans.ts). */
+  recheckUnits(): Promise<void> {
+    const owner = {
+      claimed: () => this.#sessions.claimed(),
+      sessions: () => this.#sessions.size,
+      stopping: () => this.#stopping,
     };
-    try {
-      const first = await unclaimed();
-      log('info', `after the D-Bus reconnection: ${this.#sessions.size} sessions, ${first.length} units unclaimed`);
-      if (first.length === 0) return;
-      await new Promise((resolve) => setTimeout(resolve, config.limits.operationTimeoutMs));
-      const still = new Set(await unclaimed());
-      for (const unit of first) if (still.has(unit) && !this.#stopping) this.#reapOrphan(unit, 'which no worker claims after the D-Bus reconnection');
-    } catch (error) {
-      log('warning', `re-checking session units after the D-Bus reconnection: ${(error as Error).message}`);
-    }
+    return this.#orphans.recheck(owner, this.#deps.config.limits.operationTimeoutMs);
   }
 
   /** SIGTERM: accept nothing more, end every session and wait until their units are gone. */
@@ -126,15 +116,13 @@ export class Broker {
     this.#deps.notify('STOPPING=1');
     this.#stopAccepting();
     for (const socket of this.#handshakes) this.#refuse(socket, ErrorCode.SHUTDOWN, 'supervisor is shutting down');
-    for (const worker of this.#sessions) worker.shutdown();
+    this.#sessions.shutdown();
     this.#maybeFinish();
   }
 
   #stopAccepting(): void {
-    this.#acceptBackoff.close();
-    this.#expireRefusals(Number.POSITIVE_INFINITY);
-    this.#watcher?.close();
-    this.#watcher = undefined;
+    this.#accepts.close();
+    this.#refusals.flush();
     clearTimeout(this.#idleTimer);
     this.#deps.pool.stop();
     // systemd keeps the listener: leave it as it was given, for whichever broker serves it next.
@@ -148,24 +136,12 @@ export class Broker {
     }
   }
 
-  #acceptSome(): void {
-    for (let i = 0; i < ACCEPTS_PER_EVENT && !this.#stopping; i += 1) {
-      let fd: number;
-      try {
-        fd = native().accept(this.#deps.listener.fd);
-      } catch (error) {
-        // EMFILE and the like leave the connection queued: pause and retry later, not at once.
-        if (this.#acceptBackoff.failed(error)) return;
-        continue;
-      }
-      if (fd < 0) return;
-      // One queued before the listener refused descriptors (the connection that started us) takes
-      // none from now on either; what it already queued is drained at its last close.
-      passRights(fd, false);
-      this.#acceptBackoff.succeeded();
-      clearTimeout(this.#idleTimer);
-      this.#handle(fd).catch((error: Error) => this.#deps.log('error', `connection: ${error.message}`));
-    }
+  #accepted(fd: number): void {
+    // One queued before the listener refused descriptors (the connection that started us) takes
+    // none from now on either; what it already queued is drained at its last close.
+    passRights(fd, false);
+    clearTimeout(this.#idleTimer);
+    this.#handle(fd).catch((error: Error) => this.#deps.log('error', `connection: ${error.message}`));
   }
 
   async #handle(fd: number): Promise<void> {
@@ -173,9 +149,7 @@ export class Broker {
       await this.#admit(fd);
     } finally {
       // Every way out, refused ones included, may leave the broker idle or let a shutdown finish.
-      this.#status();
-      this.#checkIdle();
-      this.#maybeFinish();
+      this.#changed();
     }
   }
 
@@ -184,7 +158,7 @@ export class Broker {
     const acceptedAt = Date.now();
     const decision = await this.#gate.decide(fd);
     if (!decision.admitted) {
-      this.#noteRefusal(decision.key, decision.reason, decision.detail);
+      this.#refusals.note(decision.key, decision.reason, decision.detail);
       return this.#refuseFd(fd, decision.code, decision.message);
     }
     const { slot, peer } = decision;
@@ -205,21 +179,6 @@ export class Broker {
     await this.#authenticate(socket, peer, slot, acceptedAt);
   }
 
-  /** One journal line per refused peer per episode, and a closing count (refusal-log.ts). */
-  #noteRefusal(key: string, reason: string, detail: string): void {
-    const line = this.#refusals.record(key, reason, detail, Date.now());
-    if (line) this.#deps.log('notice', line);
-    this.#refusalTimer ??= setInterval(() => this.#expireRefusals(Date.now()), QUIET_MS / 2).unref();
-  }
-
-  #expireRefusals(now: number): void {
-    for (const line of this.#refusals.expire(now)) this.#deps.log('notice', line);
-    if (this.#refusals.open === 0) {
-      clearInterval(this.#refusalTimer);
-      this.#refusalTimer = undefined;
-    }
-  }
-
   async #authenticate(socket: FdSocket, peer: PeerAtAccept, slot: Slot, acceptedAt: number): Promise<void> {
     const { config, log, pool } = this.#deps;
     // The socket never surfaces errors by event here: every read rejects with them instead.
@@ -233,7 +192,7 @@ export class Broker {
     const { credentials } = peer;
     let pidfd = peer.pidfd;
     const onDeadline = () => {
-      if (!socket.closed) this.#noteRefusal(peer.cgroup, 'handshake timeout', `pid ${credentials.pid}`);
+      if (!socket.closed) this.#refusals.note(peer.cgroup, 'handshake timeout', `pid ${credentials.pid}`);
       this.#refuse(socket, ErrorCode.HANDSHAKE_TIMEOUT, 'handshake timeout');
     };
     let deadline = setTimeout(onDeadline, config.limits.handshakeTimeoutMs);
@@ -249,7 +208,7 @@ export class Broker {
         const { inside, snapshot } = await this.#service.contains(pidfdCgroupNow(pidfd), peer.startTicks);
         if (!inside || !snapshot?.state) {
           const cause = snapshot?.error ? `; its state could not be read: ${snapshot.error.message}` : '';
-          this.#noteRefusal(peer.cgroup, `not inside ${config.client.service}${cause}`, `pid ${credentials.pid}`);
+          this.#refusals.note(peer.cgroup, `not inside ${config.client.service}${cause}`, `pid ${credentials.pid}`);
           throw new SessionError(ErrorCode.AUTHENTICATION, AUTHENTICATION_FAILED);
         }
         cgroup = snapshot.state.controlGroup;
@@ -288,14 +247,14 @@ export class Broker {
       }
       pidfd = -1;
       handedOff = true;
-      this.#adopt(worker);
+      this.#sessions.adopt(worker);
       socket.close();
     } catch (error) {
       const refusal = handshakeRefusal(error);
       // Internal causes (a worker that could not start, EMFILE…) are logged each time as warnings;
       // a client's own failures go through the per-episode refusal log.
       if (!socket.closed && refusal.internal) log('warning', `pid ${credentials.pid}: ${refusal.log}`, { REFUSAL: wireCodeName(refusal.error.wireCode), PEER_PID: credentials.pid, PEER_UID: credentials.uid });
-      else if (!socket.closed) this.#noteRefusal(peer.cgroup, refusal.log, `pid ${credentials.pid}`);
+      else if (!socket.closed) this.#refusals.note(peer.cgroup, refusal.log, `pid ${credentials.pid}`);
       this.#refuse(socket, refusal.error.wireCode, refusal.error.message);
     } finally {
       clearTimeout(deadline);
@@ -312,73 +271,11 @@ export class Broker {
     }
   }
 
-  /** A session now lives in `worker`; when the worker exits, its unit must be gone too. */
-  #adopt(worker: WorkerHandle): void {
-    this.#sessions.add(worker);
+  /** A session, handshake or orphan is gone: report it, and the broker may now be idle or done. */
+  #changed(): void {
     this.#status();
-    const { log } = this.#deps;
-    // The session is over once its unit is gone, reported or after the worker's exit. Its slot is
-    // free then if the worker is reused, else only once the worker has exited: a worker whose exit
-    // is held (a thread closing a peer's FUSE file whose FLUSH is never answered waits in D state,
-    // unkillable, and keeps the whole process's memory, about 70 MB) keeps the slot, so one client
-    // can pin at most maxSessions of them, as many as it could hold sessions anyway; shutdown and
-    // idle exit do not wait for them.
-    const cleanEnd = worker.ended.then((reason) => (reason === 'cleanup-failed' ? worker.exited : undefined));
-    const over = Promise.race([worker.exited, cleanEnd]).then(async () => {
-      const { manager, config, pool } = this.#deps;
-      // A clean end the worker offers to repeat: it waits, warm, for the next session.
-      const reusable = worker.reusable && worker.child.exitCode === null && worker.child.signalCode === null;
-      if (!reusable && worker.child.exitCode === null && worker.child.signalCode === null) {
-        const held = setTimeout(() => log('warning', `worker ${worker.child.pid} reported its session ended but has not exited after 10 s; its session slot stays taken until it does`), 10_000);
-        held.unref();
-        void worker.exited.then(() => clearTimeout(held));
-      }
-      // A worker reports 'ended' only after its unit is gone, unless that cleanup failed.
-      const cleanedUp = worker.endReason !== undefined && worker.endReason !== 'cleanup-failed';
-      if (worker.unit && !cleanedUp) {
-        log('warning', `worker ${worker.child.pid} exited without cleaning up; stopping ${worker.unit}`);
-        // Never fatal: a unit that will not stop is logged, SIGKILLed, and at worst left to the
-        // next start's orphan cleanup, while every other session goes on.
-        await reapUnit(manager, worker.unit, this.#reapTimes(unitStopWaitMs(config)), log);
-      }
-      this.#sessions.delete(worker);
-      if (reusable) {
-        this.#slots.release();
-        pool.giveBack(worker);
-      }
-      this.#status();
-      this.#checkIdle();
-      this.#maybeFinish();
-      return reusable;
-    });
-    void Promise.all([over, worker.exited]).then(([reused]) => {
-      if (reused) return;
-      this.#slots.release();
-      this.#status();
-    });
-  }
-
-  #reapTimes(stopWaitMs: number): ReapTimes {
-    return { stopWaitMs, killWaitMs: this.#deps.config.limits.operationTimeoutMs };
-  }
-
-  /** An earlier run's unit: its slot is held until it is gone (or given up on, then logged). */
-  #reapOrphan(unit: string, why = 'left by an earlier run'): void {
-    const { config, log, manager } = this.#deps;
-    if (this.#orphans.has(unit)) return;
-    this.#orphans.add(unit);
-    const counted = this.#slots.tryTake();
-    log('notice', `stopping ${unit}, ${why}`);
-    // The orderly stop is bounded by the unit's own TimeoutStopSec plus a margin, then SIGKILL:
-    // programs that ignore SIGHUP and SIGTERM cost one stop timeout in all, not one each.
-    const stopWaitMs = config.session.stopTimeoutSec * 1000 + ORPHAN_STOP_MARGIN_MS;
-    void reapUnit(manager, unit, this.#reapTimes(stopWaitMs), log).then(() => {
-      this.#orphans.delete(unit);
-      if (counted) this.#slots.release();
-      this.#status();
-      this.#checkIdle();
-      this.#maybeFinish();
-    });
+    this.#checkIdle();
+    this.#maybeFinish();
   }
 
   #refuseFd(fd: number, code: ErrorCodeValue, message: string): void {

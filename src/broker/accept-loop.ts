@@ -1,0 +1,58 @@
+// Accepting from the listening socket: a bounded batch per readable event, so a flood cannot starve
+// the rest of the event loop, and accept-backoff.ts when accept(2) itself fails.
+import type { Logger } from '../log.ts';
+import { native, type FdWatcher } from '../native/binding.ts';
+import { AcceptBackoff } from './accept-backoff.ts';
+
+/** Connections accepted per readable event before yielding to the event loop. */
+const ACCEPTS_PER_EVENT = 64;
+
+export class AcceptLoop {
+  #fd: number;
+  #onConnection: (fd: number) => void;
+  #backoff: AcceptBackoff;
+  #watcher: FdWatcher | undefined;
+  #closed = false;
+
+  constructor(fd: number, onConnection: (fd: number) => void, log: Logger) {
+    this.#fd = fd;
+    this.#onConnection = onConnection;
+    this.#backoff = new AcceptBackoff(
+      {
+        pause: () => this.#watcher?.update({}),
+        resume: () => {
+          if (!this.#closed) this.#watcher?.update({ readable: true });
+        },
+      },
+      log,
+    );
+  }
+
+  start(): void {
+    this.#watcher = native().watch(this.#fd, { readable: true }, () => this.#acceptSome());
+  }
+
+  /** Accepts nothing more; connections still queued stay with the socket (systemd's, when it passed it). */
+  close(): void {
+    this.#closed = true;
+    this.#backoff.close();
+    this.#watcher?.close();
+    this.#watcher = undefined;
+  }
+
+  #acceptSome(): void {
+    for (let i = 0; i < ACCEPTS_PER_EVENT && !this.#closed; i += 1) {
+      let fd: number;
+      try {
+        fd = native().accept(this.#fd);
+      } catch (error) {
+        // EMFILE and the like leave the connection queued: pause and retry later, not at once.
+        if (this.#backoff.failed(error)) return;
+        continue;
+      }
+      if (fd < 0) return;
+      this.#backoff.succeeded();
+      this.#onConnection(fd);
+    }
+  }
+}

@@ -1,0 +1,89 @@
+// The sessions the broker has handed to workers: each holds a session slot until its unit is gone,
+// reported by its worker or, when the worker exited without cleaning up, stopped here (never fatal).
+import type { Logger } from '../log.ts';
+import type { SessionSlots } from './admission.ts';
+import { reapUnit, type ReapTimes, type UnitStopper } from './unit-reaper.ts';
+import type { WorkerHandle } from './worker-pool.ts';
+
+/** How long a worker may outlive its session's report before that is worth a warning. */
+const HELD_WORKER_WARNING_MS = 10_000;
+
+export interface LiveSessionDeps {
+  units: UnitStopper;
+  slots: SessionSlots;
+  log: Logger;
+  /** Bounds for stopping a dead worker's unit. */
+  reapTimes: ReapTimes;
+  /** A worker whose session ended cleanly and that offers another goes back to the pool. */
+  giveBack(worker: WorkerHandle): void;
+  /** Called when the set changed (the broker may now be idle or done). */
+  changed(): void;
+  /** Called when a slot held by an exited worker is free (the broker's status). */
+  slotFreed(): void;
+}
+
+export class LiveSessions {
+  #deps: LiveSessionDeps;
+  #workers = new Set<WorkerHandle>();
+
+  constructor(deps: LiveSessionDeps) {
+    this.#deps = deps;
+  }
+
+  get size(): number {
+    return this.#workers.size;
+  }
+
+  /** The units live workers have named. */
+  claimed(): Set<string> {
+    return new Set([...this.#workers].flatMap((worker) => (worker.unit ? [worker.unit] : [])));
+  }
+
+  /** Asks every worker to end its session (SIGTERM to the broker). */
+  shutdown(): void {
+    for (const worker of this.#workers) worker.shutdown();
+  }
+
+  /** A session now lives in `worker` (its session slot already taken); when the worker exits, its unit must be gone too. */
+  adopt(worker: WorkerHandle): void {
+    this.#workers.add(worker);
+    this.#deps.changed();
+    const { log } = this.#deps;
+    // The session is over once its unit is gone, reported or after the worker's exit. Its slot is
+    // free then if the worker is reused, else only once the worker has exited: a worker whose exit
+    // is held (a thread closing a peer's FUSE file whose FLUSH is never answered waits in D state,
+    // unkillable, and keeps the whole process's memory, about 70 MB) keeps the slot, so one client
+    // can pin at most maxSessions of them, as many as it could hold sessions anyway; shutdown and
+    // idle exit do not wait for them.
+    const cleanEnd = worker.ended.then((reason) => (reason === 'cleanup-failed' ? worker.exited : undefined));
+    const over = Promise.race([worker.exited, cleanEnd]).then(async () => {
+      // A clean end the worker offers to repeat: it waits, warm, for the next session.
+      const reusable = worker.reusable && worker.child.exitCode === null && worker.child.signalCode === null;
+      if (!reusable && worker.child.exitCode === null && worker.child.signalCode === null) {
+        const held = setTimeout(() => log('warning', `worker ${worker.child.pid} reported its session ended but has not exited after 10 s; its session slot stays taken until it does`), HELD_WORKER_WARNING_MS);
+        held.unref();
+        void worker.exited.then(() => clearTimeout(held));
+      }
+      // A worker reports 'ended' only after its unit is gone, unless that cleanup failed.
+      const cleanedUp = worker.endReason !== undefined && worker.endReason !== 'cleanup-failed';
+      if (worker.unit && !cleanedUp) {
+        log('warning', `worker ${worker.child.pid} exited without cleaning up; stopping ${worker.unit}`);
+        // Never fatal: a unit that will not stop is logged, SIGKILLed, and at worst left to the
+        // next start's orphan cleanup, while every other session goes on.
+        await reapUnit(this.#deps.units, worker.unit, this.#deps.reapTimes, log);
+      }
+      this.#workers.delete(worker);
+      if (reusable) {
+        this.#deps.slots.release();
+        this.#deps.giveBack(worker);
+      }
+      this.#deps.changed();
+      return reusable;
+    });
+    void Promise.all([over, worker.exited]).then(([reused]) => {
+      if (reused) return;
+      this.#deps.slots.release();
+      this.#deps.slotFreed();
+    });
+  }
+}
