@@ -55,6 +55,14 @@ test('socket activation: a session through the real supervisor as the agent serv
   assert.equal(await sessionUnits(sandbox), []);
 });
 
+test("the listening socket's accept queue is the unit's Backlog=, 4096 (a full queue is the agent's EAGAIN)", async () => {
+  // ss(8): for a listening socket Send-Q is the backlog.
+  const listening = await sandbox.exec(['ss', '-xlH', 'src', SOCKET_PATH]);
+  const fields = listening.stdout.trim().split(/\s+/);
+  assert.is(fields[4], SOCKET_PATH, listening.stdout);
+  assert.is(fields[3], '4096', listening.stdout);
+});
+
 test('wrong uid and wrong gid are refused with AUTHENTICATION before anything is read', async () => {
   // Both can reach the 0660 socket through its group, as a member of it could.
   const socketGroup = [SOCKET_GROUP.gid];

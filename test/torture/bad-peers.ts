@@ -17,7 +17,7 @@ interface PeerOutcome {
 }
 
 /** The driver run once as someone else (outside the agent unit). */
-async function outside(ctx: TortureContext, who: { as?: 'client' | 'other'; uid?: number; gid?: number; groups?: number[] }, command: unknown): Promise<RawResult> {
+export async function outside(ctx: TortureContext, who: { as?: 'client' | 'other'; uid?: number; gid?: number; groups?: number[] }, command: unknown): Promise<RawResult> {
   const run = await ctx.sandbox.exec(['/usr/bin/node', DRIVER, 'once', JSON.stringify(command), '/'], { ...who, timeoutMs: 60_000 });
   if (run.code !== 0) throw new Error(`driver as ${JSON.stringify(who)}: ${run.stderr}`);
   return JSON.parse(run.stdout) as RawResult;
@@ -32,7 +32,7 @@ async function brokerCpuTicks(ctx: TortureContext): Promise<number> {
 }
 
 /** Runs `flood` for `durationMs` while the MainPID and a child of the agent start sessions one after another. */
-async function underFlood(ctx: TortureContext, durationMs: number, flood: () => Promise<unknown>, childToo: boolean): Promise<FloodFigures> {
+export async function underFlood(ctx: TortureContext, durationMs: number, flood: () => Promise<unknown>, childToo: boolean): Promise<FloodFigures> {
   const ticks = await brokerCpuTicks(ctx);
   const started = Date.now();
   const argv = ['true'];
