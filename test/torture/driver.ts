@@ -4,6 +4,8 @@
 //   {"raw": RawCase}                     one hostile connection (see rawCase); reports what came back
 //   {"raws": RawCase[]}                  many, one after another
 //   {"run": argv, "background": bool}    a child process (inside the agent's cgroup)
+//   {"withholdCredit": {ms, count}}      no credit for ms while `seq 1 count` writes, then read it all
+//   {"stopReading": {ms, grant}}         credit granted, then the socket not read for ms while `yes` writes
 //   {"release": true}                    ends background children
 // As `node torture-driver.js once JSON` it runs one command and prints the answer (a child's view).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -206,6 +208,104 @@ async function rawCase(spec: RawCase, cwd: string): Promise<RawResult> {
   return result;
 }
 
+/** What the client saw of a session whose credit or reading it held back. */
+export interface HeldResult {
+  ok: boolean;
+  /** OUTPUT bytes received, and whether they were exactly what the program wrote. */
+  bytes: number;
+  intact?: boolean;
+  exit?: { code: number; status: number; result: string };
+  /** Frames after STARTED, runs of OUTPUT counted as one entry (e.g. ["output×31", "error:9"]). */
+  frames?: string[];
+  /** When the client resumed (Date.now(), the host's clock too). */
+  resumedAt: number;
+  error?: string;
+}
+
+/**
+ * The client grants no credit for `ms` while the program writes `seq 1 count` (the library grants
+ * credit only as its output stream is read: nothing reads it), then reads everything: nothing may
+ * be lost, and EXIT must come after the last line.
+ */
+async function withholdCredit(spec: { ms: number; count: number }, cwd: string): Promise<HeldResult> {
+  let resumedAt = 0;
+  try {
+    const client = await connect(SOCKET, { signal: AbortSignal.timeout(30_000) });
+    const session = await client.start({ argv: ['seq', '1', String(spec.count)], cwd, signal: AbortSignal.timeout(30_000) });
+    await new Promise((resolve) => setTimeout(resolve, spec.ms));
+    resumedAt = Date.now();
+    const chunks: Buffer[] = [];
+    session.output.on('data', (chunk: Buffer) => chunks.push(chunk));
+    const ended = finished(session.output).catch(() => undefined);
+    let timer: NodeJS.Timeout | undefined;
+    const stuck = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(Object.assign(new Error(`no end within ${SESSION_LIMIT_MS} ms of the credit's return`), { code: 'STUCK' })), SESSION_LIMIT_MS);
+    });
+    const exit = await Promise.race([session.exit, stuck]).finally(() => clearTimeout(timer));
+    await ended;
+    const output = Buffer.concat(chunks).toString();
+    // The terminal turns each \n into \r\n (ONLCR).
+    let expected = '';
+    for (let i = 1; i <= spec.count; i += 1) expected += `${i}\r\n`;
+    return { ok: true, bytes: output.length, intact: output === expected, exit, resumedAt };
+  } catch (error) {
+    return { ok: false, bytes: 0, resumedAt, error: `${(error as { code?: string }).code ?? ''}: ${(error as Error).message}` };
+  }
+}
+
+/**
+ * The client grants `grant` bytes of credit beyond the first window, then stops reading its socket
+ * for `ms` while `yes` writes; then reads what the kernel queued. docs/protocol.md: the session ends
+ * with ERROR FLOW after writeTimeoutMs, the output already queued comes first, and nothing follows.
+ */
+async function stopReading(spec: { ms: number; grant: number }, cwd: string): Promise<HeldResult> {
+  const socket = new FdSocket(native().connectUnix(SOCKET));
+  socket.on('error', () => undefined);
+  const decoder = new FrameDecoder('to-client');
+  const frames: string[] = [];
+  let bytes = 0;
+  let started: () => void = () => undefined;
+  const startedSeen = new Promise<void>((resolve) => (started = resolve));
+  let welcomed: () => void = () => undefined;
+  const welcome = new Promise<void>((resolve) => (welcomed = resolve));
+  let resumedAt = 0;
+  const closed = new Promise<void>((resolve) => {
+    socket.on('end', resolve);
+    socket.on('close', resolve);
+  });
+  socket.startReading((chunk) => {
+    for (const frame of decoder.push(chunk)) {
+      if (frame.type === 'welcome') welcomed();
+      else if (frame.type === 'started') started();
+      else if (frame.type === 'output') {
+        bytes += frame.data.length;
+        if (frames.at(-1)?.startsWith('output')) frames[frames.length - 1] = `output×${Number(frames.at(-1)!.split('×')[1]) + 1}`;
+        else frames.push('output×1');
+      } else frames.push(describe(frame));
+    }
+  });
+  try {
+    socket.write(HELLO);
+    await Promise.race([welcome, closed]);
+    const stat = statSync(cwd, { bigint: true });
+    const fds = openFd('cwd', cwd);
+    socket.write(encodeFrame({ type: 'start', rows: 24, cols: 80, cwdDev: stat.dev, cwdIno: stat.ino, argv: ['yes'], env: [] }), fds);
+    for (const fd of fds) closeQuietly(fd);
+    await Promise.race([startedSeen, closed]);
+    socket.write(encodeFrame({ type: 'credit', bytes: spec.grant }));
+    socket.pauseReading();
+    await new Promise((resolve) => setTimeout(resolve, spec.ms));
+    resumedAt = Date.now();
+    socket.resumeReading();
+    await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 30_000))]);
+    return { ok: true, bytes, frames, resumedAt };
+  } catch (error) {
+    return { ok: false, bytes, frames, resumedAt, error: `${(error as { code?: string }).code ?? ''}: ${(error as Error).message}` };
+  } finally {
+    socket.close();
+  }
+}
+
 /** A real pipe: Node has no pipe(2), but both ends of a FIFO are one. */
 function pipeFds(): [number, number] {
   const path = `${process.cwd()}/.torture-fifo-${process.pid}-${Math.random().toString(16).slice(2)}`;
@@ -287,6 +387,8 @@ async function sequential(spec: { durationMs?: number; count?: number; argv: str
 export async function command(text: string, cwd: string): Promise<unknown> {
   const order = JSON.parse(text);
   if (order.flood) return flood(order.flood);
+  if (order.withholdCredit) return withholdCredit(order.withholdCredit, cwd);
+  if (order.stopReading) return stopReading(order.stopReading, cwd);
   if (order.sequential) return sequential(order.sequential, cwd);
   if (order.connectAndExit) {
     // Connect, send HELLO, and exit at once: the broker finds a peer whose process is gone.

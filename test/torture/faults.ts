@@ -1,7 +1,7 @@
 // Faults: processes killed mid-session, systemd reloaded, the bus restarted, the agent restarted;
 // each time the broker serves the next session and nothing of the dead session remains.
 import { AGENT_SERVICE, BROKER_UNIT } from '../sandbox/deploy.ts';
-import type { SessionResult } from './driver.ts';
+import type { HeldResult, SessionResult } from './driver.ts';
 import { Driver, brokerMainPid, measure } from './harness.ts';
 import type { TortureContext } from './report.ts';
 
@@ -33,6 +33,22 @@ async function helperPids(ctx: TortureContext): Promise<number[]> {
     if (pid > 0) out.push(pid);
   }
   return out;
+}
+
+/** The faults class's write timeout (suite.ts): a held-back client outlasts it many times over. */
+export const FAULTS_WRITE_TIMEOUT_MS = 2000;
+/** ERROR FLOW (docs/protocol.md). */
+const FLOW = 9;
+
+/** Resident memory of the session's helper and of every worker, in KiB. */
+async function sessionRssKb(ctx: TortureContext): Promise<number> {
+  const pidsNow = [...(await helperPids(ctx)), ...(await pids(ctx, '/opt/opencode-pty/worker.js'))];
+  let total = 0;
+  for (const pid of pidsNow) {
+    const status = await ctx.sandbox.exec(['cat', `/proc/${pid}/status`]);
+    total += Number(/VmRSS:\s+(\d+)/.exec(status.stdout)?.[1] ?? 0);
+  }
+  return total;
 }
 
 export async function runFaults(ctx: TortureContext): Promise<FaultOutcome & { driver: Driver }> {
@@ -133,6 +149,41 @@ export async function runFaults(ctx: TortureContext): Promise<FaultOutcome & { d
     await waitFor(async () => (await measure(sandbox)).units.length === 1, 15_000, 'the flooding session');
     await sandbox.exec(['kill', '-KILL', String(child.pid)]);
     await waitFor(async () => (await measure(sandbox)).units.length === 0, 20_000, 'the unit to go with its client');
+  });
+
+  const withholdMs = ctx.scale === 'full' ? 60_000 : 3 * FAULTS_WRITE_TIMEOUT_MS;
+  await step(`a client that grants no credit for ${withholdMs / 1000} s while the program writes`, async () => {
+    await waitFor(async () => (await measure(sandbox)).units.length === 0, 30_000, 'no session unit before the step');
+    const count = 200_000;
+    const held = driver.command<HeldResult>({ withholdCredit: { ms: withholdMs, count } });
+    held.catch(() => undefined);
+    await waitFor(async () => (await measure(sandbox)).units.length === 1, 15_000, 'the session unit');
+    // Memory once the first window is out and the program blocks, and again near the end.
+    await new Promise((resolve) => setTimeout(resolve, FAULTS_WRITE_TIMEOUT_MS / 2));
+    const early = await sessionRssKb(ctx);
+    await new Promise((resolve) => setTimeout(resolve, withholdMs - FAULTS_WRITE_TIMEOUT_MS));
+    const late = await sessionRssKb(ctx);
+    const result = await held;
+    out.notes.push(`no credit for ${withholdMs / 1000} s: helper + workers RSS ${(early / 1024).toFixed(1)} → ${(late / 1024).toFixed(1)} MB; then ${result.bytes} bytes, intact ${result.intact}, exit ${JSON.stringify(result.exit)}`);
+    if (!result.ok || !result.intact || result.exit?.status !== 0) throw new Error(`output lost or the session failed: ${JSON.stringify(result)}`);
+    // Bounded: what is held is the kernel's (terminal and socket buffers), not ours.
+    if (late - early > 2048) throw new Error(`session memory grew ${late - early} KiB while credit was withheld`);
+  });
+
+  await step('a client that stops reading with credit outstanding: ERROR FLOW after the queued output', async () => {
+    await waitFor(async () => (await measure(sandbox)).units.length === 0, 30_000, 'no session unit before the step');
+    const pausedMs = 4 * FAULTS_WRITE_TIMEOUT_MS;
+    const held = driver.command<HeldResult>({ stopReading: { ms: pausedMs, grant: 4 * 1024 * 1024 } });
+    held.catch(() => undefined);
+    await waitFor(async () => (await measure(sandbox)).units.length === 1, 15_000, 'the session unit');
+    await waitFor(async () => (await measure(sandbox)).units.length === 0, pausedMs, 'the unit to be gone while the client does not read');
+    const goneAt = Date.now();
+    const result = await held;
+    out.notes.push(`stopped reading: unit gone ${result.resumedAt - goneAt} ms before the client read again; then ${JSON.stringify(result.frames)} (${result.bytes} bytes)`);
+    if (!result.ok || goneAt > result.resumedAt) throw new Error(`the unit outlived the write timeout: ${JSON.stringify(result)}`);
+    const frames = result.frames ?? [];
+    const last = frames.at(-1);
+    if (last !== `error:${FLOW}` || !frames[0]?.startsWith('output') || frames.length !== 2) throw new Error(`expected OUTPUT then ERROR FLOW: ${JSON.stringify(result)}`);
   });
 
   const restarts = ctx.scale === 'full' ? 20 : 3;

@@ -1,4 +1,4 @@
-// `npm run torture [-- --fast] [class…]`: the torture classes against the real supervisor in one
+// `npm run torture [-- --fast] [--name=SANDBOX] [class…]`: the torture classes against the real supervisor in one
 // sandbox, ending with the table of figures. Exits 1 if any class found an unexpected answer, a
 // crash (outside the faults class, which kills on purpose) or a leak.
 import { spawnSync } from 'node:child_process';
@@ -19,7 +19,8 @@ const note = (message: string) => process.stderr.write(`${new Date().toISOString
 const built = spawnSync(process.execPath, [fileURLToPath(new URL('../../build.mjs', import.meta.url))], { stdio: 'inherit' });
 if (built.status !== 0) throw new Error('node build.mjs failed');
 await buildDriver();
-const sandbox = await bootSandbox({ name: 'torture' });
+// Another name lets a second run share the machine with one under way.
+const sandbox = await bootSandbox({ name: args.find((arg) => arg.startsWith('--name='))?.slice(7) || 'torture' });
 const results: ClassResult[] = [];
 let failed = false;
 try {

@@ -5,7 +5,7 @@ import { BROKER_UNIT, CONFIG_PATH, deployConfig } from '../sandbox/deploy.ts';
 import { runFdCases } from './bad-fds.ts';
 import { frameCases, runFrameCases } from './bad-frames.ts';
 import { runPeerCases } from './bad-peers.ts';
-import { runFaults } from './faults.ts';
+import { FAULTS_WRITE_TIMEOUT_MS, runFaults } from './faults.ts';
 import { Driver, brokerRss, measure, settle } from './harness.ts';
 import { brokerLife, type ClassResult, type Scale, type TortureContext } from './report.ts';
 import { runSoak } from './soak.ts';
@@ -16,7 +16,11 @@ export type ClassName = (typeof CLASSES)[number];
 /** Config the torture deployment runs with: the frame classes open thousands of connections a minute. */
 export const TORTURE_CONFIG = { limits: { idleExitMs: 600_000, maxAdmissionsPerMinute: 100_000 } };
 /** The peers class runs against the shipped admission limits (32 unauthenticated, 120 a minute). */
-const CLASS_CONFIG: Partial<Record<ClassName, Record<string, unknown>>> = { 'bad-peers': { limits: { idleExitMs: 600_000 } } };
+const CLASS_CONFIG: Partial<Record<ClassName, Record<string, unknown>>> = {
+  'bad-peers': { limits: { idleExitMs: 600_000 } },
+  // A short write timeout, so the held-back clients outlast it many times over in seconds.
+  faults: { limits: { ...TORTURE_CONFIG.limits, writeTimeoutMs: FAULTS_WRITE_TIMEOUT_MS } },
+};
 
 /** Whether the agent's starts under the peer floods are asserted (they are: no start may fail). */
 export const FLOOD_GOALS_ASSERTED = true;
