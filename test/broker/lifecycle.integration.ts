@@ -73,8 +73,9 @@ test('a socket whose group is not the configured socket group keeps the broker f
   await setGroup(sandbox.client.group);
   try {
     const refused = await agent.session(['true']);
-    assert.is(refused.code, 125);
-    assert.match(refused.stderr, 'supervisor cannot start; see its journal');
+    const seen = async () => `${JSON.stringify(refused)}\n${await sandbox.journal(BROKER_UNIT)}`;
+    assert.is(refused.code, 125, await seen());
+    assert.match(refused.stderr, 'supervisor cannot start; see its journal', await seen());
     await until(async () => (await brokerProperty(sandbox, 'ActiveState')) === 'failed', 10_000, 'the broker to fail');
     assert.match(await sandbox.journal(BROKER_UNIT), `must be mode 0660 with group ${SOCKET_GROUP.name}`);
   } finally {

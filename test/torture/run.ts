@@ -29,7 +29,18 @@ try {
   for (const name of classes) {
     const started = Date.now();
     note(`${name}: running (${scale})`);
-    const result = await torture.run(name);
+    // A class that throws is a finding too: recorded, and the table still printed.
+    const result = await torture.run(name).catch((error: Error): ClassResult => ({
+      name,
+      cases: 0,
+      rejectedAsExpected: 0,
+      unexpected: [`the class stopped: ${error.stack ?? error.message}`],
+      brokerCrashes: 0,
+      brokerRestarts: 0,
+      leaked: { fds: 0, units: 0, processes: 0 },
+      peakRssMb: 0,
+      notes: [],
+    }));
     results.push(result);
     note(`${name}: ${result.cases} cases in ${((Date.now() - started) / 1000).toFixed(0)} s`);
     const leaked = result.leaked.fds + result.leaked.units + result.leaked.processes;

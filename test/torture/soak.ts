@@ -8,6 +8,33 @@ import type { TortureContext } from './report.ts';
  * even 10 KB a session would pass this over 5,000 sessions. */
 export const RSS_GROWTH_BOUND_MB = 40;
 
+/** The broker's status, the session units and their states, the broker's processes and the journal's end. */
+async function supervisorState(ctx: TortureContext): Promise<string> {
+  const { sandbox } = ctx;
+  const status = (await sandbox.systemctl('show', '--property=StatusText,MainPID,NRestarts', BROKER_UNIT)).stdout;
+  const units = (await sandbox.systemctl('list-units', '--all', '--plain', '--no-legend', 'opencode-pty-session-*')).stdout;
+  const processes = (await sandbox.exec(['ps', '-eo', 'pid,ppid,stat,etimes,rss,args', '--sort=start_time'])).stdout;
+  const journal = (await sandbox.exec(['journalctl', '-o', 'short-precise', '-n', '40', '--no-pager'])).stdout;
+  // Workers alive for more than a few seconds in a soak of short sessions: everything they and
+  // their units logged.
+  const stale = processes
+    .split('\n')
+    .filter((line) => line.includes('worker.js'))
+    .map((line) => line.trim().split(/\s+/))
+    .filter((fields) => Number(fields[3]) > 5)
+    .map((fields) => fields[0]!);
+  let workers = '';
+  for (const pid of stale) {
+    const own = (await sandbox.exec(['journalctl', '-o', 'short-precise', '--no-pager', `_PID=${pid}`])).stdout;
+    const units = [...new Set([...own.matchAll(/opencode-pty-session-[0-9a-f]+\.service/g)].map((m) => m[0]))];
+    const theirs = units.length ? (await sandbox.exec(['journalctl', '-o', 'short-precise', '--no-pager', ...units.flatMap((u) => ['-u', u])])).stdout : '';
+    const stack = (await sandbox.exec(['cat', `/proc/${pid}/wchan`, `/proc/${pid}/status`])).stdout.split('\n').filter((l) => /^(State|Threads)|^[a-z_]+$/.test(l)).join(' ');
+    const fds = (await sandbox.exec(['ls', '-l', `/proc/${pid}/fd`])).stdout;
+    workers += `\nworker ${pid} (${stack}):\n${own}\nits units:\n${theirs}\nits fds:\n${fds}`;
+  }
+  return `${status}\nunits:\n${units}\nprocesses:\n${processes}\njournal:\n${journal}${workers}`;
+}
+
 async function idleBroker(ctx: TortureContext): Promise<void> {
   const deadline = Date.now() + 20_000;
   for (let pause = 10; ; pause = Math.min(pause * 2, 200)) {
@@ -32,9 +59,18 @@ export async function runSoak(ctx: TortureContext): Promise<{ passed: number; ca
     const { results } = await ctx.driver.command<{ results: Array<{ ok: boolean; output?: string; error?: string }> }>({
       sequential: { count: Math.min(batch, short - done), argv: ['sh', '-c', 'echo x'] },
     });
+    let failed = 0;
     for (const result of results) {
       if (result.ok && result.output === 'x\r\n') passed += 1;
-      else unexpected.push(`short session: ${JSON.stringify(result)}`);
+      else {
+        failed += 1;
+        unexpected.push(`short session ${done + passed + failed}: ${JSON.stringify(result)}`);
+      }
+    }
+    if (failed > 0) {
+      // What the supervisor looks like right now says more than the count: keep it, and stop here.
+      notes.push(`after ${done + results.length} short sessions, ${failed} of the batch failed; the state then:\n${await supervisorState(ctx)}`);
+      break;
     }
     const rss = await brokerRss(ctx.sandbox);
     peak = Math.max(peak, rss);

@@ -35,9 +35,12 @@ interface Found {
   driver?: Driver;
 }
 
-async function warm(driver: Driver): Promise<void> {
+async function warm(driver: Driver, sandbox: Sandbox): Promise<void> {
   const [result] = await driver.sessions(1, ['true']);
-  if (!result!.ok) throw new Error(`warm-up session failed: ${JSON.stringify(result)}`);
+  if (!result!.ok) {
+    const journal = (await sandbox.exec(['journalctl', '-o', 'short-precise', '-n', '60', '--no-pager'])).stdout;
+    throw new Error(`warm-up session failed: ${JSON.stringify(result)}\n${journal}`);
+  }
 }
 
 export class Torture {
@@ -62,7 +65,7 @@ export class Torture {
   async run(name: ClassName): Promise<ClassResult> {
     const ctx = this.#ctx;
     await this.#configure(name);
-    await warm(ctx.driver);
+    await warm(ctx.driver, ctx.sandbox);
     const baseline = await measure(ctx.sandbox);
     const life = await brokerLife(ctx.sandbox);
     let peak = await brokerRss(ctx.sandbox);
@@ -75,7 +78,7 @@ export class Torture {
     }
     if (found.driver) ctx.driver = found.driver;
     // Back to where it was: a warm broker with no session.
-    await warm(ctx.driver);
+    await warm(ctx.driver, ctx.sandbox);
     const leaked = await settle(ctx.sandbox, baseline);
     const lifeAfter = await brokerLife(ctx.sandbox);
     return {
