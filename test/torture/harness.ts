@@ -30,8 +30,11 @@ export async function buildDriver(): Promise<void> {
   });
 }
 
+/** Built once per process: a bundle left by an earlier run may be of older sources. */
+let built: Promise<void> | undefined;
+
 export async function deployTorture(sandbox: Sandbox, overrides: Record<string, unknown> = {}): Promise<void> {
-  if (!existsSync(BUNDLE)) await buildDriver();
+  await (built ??= buildDriver());
   await deploy(sandbox, deployConfig(sandbox, overrides));
   await sandbox.install([{ content: readFileSync(BUNDLE, 'utf8'), to: DRIVER, mode: 0o644 }]);
 }
