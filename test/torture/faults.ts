@@ -157,7 +157,9 @@ export async function runFaults(ctx: TortureContext): Promise<FaultOutcome & { d
     const count = 200_000;
     const held = driver.command<HeldResult>({ withholdCredit: { ms: withholdMs, count } });
     held.catch(() => undefined);
-    await waitFor(async () => (await measure(sandbox)).units.length === 1, 15_000, 'the session unit');
+    await waitFor(async () => (await measure(sandbox)).units.length === 1, 15_000, 'the session unit').catch(async (error: Error) => {
+      throw new Error(`${error.message}; the client saw ${JSON.stringify(await held)}`);
+    });
     // Memory once the first window is out and the program blocks, and again near the end.
     await new Promise((resolve) => setTimeout(resolve, FAULTS_WRITE_TIMEOUT_MS / 2));
     const early = await sessionRssKb(ctx);
@@ -175,7 +177,9 @@ export async function runFaults(ctx: TortureContext): Promise<FaultOutcome & { d
     const pausedMs = 4 * FAULTS_WRITE_TIMEOUT_MS;
     const held = driver.command<HeldResult>({ stopReading: { ms: pausedMs, grant: 4 * 1024 * 1024 } });
     held.catch(() => undefined);
-    await waitFor(async () => (await measure(sandbox)).units.length === 1, 15_000, 'the session unit');
+    await waitFor(async () => (await measure(sandbox)).units.length === 1, 15_000, 'the session unit').catch(async (error: Error) => {
+      throw new Error(`${error.message}; the client saw ${JSON.stringify(await held)}`);
+    });
     await waitFor(async () => (await measure(sandbox)).units.length === 0, pausedMs, 'the unit to be gone while the client does not read');
     const goneAt = Date.now();
     const result = await held;
