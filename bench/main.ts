@@ -11,6 +11,7 @@ import { parseArgs } from 'node:util';
 import { bootSandbox, sandboxUnavailable, type Sandbox } from '../test/sandbox/index.ts';
 import { AGENT_SERVICE, BROKER_UNIT, CONFIG_PATH, INSTALL_DIR, SOCKET_PATH, deploy, deployConfig } from '../test/sandbox/deploy.ts';
 import { IDLE_SPARE_MS } from '../src/broker/worker-pool.ts';
+import { SOCKET_GROUP } from '../test/sandbox/seed.ts';
 import { buildProbe } from './build-probe.ts';
 import { Probe } from './rpc.ts';
 import { formatSections, rotation, summarize, withRatios, type Figure, type Section } from './stats.ts';
@@ -337,7 +338,13 @@ async function flood(ctx: Context, seconds: number, warmLib: Figure | undefined)
   await writeConfig(ctx.sandbox, { limits: { idleExitMs: 600_000 } });
   await ctx.agent.call({ op: 'library', argv: ['true'] });
   await ctx.agent.call({ op: 'broker', pid: await brokerPid(ctx.sandbox) });
-  const flooder = ctx.sandbox.exec(['/usr/bin/node', `${INSTALL_DIR}/bench-probe.js`, 'flood', SOCKET_PATH, String(seconds * 1000), '16'], { as: 'client', timeoutMs: seconds * 1000 + 30_000 });
+  // Another process of the account that has the socket's group (as a second service given it by
+  // mistake would): without the group the kernel refuses every connect and the broker sees nothing.
+  const flooder = ctx.sandbox.exec(['/usr/bin/node', `${INSTALL_DIR}/bench-probe.js`, 'flood', SOCKET_PATH, String(seconds * 1000), '16'], {
+    as: 'client',
+    groups: [SOCKET_GROUP.gid],
+    timeoutMs: seconds * 1000 + 30_000,
+  });
   const loop = (await ctx.agent.call({ op: 'startLoop', ms: seconds * 1000 })) as { exits: number[]; errors: string[] };
   const flooded = await flooder;
   const floodReport = flooded.stdout.trim() || flooded.stderr.trim();

@@ -344,6 +344,8 @@ async function flood(socketPath: string, ms: number, concurrency: number): Promi
   const hello = Buffer.from('01000000084f43505400010001', 'hex');
   let connections = 0;
   let answered = 0;
+  // A flood the kernel turns away (EACCES without the socket's group) measures nothing: counted.
+  const errors: Record<string, number> = {};
   const one = () =>
     new Promise<void>((resolve) => {
       const socket = net.createConnection(socketPath);
@@ -353,7 +355,10 @@ async function flood(socketPath: string, ms: number, concurrency: number): Promi
         answered += 1;
         socket.destroy();
       });
-      socket.on('error', () => undefined);
+      socket.on('error', (error: NodeJS.ErrnoException) => {
+        const code = error.code ?? 'error';
+        errors[code] = (errors[code] ?? 0) + 1;
+      });
       socket.on('close', () => resolve());
     });
   await Promise.all(
@@ -361,7 +366,7 @@ async function flood(socketPath: string, ms: number, concurrency: number): Promi
       while (now() < until) await one();
     }),
   );
-  process.stdout.write(`${JSON.stringify({ connections, answered })}\n`);
+  process.stdout.write(`${JSON.stringify({ connections, answered, errors })}\n`);
 }
 
 if (mode === 'flood') {
