@@ -1,6 +1,6 @@
 // What a host must have, as pure checks over facts a probe gathered: each failed check is one sentence.
 
-/** The oldest systemd tried: transient units with fd stdio and ExecStartEx (docs/operations.md). */
+/** The oldest systemd tried: transient units with fd stdio, AddRef and CollectMode (docs/operations.md). */
 export const MIN_SYSTEMD = 252;
 /** close_range(2) arrived in 5.9, pidfd_getfd(2) in 5.6; SO_PEERPIDFD (6.5) has a documented fallback. */
 export const MIN_KERNEL: [number, number] = [5, 9];

@@ -45,8 +45,16 @@ export interface SessionUnitSpec {
   profile?: SessionProfile;
 }
 
-/** systemd.service(5) "ExecStart=" flags: only this one; never "+", "!", "@" or ambient variants. */
-const NO_ENV_EXPAND = 'no-env-expand';
+/**
+ * ExecStart's argv with every "$" doubled: systemd expands "$X", "${X}" and "$$" in it at exec time
+ * (systemd.service(5) "Command lines"), and "$$" gives "$", so the program gets each argument as sent.
+ * Not ExecStartEx with "no-env-expand": systemd 252 writes that into the transient file as an
+ * "ExecStartEx=" line its unit-file parser does not know, and after any daemon-reload the live unit has
+ * no ExecStart and shows LoadState=bad-setting. An ExecStart line loads back.
+ */
+export function execArgv(argv: readonly string[]): string[] {
+  return argv.map((arg) => arg.replaceAll('$', '$$$$'));
+}
 
 function check(condition: boolean, message: string): void {
   if (!condition) throw new SystemdError('PROPERTY_INVALID', message);
@@ -115,7 +123,8 @@ function serviceProperties(spec: SessionUnitSpec): PropertyTuple[] {
     ['Environment', 'as', environmentEntries(spec.environment)],
     // Programs in a terminal expect SIGPIPE to kill them (`yes | head`); systemd ignores it by default.
     ['IgnoreSIGPIPE', 'b', false],
-    ['ExecStartEx', 'a(sasas)', [[spec.helperPath, [spec.helperPath, ...spec.helperArgs], [NO_ENV_EXPAND]]]],
+    // (path, argv, ignore-failure): no prefix flags at all, never "-", "+", "!" or "@".
+    ['ExecStart', 'a(sasb)', [[spec.helperPath, execArgv([spec.helperPath, ...spec.helperArgs]), false]]],
   ];
 }
 

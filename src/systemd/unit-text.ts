@@ -6,14 +6,15 @@ import type { PropertyTuple } from './unit-limits.ts';
 
 /**
  * Properties whose strings systemd escapes itself when it writes them (systemd 252,
- * src/core/dbus-execute.c): ExecStartEx arguments and Environment entries are C-escaped and
- * quoted in the transient file. The integration test (test/worker/unit-text.integration.ts) proves
- * both on a real systemd: newlines, "%" and "\" in them survive a daemon-reload as data.
+ * src/core/dbus-execute.c): ExecStart arguments and Environment entries are escaped ("\n", "\\",
+ * "%%", octal for control bytes) and quoted in the transient file. The integration test
+ * (test/worker/unit-text.integration.ts) proves both on a real systemd: newlines, "%" and "\" in them
+ * survive a daemon-reload as data, and no argument splits, joins or becomes a new setting.
  * Every other string (Description, User, Group, Slice… through bus_set_transient_string in
  * dbus-util.c, which escapes only "%") is written as it is: it must hold no line break, no control
  * byte and no backslash (a trailing "\" would continue the line into the next setting).
  */
-export const SELF_ESCAPED_PROPERTIES: ReadonlySet<string> = new Set(['ExecStartEx', 'Environment']);
+export const SELF_ESCAPED_PROPERTIES: ReadonlySet<string> = new Set(['ExecStart', 'Environment']);
 
 /** Control bytes (C0, DEL, and the C1 range as UTF-16 code units), and the backslash. */
 const UNSAFE_TEXT = /[\u0000-\u001f\u007f-\u009f\\\u2028\u2029]/;

@@ -3,6 +3,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import {
   environmentEntries,
+  execArgv,
   sessionUnitProperties,
   type PropertyTuple,
   type SessionUnitSpec,
@@ -58,9 +59,9 @@ test('builds exactly the expected tuples, in group order', () => {
     ['Environment', 'as', ['TERM=xterm-256color', 'LANG=C.UTF-8']],
     ['IgnoreSIGPIPE', 'b', false],
     [
-      'ExecStartEx',
-      'a(sasas)',
-      [['/usr/lib/opencode-pty/opencode-pty-session', ['/usr/lib/opencode-pty/opencode-pty-session', '24', '80', '/bin/bash', '-l'], ['no-env-expand']]],
+      'ExecStart',
+      'a(sasb)',
+      [['/usr/lib/opencode-pty/opencode-pty-session', ['/usr/lib/opencode-pty/opencode-pty-session', '24', '80', '/bin/bash', '-l'], false]],
     ],
   ]);
 });
@@ -69,20 +70,24 @@ test('without a slice there is no Slice property', () => {
   assert.not.ok(byName(sessionUnitProperties(spec())).has('Slice'));
 });
 
-test('ExecStartEx carries only the no-env-expand flag and no ExecStart is set', () => {
+test('ExecStart is one command with no flags, and no ExecStartEx is set (systemd 252 cannot load it back)', () => {
   const tuples = byName(sessionUnitProperties(spec()));
-  assert.not.ok(tuples.has('ExecStart'));
-  const exec = tuples.get('ExecStartEx')![2] as Array<[string, string[], string[]]>;
+  assert.not.ok(tuples.has('ExecStartEx'));
+  const exec = tuples.get('ExecStart')![2] as Array<[string, string[], boolean]>;
   assert.is(exec.length, 1);
-  assert.equal(exec[0]![2], ['no-env-expand']);
+  assert.is(exec[0]![2], false, 'failure is not ignored');
 });
 
-test('argv with $, ${X}, %, backslash, quotes, spaces and a newline passes unchanged', () => {
-  const hostile = ['$HOME', '${X}', '$$', '%n %i %%', 'back\\slash', "it's", '"dq"', 'two  spaces', 'line\nbreak', '', ' '];
-  const exec = byName(sessionUnitProperties(spec({ helperArgs: ['24', '80', '/bin/sh', '-c', ...hostile] }))).get('ExecStartEx')![2] as Array<
-    [string, string[], string[]]
+test('argv with %, backslash, quotes, spaces and a newline passes unchanged; every $ is doubled for systemd to undo', () => {
+  const hostile = ['%n %i %%', 'back\\slash', "it's", '"dq"', 'two  spaces', 'line\nbreak', '', ' ', ';', '-x', '@x', ':x', '+x', '!x'];
+  const exec = byName(sessionUnitProperties(spec({ helperArgs: ['24', '80', '/bin/sh', '-c', ...hostile, '$HOME', '${X}', '$$', 'a$'] }))).get('ExecStart')![2] as Array<
+    [string, string[], boolean]
   >;
-  assert.equal(exec[0]![1], ['/usr/lib/opencode-pty/opencode-pty-session', '24', '80', '/bin/sh', '-c', ...hostile]);
+  assert.equal(exec[0]![1], ['/usr/lib/opencode-pty/opencode-pty-session', '24', '80', '/bin/sh', '-c', ...hostile, '$$HOME', '$${X}', '$$$$', 'a$$']);
+});
+
+test('execArgv doubles each $ and nothing else', () => {
+  assert.equal(execArgv(['$', '$$', 'x${Y}z', 'plain', '']), ['$$', '$$$$', 'x$${Y}z', 'plain', '']);
 });
 
 test('environment holds exactly the given entries, values verbatim', () => {
