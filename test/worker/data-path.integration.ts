@@ -3,51 +3,33 @@
 // signals to the foreground group, and the hostile frame table answered with the codec's codes.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { chownSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { DEFAULT_LIMITS, DEFAULT_SESSION, type Config } from '../../src/config/schema.ts';
-import { native } from '../../src/native/binding.ts';
 import { ErrorCode } from '../../src/protocol/index.ts';
-import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
+import type { Sandbox } from '../sandbox/index.ts';
 import { bytes } from '../protocol/fixtures.ts';
 import { HOSTILE_DATA_PHASE } from '../protocol/hostile-frames.ts';
-import { installHelper, RawClient, sessionUnits, WorkerProcess, workerConfig } from './harness.ts';
+import { bootWorkerSandbox, expectNoUnits, startSession, workerConfig } from './harness.ts';
 
 let sandbox: Sandbox;
 let workDir: string;
 
 test.before(async () => {
-  sandbox = await bootSandbox({ name: 'worker-data-path' });
-  await installHelper(sandbox);
-  workDir = join(sandbox.root, `${sandbox.client.home}/work`);
-  mkdirSync(workDir, { recursive: true });
-  chownSync(workDir, sandbox.client.uid, sandbox.client.gid);
+  ({ sandbox, workDir } = await bootWorkerSandbox('worker-data-path'));
 });
 
 test.after(async () => {
   await sandbox?.stop();
 });
 
-async function session(argv: string[], overrides: { limits?: Partial<Config['limits']>; session?: Partial<Config['session']> } = {}) {
+/** Sessions here run with the shipped limits and session settings (but the test allowlist), `overrides` on top. */
+function session(argv: string[], overrides: { limits?: Partial<Config['limits']>; session?: Partial<Config['session']> } = {}) {
   const base = workerConfig(sandbox);
   const config: Config = {
     ...base,
     limits: { ...DEFAULT_LIMITS, ...overrides.limits },
     session: { ...base.session, ...DEFAULT_SESSION, environmentAllowlist: base.session.environmentAllowlist, ...overrides.session },
   };
-  const worker = new WorkerProcess(sandbox, config);
-  await worker.waitFor('ready');
-  const [ours, theirs] = native().socketpair();
-  worker.handOff(theirs);
-  const client = new RawClient(ours);
-  client.worker = worker;
-  client.start(workDir, argv);
-  return { worker, client };
-}
-
-async function expectNoUnits(worker: WorkerProcess): Promise<void> {
-  assert.is(await worker.exited, 0, worker.stderr);
-  assert.equal(await sessionUnits(sandbox), []);
+  return startSession(sandbox, workDir, argv, { config });
 }
 
 test('a client slow to grant credit loses nothing: all 300000 bytes, then EXIT', async () => {
@@ -63,7 +45,7 @@ test('a client slow to grant credit loses nothing: all 300000 bytes, then EXIT',
   assert.equal(exit, { type: 'exit', code: 1, status: 0, result: 'success' });
   assert.is(client.output.length, 300_000);
   assert.is(client.frames.at(-1)?.type, 'exit');
-  await expectNoUnits(worker);
+  await expectNoUnits(sandbox, worker);
 });
 
 test('a client that grants credit but stops reading gets ERROR FLOW, never EXIT', async () => {
@@ -79,7 +61,7 @@ test('a client that grants credit but stops reading gets ERROR FLOW, never EXIT'
   assert.is(error.code, ErrorCode.FLOW);
   assert.not.ok(client.frames.some((frame) => frame.type === 'exit'));
   assert.is(client.frames.at(-1)?.type, 'error');
-  await expectNoUnits(worker);
+  await expectNoUnits(sandbox, worker);
 });
 
 test('STOP ends in STOPPED even when the program ignores SIGTERM and SIGHUP: SIGKILL spares the helper', async () => {
@@ -91,7 +73,7 @@ test('STOP ends in STOPPED even when the program ignores SIGTERM and SIGHUP: SIG
   const stopped = await client.waitFor('stopped');
   assert.equal(stopped, { type: 'stopped' });
   assert.is(client.frames.at(-1)?.type, 'stopped');
-  await expectNoUnits(worker);
+  await expectNoUnits(sandbox, worker);
 });
 
 test('SIGNAL USR1 reaches a program that traps it and the session goes on', async () => {
@@ -103,7 +85,7 @@ test('SIGNAL USR1 reaches a program that traps it and the session goes on', asyn
   await client.waitForOutput('read:more');
   const exit = await client.waitFor('exit');
   assert.is(exit.status, 0);
-  await expectNoUnits(worker);
+  await expectNoUnits(sandbox, worker);
 });
 
 test('RuntimeMaxSec: systemd stops the unit, the helper drains and reports, the client gets EXIT with result timeout', async () => {
@@ -112,7 +94,7 @@ test('RuntimeMaxSec: systemd stops the unit, the helper drains and reports, the 
   const exit = await client.waitFor('exit');
   assert.is(exit.result, 'timeout');
   assert.is(client.frames.at(-1)?.type, 'exit');
-  await expectNoUnits(worker);
+  await expectNoUnits(sandbox, worker);
 });
 
 test('a helper killed without its report: the worker writes nothing and closes; no unit is left', async () => {
@@ -123,7 +105,7 @@ test('a helper killed without its report: the worker writes nothing and closes; 
   assert.is(killed.code, 0, killed.stderr);
   await client.closed();
   assert.not.ok(client.frames.some((frame) => ['exit', 'stopped', 'error'].includes(frame.type)), client.frames.map((f) => f.type).join(','));
-  await expectNoUnits(worker);
+  await expectNoUnits(sandbox, worker);
 });
 
 test('hostile data-phase frames through the whole session are answered with the codec table\'s ERROR codes', async () => {
@@ -135,7 +117,7 @@ test('hostile data-phase frames through the whole session are answered with the 
     assert.is(error.code, hostile.wire, `${hostile.name}: ${error.message}`);
     assert.is(client.frames.at(-1)?.type, 'error', hostile.name);
     await client.closed();
-    await expectNoUnits(worker);
+    await expectNoUnits(sandbox, worker);
   }
 });
 

@@ -107,10 +107,7 @@ async function hangingStart(body: (worker: WorkerProcess, client: RawClient, fs:
   try {
     const dir = await fs.directory();
     await bounded(worker.waitFor('ready'), 'the worker never got ready');
-    const [ours, theirs] = native().socketpair();
-    worker.handOff(theirs);
-    const client = new RawClient(ours);
-    client.worker = worker;
+    const client = worker.connect();
     const { dev, ino } = ids ?? dir;
     client.send({ type: 'start', rows: 24, cols: 80, cwdDev: dev, cwdIno: ino, argv: ['/bin/true'], env: [] }, [dir.fd]);
     await body(worker, client, fs);

@@ -4,9 +4,8 @@
 // from the uid alone (docs/security.md says so).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { native } from '../../src/native/binding.ts';
 import type { Sandbox } from '../sandbox/index.ts';
-import { bootWorkerSandbox, RawClient, WorkerProcess, workerConfig } from './harness.ts';
+import { bootWorkerSandbox, startSession, withSession, workerConfig } from './harness.ts';
 
 let sandbox: Sandbox;
 let workDir: string;
@@ -20,18 +19,9 @@ test.after(async () => {
 });
 
 async function startHardened(argv: string[]) {
-  const config = workerConfig(sandbox);
-  config.session = { ...config.session, profile: 'hardened' };
-  const worker = new WorkerProcess(sandbox, config);
-  await worker.waitFor('ready');
-  const [ours, theirs] = native().socketpair();
-  worker.handOff(theirs);
-  const client = new RawClient(ours);
-  client.start(workDir, argv);
-  await client.waitFor('started').catch((error: Error) => {
-    throw new Error(`${error.message}: ${JSON.stringify(client.frames)} ${worker.stderr}`);
-  });
-  return { worker, client };
+  const session = await startSession(sandbox, workDir, argv, { config: withSession(workerConfig(sandbox), { profile: 'hardened' }) });
+  await session.client.waitFor('started');
+  return session;
 }
 
 test('hardened: no opening another session\'s terminal; its private /tmp only through /proc/PID/root (a kernel rule)', async () => {

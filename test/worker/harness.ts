@@ -4,7 +4,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { chownSync, closeSync, constants, fstatSync, mkdirSync, openSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_LIMITS, DEFAULT_SESSION, type Config } from '../../src/config/schema.ts';
+import * as assert from 'uvu/assert';
+import { DEFAULT_LIMITS, DEFAULT_SESSION, type Config, type SessionConfig } from '../../src/config/schema.ts';
 import { FdSocket } from '../../src/io/fd-socket.ts';
 import { native } from '../../src/native/binding.ts';
 import { FrameDecoder, encodeFrame, type Frame, type FrameName, type FrameOf } from '../../src/protocol/index.ts';
@@ -44,6 +45,11 @@ export function workerConfig(sandbox: Sandbox, overrides: Partial<Config> = {}):
     session: { ...DEFAULT_SESSION, environmentPolicy: 'allowlist', environmentAllowlist: ['LANG', 'OCPTY_ALLOWED'] },
     ...overrides,
   };
+}
+
+/** workerConfig with some session settings changed (the rest of the test session settings kept). */
+export function withSession(config: Config, session: Partial<SessionConfig>): Config {
+  return { ...config, session: { ...config.session, ...session } };
 }
 
 /** A worker process and its control channel. */
@@ -94,9 +100,28 @@ export class WorkerProcess {
     this.control.write(encodeControl(message), [clientFd, pidfd]);
   }
 
+  /** Hands over a fresh connection (as handOff does) and returns the raw client on our end of it. */
+  connect(deadlineMs?: number): RawClient {
+    const [ours, theirs] = native().socketpair();
+    this.handOff(theirs, {}, deadlineMs);
+    const client = new RawClient(ours);
+    client.worker = this;
+    return client;
+  }
+
   shutdown(): void {
     this.control.write(encodeControl({ type: 'shutdown' }));
   }
+}
+
+export interface StartOptions {
+  env?: Record<string, string>;
+  rows?: number;
+  cols?: number;
+  /** Sent instead of the directory's fd. */
+  fds?: number[];
+  /** The fd whose device and inode START names, instead of the directory's. */
+  statOf?: number;
 }
 
 /** The client side of a handed-off connection, speaking the protocol by hand. */
@@ -140,6 +165,10 @@ export class RawClient {
     this.socket.on('error', ended);
   }
 
+  #workerLog(): string {
+    return this.worker ? `; worker: ${this.worker.stderr}` : '';
+  }
+
   #wake(): void {
     for (const waiter of this.#waiters.splice(0)) waiter();
   }
@@ -149,7 +178,7 @@ export class RawClient {
   }
 
   /** Sends START for `dir` with its fd attached (or the given fds instead). */
-  start(dir: string, argv: string[], options: { env?: Record<string, string>; rows?: number; cols?: number; fds?: number[]; statOf?: number } = {}): void {
+  start(dir: string, argv: string[], options: StartOptions = {}): void {
     const dirFd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
     const stat = fstatSync(options.statOf ?? dirFd, { bigint: true });
     const env = Object.entries(options.env ?? {}).map(([name, value]) => ({ name, value }));
@@ -164,7 +193,7 @@ export class RawClient {
     for (;;) {
       const found = this.frames.find((frame) => frame.type === type);
       if (found) return found as FrameOf<T>;
-      if (this.ended) throw new Error(`connection ended before ${type}; got ${this.frames.map((f) => f.type).join(',')}`);
+      if (this.ended) throw new Error(`connection ended before ${type}; got ${this.frames.map((f) => (f.type === 'error' ? JSON.stringify(f) : f.type)).join(',')}${this.#workerLog()}`);
       await new Promise<void>((resolve) => this.#waiters.push(resolve));
     }
   }
@@ -193,4 +222,34 @@ export class RawClient {
 export async function sessionUnits(sandbox: Sandbox): Promise<string[]> {
   const result = await sandbox.systemctl('list-units', '--all', '--plain', '--no-legend', 'opencode-pty-session-*');
   return result.stdout.split('\n').map((line) => line.trim().split(/\s+/)[0]!).filter(Boolean);
+}
+
+export interface WorkerSession {
+  worker: WorkerProcess;
+  client: RawClient;
+}
+
+export interface SessionOptions extends StartOptions {
+  /** The worker's configuration; workerConfig(sandbox) when absent. */
+  config?: Config;
+}
+
+/** A ready worker handed a fresh connection, START not yet sent. */
+export async function connectWorker(sandbox: Sandbox, config: Config = workerConfig(sandbox)): Promise<WorkerSession> {
+  const worker = new WorkerProcess(sandbox, config);
+  await worker.waitFor('ready');
+  return { worker, client: worker.connect() };
+}
+
+/** A ready worker handed a fresh connection, with START of `argv` in `dir` sent. */
+export async function startSession(sandbox: Sandbox, dir: string, argv: string[], options: SessionOptions = {}): Promise<WorkerSession> {
+  const session = await connectWorker(sandbox, options.config);
+  session.client.start(dir, argv, options);
+  return session;
+}
+
+/** The worker exited by itself with 0 and no session unit is left. */
+export async function expectNoUnits(sandbox: Sandbox, worker: WorkerProcess): Promise<void> {
+  assert.is(await worker.exited, 0, worker.stderr);
+  assert.equal(await sessionUnits(sandbox), []);
 }

@@ -2,12 +2,9 @@
 // helper is non-dumpable, so pidfd_getfd(2) and /proc/PID/fd on it fail with EPERM.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { chownSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { native } from '../../src/native/binding.ts';
-import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
+import type { Sandbox } from '../sandbox/index.ts';
 import { HELPER_MODE } from '../sandbox/deploy.ts';
-import { installHelper, RawClient, WorkerProcess, workerConfig } from './harness.ts';
+import { bootWorkerSandbox, startSession, withSession, workerConfig } from './harness.ts';
 
 /** Tries to take fd 1 of each PID with pidfd_getfd and to list its /proc fds; prints one line per PID. */
 const PROBE = `
@@ -43,36 +40,26 @@ let sandbox: Sandbox;
 let workDir: string;
 
 test.before(async () => {
-  sandbox = await bootSandbox({ name: 'worker-helper-isolation' });
-  await installHelper(sandbox);
+  ({ sandbox, workDir } = await bootWorkerSandbox('worker-helper-isolation'));
   await sandbox.install([{ content: PROBE, to: '/opt/opencode-pty/test/probe.py', mode: 0o644 }]);
-  workDir = join(sandbox.root, sandbox.client.home, 'work');
-  mkdirSync(workDir, { recursive: true });
-  chownSync(workDir, sandbox.client.uid, sandbox.client.gid);
 });
 
 test.after(async () => {
   await sandbox?.stop();
 });
 
-async function startSession(argv: string[], options: { profile?: 'default' | 'hardened'; env?: Record<string, string> } = {}) {
-  const config = workerConfig(sandbox);
-  config.session = { ...config.session, profile: options.profile ?? 'default', environmentAllowlist: ['PROBE_MORE'] };
-  const worker = new WorkerProcess(sandbox, config);
-  await worker.waitFor('ready');
-  const [ours, theirs] = native().socketpair();
-  worker.handOff(theirs);
-  const client = new RawClient(ours);
-  client.worker = worker;
-  client.start(workDir, argv, { env: options.env });
-  return { worker, client, started: await client.waitFor('started') };
+/** A session with the probe's allowlist, once STARTED. */
+async function startedSession(argv: string[], options: { profile?: 'default' | 'hardened'; env?: Record<string, string> } = {}) {
+  const config = withSession(workerConfig(sandbox), { profile: options.profile ?? 'default', environmentAllowlist: ['PROBE_MORE'] });
+  const session = await startSession(sandbox, workDir, argv, { config, env: options.env });
+  return { ...session, started: await session.client.waitFor('started') };
 }
 
 test('another session cannot take the helper\'s fds; the program it runs stays reachable (same account)', async () => {
-  const victim = await startSession(['/bin/sh', '-c', 'echo "pid=$$"; exec sleep 300']);
+  const victim = await startedSession(['/bin/sh', '-c', 'echo "pid=$$"; exec sleep 300']);
   const programPid = Number(/pid=(\d+)\r\n/.exec(await victim.client.waitForOutput('\r\n'))![1]);
   const helperPid = victim.started.mainPid;
-  const attacker = await startSession(['/usr/bin/python3', '/opt/opencode-pty/test/probe.py', String(helperPid), String(programPid)]);
+  const attacker = await startedSession(['/usr/bin/python3', '/opt/opencode-pty/test/probe.py', String(helperPid), String(programPid)]);
   const seen = await attacker.client.waitForOutput(`${programPid} getfd=`);
   await attacker.client.waitFor('exit');
   const lines = seen.split('\r\n').filter((line) => /^\d+ getfd=/.test(line));
@@ -105,22 +92,22 @@ test(`a binary installed root-owned mode ${HELPER_MODE.toString(8)} is non-dumpa
 });
 
 test('the hardened profile: no ptrace, pidfd_getfd or process_vm of another session; /proc/PID/mem remains (same uid)', async () => {
-  const victim = await startSession(['/bin/sh', '-c', 'echo "pid=$$"; exec sleep 300']);
+  const victim = await startedSession(['/bin/sh', '-c', 'echo "pid=$$"; exec sleep 300']);
   const programPid = Number(/pid=(\d+)\r\n/.exec(await victim.client.waitForOutput('\r\n'))![1]);
   const probe = ['/usr/bin/python3', '/opt/opencode-pty/test/probe.py', String(programPid)];
-  const plain = await startSession(probe, { env: { PROBE_MORE: '1' } });
+  const plain = await startedSession(probe, { env: { PROBE_MORE: '1' } });
   const plainSeen = await plain.client.waitForOutput(`${programPid} getfd=`);
   await plain.client.waitFor('exit');
   // The default profile: the account reaches its own processes, as the kernel allows.
   assert.match(plainSeen, `${programPid} getfd=ok fd-list=ok ptrace=ok mem=ok`);
-  const hardened = await startSession(probe, { profile: 'hardened', env: { PROBE_MORE: '1' } });
+  const hardened = await startedSession(probe, { profile: 'hardened', env: { PROBE_MORE: '1' } });
   const hardenedSeen = await hardened.client.waitForOutput(`${programPid} getfd=`);
   await hardened.client.waitFor('exit');
   // The hardened profile's filter refuses the calls; what the kernel decides by uid alone stays
   // (listing /proc/PID/fd, opening /proc/PID/mem): docs/security.md says so, and what would close it.
   assert.match(hardenedSeen, `${programPid} getfd=Operation not permitted fd-list=ok ptrace=Operation not permitted mem=ok`);
   // A hardened session is still an interactive terminal.
-  const shell = await startSession(['/bin/sh', '-c', 'tty; echo works'], { profile: 'hardened' });
+  const shell = await startedSession(['/bin/sh', '-c', 'tty; echo works'], { profile: 'hardened' });
   assert.match(await shell.client.waitForOutput('works'), /\/dev\/pts\/\d+/);
   await shell.client.waitFor('exit');
   victim.client.send({ type: 'stop' });

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { native } from '../../src/native/binding.ts';
 import { encodeFrame, type Frame } from '../../src/protocol/index.ts';
 import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
-import { installHelper, RawClient, WorkerProcess, workerConfig } from './harness.ts';
+import { installHelper, WorkerProcess, workerConfig } from './harness.ts';
 
 const HANGFS_C = fileURLToPath(new URL('./fixtures/hangfs.c', import.meta.url));
 const DEADLINE_MS = 1500;
@@ -63,16 +63,14 @@ async function mountHangfs() {
 async function startWith(fd: number, stat: { dev: bigint; ino: bigint }) {
   const worker = new WorkerProcess(sandbox, workerConfig(sandbox));
   await worker.waitFor('ready');
-  const [ours, theirs] = native().socketpair();
-  worker.handOff(theirs, {}, DEADLINE_MS);
-  const client = new RawClient(ours);
+  const client = worker.connect(DEADLINE_MS);
   return {
     worker,
     client,
     send() {
       const start: Frame = { type: 'start', rows: 24, cols: 80, cwdDev: stat.dev, cwdIno: stat.ino, argv: ['/bin/true'], env: [] };
       const bytes = encodeFrame(start);
-      native().sendmsg(ours, bytes, 0, bytes.length, [fd]);
+      native().sendmsg(client.socket.fd, bytes, 0, bytes.length, [fd]);
     },
   };
 }

@@ -2,9 +2,8 @@
 // security section states, and a bound the hardened profile must keep.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { native } from '../../src/native/binding.ts';
 import type { Sandbox } from '../sandbox/index.ts';
-import { bootWorkerSandbox, RawClient, WorkerProcess, workerConfig } from './harness.ts';
+import { bootWorkerSandbox, startSession, withSession, workerConfig } from './harness.ts';
 
 let sandbox: Sandbox;
 let workDir: string;
@@ -18,14 +17,7 @@ test.after(async () => {
 });
 
 async function exposure(profile: 'default' | 'hardened'): Promise<number> {
-  const config = workerConfig(sandbox);
-  config.session = { ...config.session, profile };
-  const worker = new WorkerProcess(sandbox, config);
-  await worker.waitFor('ready');
-  const [ours, theirs] = native().socketpair();
-  worker.handOff(theirs);
-  const client = new RawClient(ours);
-  client.start(workDir, ['/bin/sleep', '300']);
+  const { worker, client } = await startSession(sandbox, workDir, ['/bin/sleep', '300'], { config: withSession(workerConfig(sandbox), { profile }) });
   const started = await client.waitFor('started');
   const analysis = await sandbox.exec(['systemd-analyze', 'security', '--no-pager', started.unit]);
   client.send({ type: 'stop' });

@@ -3,38 +3,21 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { mkdirSync, renameSync, chownSync } from 'node:fs';
 import { join } from 'node:path';
-import { native } from '../../src/native/binding.ts';
 import { ErrorCode, encodeFrame } from '../../src/protocol/index.ts';
-import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
-import { installHelper, RawClient, sessionUnits, WorkerProcess, workerConfig } from './harness.ts';
+import type { Sandbox } from '../sandbox/index.ts';
+import { bootWorkerSandbox, connectWorker, expectNoUnits, sessionUnits, startSession, type RawClient } from './harness.ts';
 
 let sandbox: Sandbox;
 let workDir: string; // host path of a directory inside the sandbox, owned by the client
 let workInside: string;
 
 test.before(async () => {
-  sandbox = await bootSandbox({ name: 'worker-session' });
-  await installHelper(sandbox);
-  workInside = `${sandbox.client.home}/work`;
-  workDir = join(sandbox.root, workInside);
-  mkdirSync(workDir, { recursive: true });
-  chownSync(workDir, sandbox.client.uid, sandbox.client.gid);
+  ({ sandbox, workDir, workInside } = await bootWorkerSandbox('worker-session'));
 });
 
 test.after(async () => {
   await sandbox?.stop();
 });
-
-async function session(argv: string[], options: Parameters<RawClient['start']>[2] & { dir?: string } = {}) {
-  const worker = new WorkerProcess(sandbox, workerConfig(sandbox));
-  await worker.waitFor('ready');
-  const [ours, theirs] = native().socketpair();
-  worker.handOff(theirs);
-  const client = new RawClient(ours);
-  client.worker = worker;
-  client.start(options.dir ?? workDir, argv, options);
-  return { worker, client };
-}
 
 /** Writes through the raw client, waiting for the socket whenever a few MiB are queued. */
 async function writeBounded(client: RawClient, data: Buffer): Promise<void> {
@@ -42,13 +25,10 @@ async function writeBounded(client: RawClient, data: Buffer): Promise<void> {
   client.socket.write(data);
 }
 
-async function expectNoUnits(worker: WorkerProcess): Promise<void> {
-  assert.is(await worker.exited, 0, worker.stderr);
-  assert.equal(await sessionUnits(sandbox), []);
-}
-
 test('runs as the client account in exactly the cwd, with only fds 0-2 and the allowlisted environment', async () => {
-  const { worker, client } = await session(
+  const { worker, client } = await startSession(
+    sandbox,
+    workDir,
     ['/bin/sh', '-c', 'id -u; id -g; pwd; stat -c %i .; ls /proc/self/fd | tr "\\n" " "; echo; env | sort; exit 0'],
     { env: { LANG: 'C.UTF-8', OCPTY_ALLOWED: 'yes', LD_PRELOAD: '/x.so', SECRET: 'no' } },
   );
@@ -71,18 +51,14 @@ test('runs as the client account in exactly the cwd, with only fds 0-2 and the a
   assert.not.ok(names.includes('SECRET'));
   assert.ok(env.includes('TERM=xterm-256color'));
   await client.closed();
-  await expectNoUnits(worker);
+  await expectNoUnits(sandbox, worker);
 });
 
 test('follows the directory fd, not its path, when the directory is renamed before START', async () => {
   const before = join(workDir, 'before');
   mkdirSync(before);
   chownSync(before, sandbox.client.uid, sandbox.client.gid);
-  const worker = new WorkerProcess(sandbox, workerConfig(sandbox));
-  await worker.waitFor('ready');
-  const [ours, theirs] = native().socketpair();
-  worker.handOff(theirs);
-  const client = new RawClient(ours);
+  const { worker, client } = await connectWorker(sandbox);
   // Open first (start() opens), then rename, then let the frame go: START is written synchronously,
   // so rename a second directory under the old name instead to prove the fd decides.
   client.start(before, ['/bin/sh', '-c', 'pwd; stat -c %i .']);
@@ -92,11 +68,11 @@ test('follows the directory fd, not its path, when the directory is renamed befo
   await client.waitFor('exit');
   const lines = client.output.toString().split('\r\n');
   assert.is(lines[1], String(inode));
-  await expectNoUnits(worker);
+  await expectNoUnits(sandbox, worker);
 });
 
 test('a controlling terminal owned by the client; Ctrl-C gives a SIGINT exit', async () => {
-  const { worker, client } = await session(['/bin/bash', '--norc', '--noprofile', '-c', 'tty; stat -c %u "$(tty)"; echo ready; exec sleep 100']);
+  const { worker, client } = await startSession(sandbox, workDir, ['/bin/bash', '--norc', '--noprofile', '-c', 'tty; stat -c %u "$(tty)"; echo ready; exec sleep 100']);
   await client.waitForOutput('ready');
   const lines = client.output.toString().split('\r\n');
   assert.match(lines[0]!, /^\/dev\/pts\/\d+$/);
@@ -104,11 +80,11 @@ test('a controlling terminal owned by the client; Ctrl-C gives a SIGINT exit', a
   client.send({ type: 'input', data: Buffer.from([0x03]) });
   const exit = await client.waitFor('exit');
   assert.equal(exit, { type: 'exit', code: 2, status: 2, result: 'success' });
-  await expectNoUnits(worker);
+  await expectNoUnits(sandbox, worker);
 });
 
 test('job control works in an interactive shell', async () => {
-  const { worker, client } = await session(['/bin/bash', '--norc', '--noprofile', '-i']);
+  const { worker, client } = await startSession(sandbox, workDir, ['/bin/bash', '--norc', '--noprofile', '-i']);
   // "mo""de" so the terminal's echo of the command line does not look like its output.
   client.send({ type: 'input', data: Buffer.from('sleep 300 &\rjobs; echo "mo""de:$-"\r') });
   await client.waitForOutput('Running');
@@ -118,11 +94,11 @@ test('job control works in an interactive shell', async () => {
   client.send({ type: 'input', data: Buffer.from('kill %1; exit 4\r') });
   const exit = await client.waitFor('exit');
   assert.equal(exit, { type: 'exit', code: 1, status: 4, result: 'exit-code' });
-  await expectNoUnits(worker);
+  await expectNoUnits(sandbox, worker);
 });
 
 test('floods of RESIZE and SIGNAL frames while the program reads nothing leave the worker standing', async () => {
-  const { worker, client } = await session(['/bin/sh', '-c', 'trap "" WINCH; echo up; read line; stty size; echo "got:${#line}"']);
+  const { worker, client } = await startSession(sandbox, workDir, ['/bin/sh', '-c', 'trap "" WINCH; echo up; read line; stty size; echo "got:${#line}"']);
   await client.waitForOutput('up');
   // Typed-ahead input the program does not read yet keeps the helper from reading its socket.
   client.send({ type: 'input', data: Buffer.from('x'.repeat(8000)) });
@@ -136,25 +112,25 @@ test('floods of RESIZE and SIGNAL frames while the program reads nothing leave t
   assert.match(seen, /33 100/);
   const exit = await client.waitFor('exit');
   assert.is(exit.status, 0);
-  await expectNoUnits(worker);
+  await expectNoUnits(sandbox, worker);
 });
 
 test('a client that sends START and closes without reading still gets its unit stopped', async () => {
-  const { worker, client } = await session(['/bin/sh', '-c', 'exec sleep 100']);
+  const { worker, client } = await startSession(sandbox, workDir, ['/bin/sh', '-c', 'exec sleep 100']);
   client.close();
-  await expectNoUnits(worker);
+  await expectNoUnits(sandbox, worker);
 });
 
 test('argv with $ ${X} % \\ quotes, spaces and a newline arrives unchanged', async () => {
   const tricky = "$HOME ${X} $$ % \\ ' \" a  b\nline2";
-  const { worker, client } = await session(['/bin/sh', '-c', 'printf "<%s>" "$1"', 'sh', tricky]);
+  const { worker, client } = await startSession(sandbox, workDir, ['/bin/sh', '-c', 'printf "<%s>" "$1"', 'sh', tricky]);
   await client.waitFor('exit');
   assert.is(client.output.toString().replace(/\r\n/g, '\n'), `<${tricky}>`);
-  await expectNoUnits(worker);
+  await expectNoUnits(sandbox, worker);
 });
 
 test('INPUT sent right after START reaches the program; RESIZE is seen by stty size', async () => {
-  const { worker, client } = await session(['/bin/sh', '-c', 'read line; echo "got:$line"; stty size; read again; stty size'], { rows: 30, cols: 100 });
+  const { worker, client } = await startSession(sandbox, workDir, ['/bin/sh', '-c', 'read line; echo "got:$line"; stty size; read again; stty size'], { rows: 30, cols: 100 });
   client.send({ type: 'input', data: Buffer.from('hello\r') });
   await client.waitForOutput('got:hello');
   await client.waitForOutput('30 100');
@@ -163,31 +139,31 @@ test('INPUT sent right after START reaches the program; RESIZE is seen by stty s
   await client.waitForOutput('44 133');
   const exit = await client.waitFor('exit');
   assert.is(exit.status, 0);
-  await expectNoUnits(worker);
+  await expectNoUnits(sandbox, worker);
 });
 
 test('1 MiB of base64 arrives complete before EXIT status 3', async () => {
-  const { worker, client } = await session(['/bin/sh', '-c', 'head -c 1048576 /dev/urandom | base64; exit 3']);
+  const { worker, client } = await startSession(sandbox, workDir, ['/bin/sh', '-c', 'head -c 1048576 /dev/urandom | base64; exit 3']);
   const exit = await client.waitFor('exit');
   assert.equal(exit, { type: 'exit', code: 1, status: 3, result: 'exit-code' });
   const exitIndex = client.frames.findIndex((frame) => frame.type === 'exit');
   assert.is(exitIndex, client.frames.length - 1);
   const decoded = Buffer.from(client.output.toString().replace(/\r\n/g, ''), 'base64');
   assert.is(decoded.length, 1048576);
-  await expectNoUnits(worker);
+  await expectNoUnits(sandbox, worker);
 });
 
 test('SIGNAL ends the program through the unit', async () => {
-  const { worker, client } = await session(['/bin/sh', '-c', 'echo up; exec sleep 100']);
+  const { worker, client } = await startSession(sandbox, workDir, ['/bin/sh', '-c', 'echo up; exec sleep 100']);
   await client.waitForOutput('up');
   client.send({ type: 'signal', signal: 15 });
   const exit = await client.waitFor('exit');
   assert.equal(exit, { type: 'exit', code: 2, status: 15, result: 'success' });
-  await expectNoUnits(worker);
+  await expectNoUnits(sandbox, worker);
 });
 
 test('STOP on an interactive shell ends it within seconds with STOPPED', async () => {
-  const { worker, client } = await session(['/bin/bash', '--norc', '--noprofile', '-i']);
+  const { worker, client } = await startSession(sandbox, workDir, ['/bin/bash', '--norc', '--noprofile', '-i']);
   client.send({ type: 'input', data: Buffer.from('echo alive\r') });
   await client.waitForOutput('alive');
   const started = Date.now();
@@ -195,36 +171,36 @@ test('STOP on an interactive shell ends it within seconds with STOPPED', async (
   await client.waitFor('stopped');
   assert.ok(Date.now() - started < 5000, `stop took ${Date.now() - started} ms`);
   assert.not.ok(client.frames.some((frame) => frame.type === 'exit'));
-  await expectNoUnits(worker);
+  await expectNoUnits(sandbox, worker);
 });
 
 test('a missing binary exits 127 with a message', async () => {
-  const { worker, client } = await session(['/nonexistent/program']);
+  const { worker, client } = await startSession(sandbox, workDir, ['/nonexistent/program']);
   const exit = await client.waitFor('exit');
   assert.equal(exit, { type: 'exit', code: 1, status: 127, result: 'exit-code' });
   assert.match(client.output.toString(), /nonexistent\/program/);
-  await expectNoUnits(worker);
+  await expectNoUnits(sandbox, worker);
 });
 
 test('client disconnect stops the unit', async () => {
-  const { worker, client } = await session(['/bin/sh', '-c', 'echo up; exec sleep 100']);
+  const { worker, client } = await startSession(sandbox, workDir, ['/bin/sh', '-c', 'echo up; exec sleep 100']);
   await client.waitForOutput('up');
   assert.is((await sessionUnits(sandbox)).length, 1);
   client.close();
-  await expectNoUnits(worker);
+  await expectNoUnits(sandbox, worker);
 });
 
 test('a broker shutdown ends the session with an ERROR and no unit', async () => {
-  const { worker, client } = await session(['/bin/sh', '-c', 'echo up; exec sleep 100']);
+  const { worker, client } = await startSession(sandbox, workDir, ['/bin/sh', '-c', 'echo up; exec sleep 100']);
   await client.waitForOutput('up');
   worker.shutdown();
   const error = await client.waitFor('error');
   assert.is(error.code, ErrorCode.SHUTDOWN);
-  await expectNoUnits(worker);
+  await expectNoUnits(sandbox, worker);
 });
 
 test('a killed worker: the unit name was reported before STARTED, and stopping that name leaves no unit', async () => {
-  const { worker, client } = await session(['/bin/sh', '-c', 'echo up; exec sleep 100']);
+  const { worker, client } = await startSession(sandbox, workDir, ['/bin/sh', '-c', 'echo up; exec sleep 100']);
   await client.waitForOutput('up');
   await worker.waitFor('started');
   const types = worker.messages.map((message) => message.type);

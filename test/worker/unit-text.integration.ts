@@ -4,10 +4,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { mkdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { native } from '../../src/native/binding.ts';
 import { execArgv } from '../../src/systemd/unit-properties.ts';
 import type { Sandbox } from '../sandbox/index.ts';
-import { bootWorkerSandbox, RawClient, sessionUnits, WorkerProcess, workerConfig } from './harness.ts';
+import { bootWorkerSandbox, expectNoUnits, startSession, type RawClient, type WorkerProcess } from './harness.ts';
 
 let sandbox: Sandbox;
 let workDir: string;
@@ -20,17 +19,6 @@ test.before(async () => {
 test.after(async () => {
   await sandbox?.stop();
 });
-
-async function startSession(argv: string[], env: Record<string, string> = {}) {
-  const worker = new WorkerProcess(sandbox, workerConfig(sandbox));
-  await worker.waitFor('ready');
-  const [ours, theirs] = native().socketpair();
-  worker.handOff(theirs);
-  const client = new RawClient(ours);
-  client.worker = worker;
-  client.start(workDir, argv, { env });
-  return { worker, client };
-}
 
 async function transientFile(unit: string): Promise<string> {
   const result = await sandbox.exec(['cat', `/run/systemd/transient/${unit}`]);
@@ -58,8 +46,7 @@ function sections(file: string): string[] {
 async function endSession(worker: WorkerProcess, client: RawClient): Promise<void> {
   client.send({ type: 'stop' });
   await client.waitFor('stopped');
-  assert.is(await worker.exited, 0, worker.stderr);
-  assert.equal(await sessionUnits(sandbox), []);
+  await expectNoUnits(sandbox, worker);
 }
 
 test('a program path written as unit-file lines stays a path: nothing runs as root after daemon-reload', async () => {
@@ -69,7 +56,7 @@ test('a program path written as unit-file lines stays a path: nothing runs as ro
   const parts = injected.split('/');
   mkdirSync(join(workDir, ...parts.slice(0, -1)), { recursive: true });
   symlinkSync('/bin/sleep', join(workDir, injected));
-  const { worker, client } = await startSession([`${workInside}/${injected}`, '300']);
+  const { worker, client } = await startSession(sandbox, workDir, [`${workInside}/${injected}`, '300']);
   const started = await client.waitFor('started');
   const before = await transientFile(started.unit);
   const after = await reloadedUnit(started.unit);
@@ -92,7 +79,7 @@ test('newlines, % specifiers and \\ sequences in argv and env reach the program 
   ];
   const envValue = 'v\n[Service]\nExecStartPre=+/usr/bin/touch /run/PWNED3\n%h\\x41\\';
   const argv = ['/bin/sh', '-c', 'for a in "$@"; do printf "<%s>" "$a"; done; printf "[%s]" "$OCPTY_ALLOWED"; echo; echo ready; exec sleep 300', 'sh', ...hostile];
-  const { worker, client } = await startSession(argv, { OCPTY_ALLOWED: envValue });
+  const { worker, client } = await startSession(sandbox, workDir, argv, { env: { OCPTY_ALLOWED: envValue } });
   const started = await client.waitFor('started');
   await client.waitForOutput('ready');
   // The terminal turns \n into \r\n on output (ONLCR); undo only that to compare.
@@ -157,7 +144,7 @@ function printedArgv(client: RawClient): string {
 }
 
 test('a live session survives daemon-reload: its unit loads again, the program got its argv exactly, and it still works and ends cleanly', async () => {
-  const { worker, client } = await startSession([...ARGV_PROGRAM, ...HOSTILE_ARGV]);
+  const { worker, client } = await startSession(sandbox, workDir, [...ARGV_PROGRAM, ...HOSTILE_ARGV]);
   const started = await client.waitFor('started');
   await client.waitForOutput('ready');
   assert.is(printedArgv(client), EXPECTED_PRINT);
@@ -183,21 +170,19 @@ test('a live session survives daemon-reload: its unit loads again, the program g
   await client.waitForOutput('got:still here');
   assert.equal(await client.waitFor('exit'), { type: 'exit', code: 1, status: 3, result: 'exit-code' });
   await client.closed();
-  assert.is(await worker.exited, 0, worker.stderr);
-  assert.equal(await sessionUnits(sandbox), []);
+  await expectNoUnits(sandbox, worker);
   assert.not.ok(await existsInside('/run/PWNED4'));
 });
 
 test('a session started after a daemon-reload gets its argv exactly too', async () => {
   const reload = await sandbox.systemctl('daemon-reload');
   assert.is(reload.code, 0, reload.stderr);
-  const { worker, client } = await startSession([...ARGV_PROGRAM, ...HOSTILE_ARGV]);
+  const { worker, client } = await startSession(sandbox, workDir, [...ARGV_PROGRAM, ...HOSTILE_ARGV]);
   await client.waitForOutput('ready');
   assert.is(printedArgv(client), EXPECTED_PRINT);
   client.send({ type: 'input', data: Buffer.from('x\r') });
   assert.equal(await client.waitFor('exit'), { type: 'exit', code: 1, status: 3, result: 'exit-code' });
-  assert.is(await worker.exited, 0, worker.stderr);
-  assert.equal(await sessionUnits(sandbox), []);
+  await expectNoUnits(sandbox, worker);
 });
 
 test.run();
