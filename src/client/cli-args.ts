@@ -9,7 +9,8 @@ export const USAGE_EXIT = 2;
 export const FAILURE_EXIT = 125;
 
 export const USAGE = `Usage:
-  opencode-pty run [--socket PATH] [--cwd DIR] [--env NAME=VALUE]... [--timeout SECONDS] [--] COMMAND [ARG]...
+  opencode-pty run [--socket PATH] [--cwd DIR] [--env NAME=VALUE]... [--timeout SECONDS]
+                   [--rows N] [--cols N] [--resize-fd FD] [--] COMMAND [ARG]...
   opencode-pty --help
   opencode-pty --version
 
@@ -18,6 +19,10 @@ Commands:
              terminal. When standard input is a terminal it is put in raw mode (and restored on every
              exit), and window size changes are forwarded; otherwise standard input is passed through
              as input until it ends. Standard output carries only the session's output.
+             The session always has a terminal: piped input is echoed into the output, read line by
+             line (a line is cut at 4095 bytes) and its control bytes act (^C interrupts, ^D ends a
+             line or the input, ^? and ^U edit, ^S stops output, CR becomes LF); output has CRLF
+             line ends. Pass data that must arrive byte for byte through a file instead.
 
 Options of run:
   --socket PATH      The supervisor's socket (default: $OPENCODE_PTY_SOCKET, else ${DEFAULT_SOCKET}).
@@ -27,6 +32,12 @@ Options of run:
                      process's environment; the supervisor applies its own allowlist.
   --timeout SECONDS  Give up (status ${FAILURE_EXIT}) when the supervisor has not started the session within this
                      many seconds (default 30; 0: wait as long as it takes).
+  --rows N, --cols N The terminal's size at start (1..65535). Default: the size of this process's
+                     terminal (stdout, else stderr), else 24 rows by 80 columns.
+  --resize-fd FD     Read window sizes from file descriptor FD (3 or above: a pipe this command
+                     inherits), one line "ROWS COLS" each, as \`stty size\` prints them; each line
+                     resizes the session's terminal. A malformed line is reported on stderr and
+                     skipped; the end of FD changes nothing. For callers without a terminal.
   --                 End of options: everything after it is COMMAND and its arguments.
   -h, --help         Show this help.
   --version          Print the version of this command and exit.
@@ -47,7 +58,16 @@ export interface RunCommand {
   argv: string[];
   /** Deadline for connect and for STARTED, each; undefined: the library's default. */
   timeoutMs: number | undefined;
+  /** The terminal's size at start; undefined: measured (terminal.ts). */
+  rows: number | undefined;
+  cols: number | undefined;
+  /** An inherited fd to read "ROWS COLS" lines from (resize-lines.ts). */
+  resizeFd: number | undefined;
 }
+
+const VALUE_OPTIONS = new Set(['--socket', '--cwd', '--env', '--timeout', '--rows', '--cols', '--resize-fd']);
+/** Sizes as the protocol carries them (docs/protocol.md, START and RESIZE: u16, not 0). */
+const SIZE_MAX = 0xffff;
 
 export type CliCommand = RunCommand | { kind: 'help' } | { kind: 'version' } | { kind: 'usage'; message: string };
 
@@ -65,6 +85,9 @@ function parseRun(args: readonly string[], env: Readonly<Record<string, string |
   let socket = env.OPENCODE_PTY_SOCKET || DEFAULT_SOCKET;
   let cwd: string | undefined;
   let timeoutMs: number | undefined;
+  let rows: number | undefined;
+  let cols: number | undefined;
+  let resizeFd: number | undefined;
   const sessionEnv: Record<string, string> = {};
   if (env.TERM !== undefined && env.TERM !== '') sessionEnv.TERM = env.TERM;
   let index = 0;
@@ -79,9 +102,7 @@ function parseRun(args: readonly string[], env: Readonly<Record<string, string |
     if (arg === '-h' || arg === '--help') return { kind: 'help' };
     const equals = arg.indexOf('=');
     const name = equals > 0 && arg.startsWith('--') ? arg.slice(0, equals) : arg;
-    if (name !== '--socket' && name !== '--cwd' && name !== '--env' && name !== '--timeout') {
-      return usage(`unknown option ${arg}`);
-    }
+    if (!VALUE_OPTIONS.has(name)) return usage(`unknown option ${arg}`);
     let value: string;
     if (equals > 0 && arg.startsWith('--')) value = arg.slice(equals + 1);
     else {
@@ -100,6 +121,16 @@ function parseRun(args: readonly string[], env: Readonly<Record<string, string |
       const seconds = /^\d+(\.\d+)?$/.test(value) ? Number(value) : NaN;
       if (!(seconds <= 86_400)) return usage(`--timeout needs a number of seconds up to 86400, got ${JSON.stringify(value)}`);
       timeoutMs = Math.round(seconds * 1000);
+    } else if (name === '--rows' || name === '--cols') {
+      const size = wholeNumber(value);
+      if (!(size >= 1 && size <= SIZE_MAX)) return usage(`${name} needs a whole number from 1 to ${SIZE_MAX}, got ${JSON.stringify(value)}`);
+      if (name === '--rows') rows = size;
+      else cols = size;
+    } else if (name === '--resize-fd') {
+      const fd = wholeNumber(value);
+      // 0-2 are the session's own input and output.
+      if (!(fd >= 3 && fd <= 0x7fffffff)) return usage(`--resize-fd needs a file descriptor number of 3 or above, got ${JSON.stringify(value)}`);
+      resizeFd = fd;
     } else {
       const split = value.indexOf('=');
       if (split <= 0) return usage(`--env needs NAME=VALUE, got ${JSON.stringify(value)}`);
@@ -108,7 +139,11 @@ function parseRun(args: readonly string[], env: Readonly<Record<string, string |
   }
   const argv = args.slice(index);
   if (argv.length === 0) return usage('missing COMMAND to run');
-  return { kind: 'run', socket, cwd, env: sessionEnv, argv, timeoutMs };
+  return { kind: 'run', socket, cwd, env: sessionEnv, argv, timeoutMs, rows, cols, resizeFd };
+}
+
+function wholeNumber(value: string): number {
+  return /^\d{1,10}$/.test(value) ? Number(value) : NaN;
 }
 
 function usage(message: string): CliCommand {

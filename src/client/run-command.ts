@@ -2,11 +2,12 @@
 import { once } from 'node:events';
 import { constants } from 'node:os';
 import type { ReadStream } from 'node:tty';
-import { FAILURE_EXIT, type RunCommand } from './cli-args.ts';
+import { FAILURE_EXIT, USAGE_EXIT, type RunCommand } from './cli-args.ts';
 import { connect } from './client.ts';
 import { isClientError } from './client-error.ts';
 import { exitStatus } from './exit-status.ts';
 import type { Session, SessionEnd } from './session.ts';
+import { readResizeFd, unusableFd } from './resize-fd.ts';
 import { enterRawMode, terminalSize } from './terminal.ts';
 
 export interface Stdio {
@@ -24,6 +25,11 @@ const SIGPIPE_STATUS = 128 + constants.signals.SIGPIPE;
 /** Runs the command; resolves with the status to exit with. Never rejects: failures go to stderr. */
 export async function runCommand(command: RunCommand, stdio: Stdio): Promise<number> {
   const cleanups: (() => void)[] = [];
+  const unusable = command.resizeFd === undefined ? undefined : unusableFd(command.resizeFd);
+  if (unusable !== undefined) {
+    stdio.stderr.write(`opencode-pty: --resize-fd ${command.resizeFd}: ${unusable}\n`);
+    return USAGE_EXIT;
+  }
   try {
     return await new Run(command, stdio, cleanups).run();
   } catch (error) {
@@ -52,7 +58,7 @@ class Run {
 
   async run(): Promise<number> {
     this.#trapSignals();
-    const { stdin, stdout, stderr } = this.#stdio;
+    const { stdin, stdout } = this.#stdio;
     let session: Session;
     try {
       const timeout = this.#command.timeoutMs === undefined ? {} : { timeoutMs: this.#command.timeoutMs };
@@ -61,7 +67,7 @@ class Run {
         argv: this.#command.argv,
         ...(this.#command.cwd === undefined ? {} : { cwd: this.#command.cwd }),
         env: this.#command.env,
-        ...terminalSize([stdout, stderr]),
+        ...this.#initialSize(),
         signal: this.#abort.signal,
         ...timeout,
       });
@@ -81,6 +87,7 @@ class Run {
     // end: false — the session's end is not the end of our stdout, nor is the end of stdin the session's.
     session.output.pipe(stdout, { end: false });
     this.#attachInput(session, stdin);
+    this.#attachResizeFd(session);
 
     let end: SessionEnd;
     try {
@@ -92,6 +99,25 @@ class Run {
     }
     await outputEnded;
     return this.#signalStatus ?? exitStatus(end);
+  }
+
+  /** The measured size, with --rows and --cols over it. */
+  #initialSize(): { rows: number; cols: number } {
+    const measured = terminalSize([this.#stdio.stdout, this.#stdio.stderr]);
+    return { rows: this.#command.rows ?? measured.rows, cols: this.#command.cols ?? measured.cols };
+  }
+
+  /** --resize-fd: each size line resizes the session's terminal. */
+  #attachResizeFd(session: Session): void {
+    if (this.#command.resizeFd === undefined) return;
+    const stop = readResizeFd(
+      this.#command.resizeFd,
+      ({ rows, cols }) => {
+        if (!session.ended) session.resize(rows, cols);
+      },
+      (message) => this.#stdio.stderr.write(`opencode-pty: ${message}\n`),
+    );
+    this.#cleanups.push(stop);
   }
 
   #attachInput(session: Session, stdin: NodeJS.ReadStream): void {

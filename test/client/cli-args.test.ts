@@ -11,6 +11,9 @@ test('run with defaults takes TERM only from the environment', () => {
     env: { TERM: 'xterm' },
     argv: ['bash', '-l'],
     timeoutMs: undefined,
+    rows: undefined,
+    cols: undefined,
+    resizeFd: undefined,
   });
 });
 
@@ -26,6 +29,9 @@ test('options in both spellings; --env repeats and overrides TERM; the environme
     env: { TERM: 'dumb', A: '1', B: 'x=y' },
     argv: ['ls', '--all'],
     timeoutMs: undefined,
+    rows: undefined,
+    cols: undefined,
+    resizeFd: undefined,
   });
   const explicit = parseCommandLine(['run', '--socket', '/a.sock', 'x'], { OPENCODE_PTY_SOCKET: '/tmp/s.sock' });
   assert.is(explicit.kind === 'run' && explicit.socket, '/a.sock', '--socket wins over the environment');
@@ -70,6 +76,30 @@ test('--timeout takes seconds; --version is a command of its own', () => {
     assert.is(refused.kind, 'usage', `--timeout ${JSON.stringify(bad)}`);
   }
   assert.equal(parseCommandLine(['--version'], {}), { kind: 'version' });
+});
+
+test('--rows and --cols set the size at start, each from 1 to 65535; --resize-fd takes an fd of 3 or above', () => {
+  const command = parseCommandLine(['run', '--rows', '40', '--cols=120', '--resize-fd', '3', 'x'], {});
+  assert.ok(command.kind === 'run');
+  assert.equal([command.rows, command.cols, command.resizeFd], [40, 120, 3]);
+  const onlyCols = parseCommandLine(['run', '--cols', '65535', 'x'], {});
+  assert.equal(onlyCols.kind === 'run' && [onlyCols.rows, onlyCols.cols], [undefined, 65535]);
+  for (const [name, bad] of [
+    ['--rows', '0'],
+    ['--rows', '65536'],
+    ['--cols', '-1'],
+    ['--cols', '80x'],
+    ['--rows', ''],
+    ['--rows', '1.5'],
+    ['--resize-fd', '0'],
+    ['--resize-fd', '2'],
+    ['--resize-fd', 'three'],
+    ['--resize-fd', '99999999999'],
+  ] as const) {
+    const refused = parseCommandLine(['run', name, bad, 'x'], {});
+    assert.is(refused.kind, 'usage', `${name} ${JSON.stringify(bad)}`);
+    assert.match((refused as { message: string }).message, name);
+  }
 });
 
 test.run();

@@ -2,7 +2,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
-import { closeSync, readFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TestServer, type ServerConnection } from './test-server.ts';
 
@@ -19,19 +21,24 @@ interface Outcome {
   stderr: string;
 }
 
-/** Runs the CLI; `feed` gets its stdin while it runs. */
-function cli(args: string[], env: Record<string, string> = {}, feed?: (stdin: NodeJS.WritableStream) => void) {
+/** Runs the CLI; `feed` gets its stdin while it runs. With `fd3`, a pipe is its fd 3 and `fd3` our end of it. */
+function spawnCli(args: string[], env: Record<string, string> = {}, feed?: (stdin: NodeJS.WritableStream) => void, withFd3 = false) {
   const child = spawn(process.execPath, [...runtimeArgs('src/cli.ts'), ...args], {
     cwd: root,
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
-    stdio: [feed ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+    stdio: [feed ? 'pipe' : 'ignore', 'pipe', 'pipe', ...(withFd3 ? (['pipe'] as const) : [])],
   });
   if (feed) feed(child.stdin!);
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk) => (stdout += chunk));
   child.stderr!.on('data', (chunk) => (stderr += chunk));
-  return new Promise<Outcome>((resolve) => child.on('close', (status) => resolve({ status, stdout, stderr })));
+  const outcome = new Promise<Outcome>((resolve) => child.on('close', (status) => resolve({ status, stdout, stderr })));
+  return { outcome, fd3: child.stdio[3] as NodeJS.WritableStream | null };
+}
+
+function cli(args: string[], env: Record<string, string> = {}, feed?: (stdin: NodeJS.WritableStream) => void): Promise<Outcome> {
+  return spawnCli(args, env, feed).outcome;
 }
 
 /** Serves one session: handshake, START (fd closed), STARTED; returns the START frame and the connection. */
@@ -138,10 +145,64 @@ test('--version prints the package version', async () => {
   assert.is(outcome.stdout, `opencode-pty ${version}\n`);
 });
 
-test('--help exits 0 and documents every option', async () => {
-  const outcome = await cli(['--help']);
-  assert.is(outcome.status, 0);
-  for (const word of ['run', '--socket', '--cwd', '--env', 'OPENCODE_PTY_SOCKET']) assert.match(outcome.stdout, word);
+test('--help and run --help exit 0 and document every option, and what a terminal does to piped input', async () => {
+  for (const args of [['--help'], ['run', '--help']]) {
+    const outcome = await cli(args);
+    assert.is(outcome.status, 0);
+    for (const word of ['run', '--socket', '--cwd', '--env', '--timeout', '--rows', '--cols', '--resize-fd', '--version', 'OPENCODE_PTY_SOCKET', '4095', 'echoed']) {
+      assert.match(outcome.stdout, word);
+    }
+  }
+});
+
+test('--rows and --cols give the size in START', async () => {
+  const server = new TestServer();
+  const running = cli(['run', '--socket', server.path, '--rows', '40', '--cols', '132', '--', 'x']);
+  const { conn, start } = await serveStart(server);
+  assert.equal([start.rows, start.cols], [40, 132]);
+  conn.send({ type: 'exit', code: 1, status: 0, result: 'success' });
+  assert.is((await running).status, 0);
+  server.close();
+});
+
+test('--resize-fd: each "ROWS COLS" line is a RESIZE; a malformed one is reported and skipped; its end changes nothing', async () => {
+  const server = new TestServer();
+  const { outcome, fd3 } = spawnCli(['run', '--socket', server.path, '--resize-fd', '3', '--', 'x'], {}, undefined, true);
+  const { conn } = await serveStart(server);
+  fd3!.write('30 100\n');
+  assert.equal(await conn.expect('resize'), { type: 'resize', rows: 30, cols: 100, fds: [] });
+  fd3!.write('nonsense\n4');
+  fd3!.end('0 120\n');
+  assert.equal(await conn.expect('resize'), { type: 'resize', rows: 40, cols: 120, fds: [] });
+  conn.send({ type: 'output', data: Buffer.from('still on\n') });
+  conn.send({ type: 'exit', code: 1, status: 0, result: 'success' });
+  const result = await outcome;
+  assert.is(result.status, 0);
+  assert.is(result.stdout, 'still on\n');
+  assert.match(result.stderr, '--resize-fd 3: "nonsense" is not "ROWS COLS"');
+  server.close();
+});
+
+test('--resize-fd naming a descriptor that is not open, is the runtime\'s own or is write-only: exit 2 before connecting', async () => {
+  const server = new TestServer();
+  // 9: nothing there, or one of the runtime's own descriptors (close-on-exec, never inherited).
+  const unopened = await cli(['run', '--socket', server.path, '--resize-fd', '9', '--', 'x']);
+  const writeOnly = openSync(join(server.dir, 'sizes'), 'w');
+  const child = spawn(process.execPath, [...runtimeArgs('src/cli.ts'), 'run', '--socket', server.path, '--resize-fd', '3', '--', 'x'], {
+    cwd: root,
+    stdio: ['ignore', 'ignore', 'pipe', writeOnly],
+  });
+  closeSync(writeOnly);
+  let stderr = '';
+  child.stderr!.on('data', (chunk) => (stderr += chunk));
+  const [status] = (await once(child, 'close')) as [number];
+  const connections = server.connections;
+  server.close();
+  assert.is(unopened.status, 2);
+  assert.match(unopened.stderr, /--resize-fd 9: (not an open file descriptor|.* the runtime's own)/);
+  assert.is(status, 2);
+  assert.match(stderr, '--resize-fd 3: open for writing only');
+  assert.is(connections, 0, 'nothing connected');
 });
 
 test('an unknown option prints usage on stderr and exits 2', async () => {

@@ -43,6 +43,12 @@ export class TestServer {
     return new Promise((resolve) => this.#waiting.push(resolve));
   }
 
+  /** How many connections were made so far, those the kernel still queues included. */
+  get connections(): number {
+    this.#acceptAll();
+    return this.#all.length;
+  }
+
   close(): void {
     clearInterval(this.#timer);
     for (const conn of this.#all) conn.close();

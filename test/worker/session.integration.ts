@@ -142,6 +142,17 @@ test('INPUT sent right after START reaches the program; RESIZE is seen by stty s
   await expectNoUnits(sandbox, worker);
 });
 
+test('INPUT goes through a terminal in canonical mode (README, docs/protocol.md): echoed, a line cut at 4095 bytes, ^U and DEL edit', async () => {
+  const { worker, client } = await startSession(sandbox, workDir, ['/bin/sh', '-c', 'IFS= read -r long; IFS= read -r edited; echo "len=${#long} edited=$edited"']);
+  await client.waitFor('started');
+  client.send({ type: 'input', data: Buffer.concat([Buffer.alloc(5000, 'x'), Buffer.from('\nab\x7fc\x15de\n')]) });
+  const seen = await client.waitForOutput('edited=');
+  await client.waitFor('exit');
+  assert.match(client.output.toString(), /len=4095 edited=de\r\n$/);
+  assert.ok(seen.startsWith('x'.repeat(4095)), 'the input is echoed');
+  await expectNoUnits(sandbox, worker);
+});
+
 test('1 MiB of base64 arrives complete before EXIT status 3', async () => {
   const { worker, client } = await startSession(sandbox, workDir, ['/bin/sh', '-c', 'head -c 1048576 /dev/urandom | base64; exit 3']);
   const exit = await client.waitFor('exit');
