@@ -52,6 +52,19 @@ export function withSession(config: Config, session: Partial<SessionConfig>): Co
   return { ...config, session: { ...config.session, ...session } };
 }
 
+export interface HandOffOptions {
+  /** The session's number in the broker's messages; 1 by default. */
+  id?: number;
+  /** Who the peer is; this process by default. */
+  peer?: Partial<PeerIdentity>;
+  /** The START deadline; 5 s by default. */
+  deadlineMs?: number;
+  /** The broker's offer to take the worker back after a clean end (absent by default). */
+  reuse?: boolean;
+  /** The protocol version the broker negotiated; absent: a message as before version 2 (1). */
+  version?: number;
+}
+
 /** A worker process and its control channel. */
 export class WorkerProcess {
   readonly child: ChildProcess;
@@ -92,19 +105,20 @@ export class WorkerProcess {
   }
 
   /** Hands a connection over as the broker does: the fd and our own pidfd on one message. */
-  handOff(clientFd: number, peer: Partial<PeerIdentity> = {}, deadlineMs = 5000, version?: number): void {
+  handOff(clientFd: number, options: HandOffOptions = {}): void {
     const pidfd = native().pidfdOpen(process.pid);
-    const full: PeerIdentity = { pid: process.pid, uid: process.getuid!(), gid: process.getgid!(), cgroup: null, ...peer };
+    const peer: PeerIdentity = { pid: process.pid, uid: process.getuid!(), gid: process.getgid!(), cgroup: null, ...options.peer };
+    const { id = 1, deadlineMs = 5000, reuse, version } = options;
     // No version: the message as a broker before version 2 sent it (the worker takes 1).
-    const message = version === undefined ? { type: 'session' as const, id: 1, peer: full, deadlineMs } : { type: 'session' as const, id: 1, peer: full, deadlineMs, version };
+    const message = { type: 'session' as const, id, peer, deadlineMs, ...(reuse ? { reuse } : {}), ...(version === undefined ? {} : { version }) };
     this.control.write(encodeControl(message), [clientFd, pidfd]);
   }
 
   /** Hands over a fresh connection (as handOff does) and returns the raw client on our end of it. */
-  connect(deadlineMs?: number): RawClient {
+  connect(options: HandOffOptions = {}): RawClient {
     const [ours, theirs] = native().socketpair();
-    this.handOff(theirs, {}, deadlineMs);
-    const client = new RawClient(ours);
+    this.handOff(theirs, options);
+    const client = new RawClient(ours, options.version ?? 1);
     client.worker = this;
     return client;
   }
@@ -232,18 +246,20 @@ export interface WorkerSession {
 export interface SessionOptions extends StartOptions {
   /** The worker's configuration; workerConfig(sandbox) when absent. */
   config?: Config;
+  /** The protocol version handed over with the connection (HandOffOptions). */
+  version?: number;
 }
 
 /** A ready worker handed a fresh connection, START not yet sent. */
-export async function connectWorker(sandbox: Sandbox, config: Config = workerConfig(sandbox)): Promise<WorkerSession> {
-  const worker = new WorkerProcess(sandbox, config);
+export async function connectWorker(sandbox: Sandbox, options: Pick<SessionOptions, 'config' | 'version'> = {}): Promise<WorkerSession> {
+  const worker = new WorkerProcess(sandbox, options.config ?? workerConfig(sandbox));
   await worker.waitFor('ready');
-  return { worker, client: worker.connect() };
+  return { worker, client: worker.connect(options.version === undefined ? {} : { version: options.version }) };
 }
 
 /** A ready worker handed a fresh connection, with START of `argv` in `dir` sent. */
 export async function startSession(sandbox: Sandbox, dir: string, argv: string[], options: SessionOptions = {}): Promise<WorkerSession> {
-  const session = await connectWorker(sandbox, options.config);
+  const session = await connectWorker(sandbox, options);
   session.client.start(dir, argv, options);
   return session;
 }

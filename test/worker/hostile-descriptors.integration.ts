@@ -63,7 +63,7 @@ async function mountHangfs() {
 async function startWith(fd: number, stat: { dev: bigint; ino: bigint }) {
   const worker = new WorkerProcess(sandbox, workerConfig(sandbox));
   await worker.waitFor('ready');
-  const client = worker.connect(DEADLINE_MS);
+  const client = worker.connect({ deadlineMs: DEADLINE_MS });
   return {
     worker,
     client,

@@ -2,11 +2,9 @@
 // and exits after one that was handed over without it, against real systemd.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { native } from '../../src/native/binding.ts';
-import { encodeControl, type PeerIdentity } from '../../src/control/broker-worker.ts';
 import type { Sandbox } from '../sandbox/index.ts';
 import { DEFAULT_LIMITS } from '../../src/config/schema.ts';
-import { bootWorkerSandbox, RawClient, sessionUnits, WorkerProcess, workerConfig } from './harness.ts';
+import { bootWorkerSandbox, sessionUnits, WorkerProcess, workerConfig } from './harness.ts';
 
 let sandbox: Sandbox;
 let workDir: string;
@@ -18,17 +16,6 @@ test.before(async () => {
 test.after(async () => {
   await sandbox?.stop();
 });
-
-/** Hands a connection over as the broker does, with or without the offer to take the worker back. */
-function handOff(worker: WorkerProcess, id: number, reuse: boolean): RawClient {
-  const [ours, theirs] = native().socketpair();
-  const pidfd = native().pidfdOpen(process.pid);
-  const peer: PeerIdentity = { pid: process.pid, uid: process.getuid!(), gid: process.getgid!(), cgroup: null };
-  worker.control.write(encodeControl({ type: 'session', id, peer, deadlineMs: 5000, ...(reuse ? { reuse } : {}) }), [theirs, pidfd]);
-  const client = new RawClient(ours);
-  client.worker = worker;
-  return client;
-}
 
 /** The worker's next message of this type; the ones before it are used up. */
 async function next<T extends WorkerProcess['messages'][number]['type']>(worker: WorkerProcess, type: T) {
@@ -42,7 +29,7 @@ test('one worker serves sessions in a row, each unit gone before its end is repo
   await next(worker, 'ready');
   const pid = worker.child.pid;
   for (const [id, word] of [[1, 'one'], [2, 'two']] as const) {
-    const client = handOff(worker, id, true);
+    const client = worker.connect({ id, reuse: true });
     client.start(workDir, ['/bin/sh', '-c', `echo ${word}`]);
     assert.equal(await client.waitFor('exit'), { type: 'exit', code: 1, status: 0, result: 'success' });
     assert.match(client.output.toString(), word);
@@ -54,7 +41,7 @@ test('one worker serves sessions in a row, each unit gone before its end is repo
     assert.is(worker.child.pid, pid);
     assert.is(worker.child.exitCode, null, 'the worker waits for the next session');
   }
-  const last = handOff(worker, 3, false);
+  const last = worker.connect({ id: 3, reuse: false });
   last.start(workDir, ['/bin/sh', '-c', 'echo three']);
   assert.equal((await last.waitFor('exit')).status, 0);
   assert.equal(await next(worker, 'ended'), { type: 'ended', reason: 'exit', reusable: false });
@@ -65,7 +52,7 @@ test('one worker serves sessions in a row, each unit gone before its end is repo
 test('an idle worker waiting for its next session exits on shutdown', async () => {
   const worker = new WorkerProcess(sandbox, workerConfig(sandbox));
   await next(worker, 'ready');
-  const client = handOff(worker, 1, true);
+  const client = worker.connect({ id: 1, reuse: true });
   client.start(workDir, ['/bin/true']);
   await client.waitFor('exit');
   assert.is((await next(worker, 'ended')).reusable, true);
@@ -77,12 +64,12 @@ test('an idle worker waiting for its next session exits on shutdown', async () =
 test('a session that ends in an error still leaves the worker reusable once its unit is gone', async () => {
   const worker = new WorkerProcess(sandbox, workerConfig(sandbox));
   await next(worker, 'ready');
-  const failed = handOff(worker, 1, true);
+  const failed = worker.connect({ id: 1, reuse: true });
   failed.start(workDir, ['/nonexistent/program']);
   assert.is((await failed.waitFor('exit')).status, 127);
   assert.is((await next(worker, 'ended')).reusable, true);
   await next(worker, 'ready');
-  const client = handOff(worker, 2, true);
+  const client = worker.connect({ id: 2, reuse: true });
   client.start(workDir, ['/bin/sh', '-c', 'echo after']);
   await client.waitFor('exit');
   assert.match(client.output.toString(), 'after');
@@ -94,7 +81,7 @@ test('a session that ends in an error still leaves the worker reusable once its 
 test('with limits.sessionsPerWorker 1 every session gets a fresh worker, even when the broker offers reuse', async () => {
   const worker = new WorkerProcess(sandbox, workerConfig(sandbox, { limits: { ...DEFAULT_LIMITS, sessionsPerWorker: 1 } }));
   await next(worker, 'ready');
-  const client = handOff(worker, 1, true);
+  const client = worker.connect({ id: 1, reuse: true });
   client.start(workDir, ['/bin/sh', '-c', 'echo once']);
   assert.equal((await client.waitFor('exit')).status, 0);
   assert.equal(await next(worker, 'ended'), { type: 'ended', reason: 'exit', reusable: false });

@@ -3,9 +3,8 @@
 // record; a version 1 connection gets exactly the bytes it got before.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { native } from '../../src/native/binding.ts';
 import type { Sandbox } from '../sandbox/index.ts';
-import { bootWorkerSandbox, RawClient, sessionUnits, WorkerProcess, workerConfig } from './harness.ts';
+import { bootWorkerSandbox, expectNoUnits, startSession, type RawClient, type WorkerProcess } from './harness.ts';
 
 let sandbox: Sandbox;
 let workDir: string;
@@ -18,21 +17,13 @@ test.after(async () => {
   await sandbox?.stop();
 });
 
-async function session(argv: string[], version: number | undefined, env: Record<string, string> = {}) {
-  const worker = new WorkerProcess(sandbox, workerConfig(sandbox));
-  await worker.waitFor('ready');
-  const [ours, theirs] = native().socketpair();
-  worker.handOff(theirs, {}, 5000, version);
-  const client = new RawClient(ours, version ?? 1);
-  client.worker = worker;
-  client.start(workDir, argv, { env });
-  return { worker, client };
+function session(argv: string[], version: number | undefined, env: Record<string, string> = {}) {
+  return startSession(sandbox, workDir, argv, { env, ...(version === undefined ? {} : { version }) });
 }
 
 async function done(worker: WorkerProcess, client: RawClient): Promise<void> {
   await client.closed();
-  assert.is(await worker.exited, 0, worker.stderr);
-  assert.equal(await sessionUnits(sandbox), []);
+  await expectNoUnits(sandbox, worker);
 }
 
 const hex = (text: string) => Buffer.from(text, 'latin1').toString('hex');
