@@ -91,9 +91,11 @@ const cpuQuota: Converter = (value, name) => {
 type Converter = (value: unknown, name: string) => PropertyTuple;
 
 /**
- * Only resource limits and hardening that narrow what a session may do. Identity, commands, kill
- * behaviour, capabilities, paths that widen access and anything else we set ourselves are absent,
- * so a configuration can never undo the unit's own settings.
+ * Resource limits and hardening. Identity, commands, kill behaviour, capabilities, paths that widen
+ * access and anything else we set ourselves are absent, so a configuration can never undo the unit's
+ * own settings. Some names can also widen (`Nice=-20`, `OOMScoreAdjust=-1000`, `NoNewPrivileges=false`,
+ * `PrivateTmp=false`): the operator is root and may; the hardened profile's own names are not taken
+ * from the configuration (unit-properties.ts).
  */
 const ALLOWED: Readonly<Record<string, Converter>> = {
   // Resource control (systemd.resource-control(5)).

@@ -151,14 +151,18 @@ function sandboxProperties(spec: SessionUnitSpec): PropertyTuple[] {
 
 /** The full `a(sv)` list for StartTransientUnit, as plain tuples; Variants are made at the bus edge. */
 export function sessionUnitProperties(spec: SessionUnitSpec): PropertyTuple[] {
+  const profile = profileProperties(spec.profile ?? 'default');
+  const profileNames = new Set(profile.map(([name]) => name));
   const tuples = [
     ...unitProperties(spec),
     ...killProperties(spec),
     ...serviceProperties(spec),
     ...sandboxProperties(spec),
-    ...profileProperties(spec.profile ?? 'default'),
-    // The operator's own limits come last: systemd applies the last setting of a name.
-    ...limitProperties(spec.limits ?? {}),
+    ...profile,
+    // The operator's own limits come last (systemd applies the last setting of a name), except a name
+    // the profile sets: some allowed names can also widen (NoNewPrivileges=false, PrivateTmp=false),
+    // and no configuration may undo the hardened profile.
+    ...limitProperties(spec.limits ?? {}).filter(([name]) => !profileNames.has(name)),
   ];
   // Last, over everything, whatever its source: no string becomes unit-file syntax (unit-text.ts).
   checkUnitFileText(tuples);

@@ -97,6 +97,16 @@ test('environment holds exactly the given entries, values verbatim', () => {
   assert.equal(byName(sessionUnitProperties(spec({ environment: {} }))).get('Environment'), ['Environment', 'as', []]);
 });
 
+test('the configuration cannot undo the hardened profile; without the profile it applies', () => {
+  const limits = { NoNewPrivileges: false, PrivateTmp: false, MemoryMax: '1G' };
+  const hardened = byName(sessionUnitProperties(spec({ profile: 'hardened', limits })));
+  assert.equal(hardened.get('NoNewPrivileges'), ['NoNewPrivileges', 'b', true]);
+  assert.equal(hardened.get('PrivateTmp'), ['PrivateTmp', 'b', true]);
+  assert.ok(hardened.has('MemoryMax'), 'names the profile does not set still apply');
+  const plain = byName(sessionUnitProperties(spec({ limits })));
+  assert.equal(plain.get('NoNewPrivileges'), ['NoNewPrivileges', 'b', false]);
+});
+
 test('environment names must be shell-style identifiers', () => {
   for (const name of ['', '1X', 'A=B', 'A B', 'A-B', 'Ä']) {
     throwsCode(() => environmentEntries({ [name]: 'x' }), 'PROPERTY_INVALID');
