@@ -4,7 +4,7 @@
 // nothing once told to; a TCP socket with SO_LINGER and unsent data blocks close(2) for its linger.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { closeSync, constants, fstatSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +13,7 @@ import { native } from '../../src/native/binding.ts';
 import { encodeFrame, type Frame } from '../../src/protocol/index.ts';
 import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
 import { installHelper, WorkerProcess, workerConfig } from './harness.ts';
+import { lingeringSocket } from '../io/lingering.ts';
 
 const HANGFS_C = fileURLToPath(new URL('./fixtures/hangfs.c', import.meta.url));
 const DEADLINE_MS = 1500;
@@ -95,41 +96,13 @@ test('a FUSE regular file whose FLUSH never returns: BAD_START within the deadli
 });
 
 test('a TCP socket with SO_LINGER and unsent data: BAD_START within the deadline', async () => {
-  // Python: Node cannot set SO_LINGER. It sends us the lingering end and keeps the receiver unread.
-  const script = [
-    'import socket, struct, sys, time',
-    'l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen()',
-    'c = socket.create_connection(l.getsockname()); a, _ = l.accept()',
-    'a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096); c.setblocking(False)',
-    'try:\n    while True: c.send(b"x" * 65536)\nexcept BlockingIOError: pass',
-    'c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 3600))',
-    'u = socket.socket(socket.AF_UNIX, fileno=3)',
-    'u.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", c.fileno()))])',
-    // Our own recvmsg disarms the linger (the addon does for every received socket): arm it again
-    // on the shared socket once we hold it, so the worker's receive is the one that must disarm it.
-    'print("sent", flush=True); sys.stdin.readline()',
-    'c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 3600)); c.close()',
-    'print("armed", flush=True); time.sleep(120)',
-  ].join('\n');
-  const [mine, forPython] = native().socketpair();
-  const python = spawn('/usr/bin/python3', ['-c', script], { stdio: ['pipe', 'pipe', 'inherit', forPython] });
-  closeSync(forPython);
-  let said = '';
-  const heard = (word: string) => new Promise<void>((resolve) => {
-    const check = () => said.includes(word) && resolve();
-    python.stdout!.on('data', (chunk) => ((said += chunk), check()));
-    check();
-  });
-  await heard('sent');
-  const lingering = native().recvmsg(mine, Buffer.alloc(1), 0, 1, 1)!.fds[0]!;
-  python.stdin!.write('rearm\n');
-  await heard('armed');
+  // An armed lingering socket of ours alone (test/io/lingering.ts).
+  const { fd: lingering, stop } = await lingeringSocket();
   const { worker, client, send } = await startWith(lingering, { dev: 1n, ino: 1n });
   send();
   closeSync(lingering); // the worker's close is then the last one: that is the one that lingers
   const closed = await within(client.closed().then(() => 'closed'), DEADLINE_MS + GRACE_MS, 'connection still open');
-  python.kill('SIGKILL');
-  closeSync(mine);
+  stop();
   await worker.exited;
   assert.is(closed, 'closed');
   assert.equal(client.frames.map((frame) => frame.type), ['error']);
