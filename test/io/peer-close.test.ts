@@ -2,18 +2,18 @@
 // every kind, a lingering TCP socket among them) is read away and closed, nothing leaks, nothing more
 // can be queued; and SO_PASSRIGHTS, where the kernel has it, refuses descriptors at the sender.
 import { spawnSync } from 'node:child_process';
-import { closeSync, openSync, readdirSync } from 'node:fs';
+import { closeSync, openSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { native } from '../../src/native/binding.ts';
 import { closePeer, drainPeer } from '../../src/io/peer-close.ts';
 import { passRights } from '../../src/io/pass-rights.ts';
+import { leakedSince, openFds } from '../native/fd-helpers.ts';
 
-const openFdCount = () => readdirSync('/proc/self/fd').length;
 
 test('queued messages with files, sockets and pipes: all read away and closed, and the peer can send no more', () => {
-  const before = openFdCount();
+  const before = openFds();
   const [a, b] = native().socketpair();
   const [s1, s2] = native().socketpair();
   const files = Array.from({ length: 253 }, () => openSync('/dev/null', 'r'));
@@ -28,7 +28,7 @@ test('queued messages with files, sockets and pipes: all read away and closed, a
   assert.throws(() => native().sendmsg(a, Buffer.from('z'), 0, 1), /EPIPE/);
   closeSync(a);
   closeSync(b);
-  assert.is(openFdCount(), before);
+  assert.equal(leakedSince(before), []);
 });
 
 test('a lingering TCP socket queued on the connection: the last close returns (in a child, killed if it hangs)', () => {

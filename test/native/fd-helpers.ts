@@ -1,5 +1,5 @@
 // Shared helpers for the native addon's tests: fd accounting, fd flags, temporary directories, child processes.
-import { closeSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
@@ -7,6 +7,27 @@ import { spawn } from 'node:child_process';
 /** Entries of /proc/self/fd: compare before and after to find leaks. */
 export function openFdCount(): number {
   return readdirSync('/proc/self/fd').length;
+}
+
+/** This process's fds and what each names, for leakedSince(). */
+export function openFds(): Map<string, string> {
+  const fds = new Map<string, string>();
+  for (const fd of readdirSync('/proc/self/fd')) {
+    try {
+      fds.set(fd, readlinkSync(`/proc/self/fd/${fd}`));
+    } catch {
+      // the directory's own fd, closed by now
+    }
+  }
+  return fds;
+}
+
+/**
+ * The fds open now that were not open (naming the same thing) at `before`. A count would also move
+ * when the runtime closes one of its own in between (seen on a fresh clone), and hide a leak then.
+ */
+export function leakedSince(before: Map<string, string>): string[] {
+  return [...openFds()].filter(([fd, target]) => before.get(fd) !== target).map(([fd, target]) => `${fd} -> ${target}`);
 }
 
 /** The octal "flags:" field of an fd's fdinfo. */
