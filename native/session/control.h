@@ -8,10 +8,11 @@
 #include <stdint.h>
 
 enum control_type {
-  // worker -> helper, all empty
+  // worker -> helper, all empty but ENV
   CONTROL_GO = 0x01,        // STARTED is on the wire: the client socket's write side is the helper's now
   CONTROL_TERMINATE = 0x02, // end at a frame boundary and report "terminated"
   CONTROL_KILL = 0x03,      // STOP's last step: SIGKILL every other process of the session's cgroup
+  CONTROL_ENV = 0x04,       // with --env-from-control, the first message: "NAME=value\0" each, for execve only
   // helper -> worker
   CONTROL_LOG = 0x41,       // priority u8 (sd-daemon), text
   CONTROL_STOP = 0x42,      // the client sent STOP (empty); the worker stops the session's processes
@@ -38,6 +39,8 @@ enum control_limits {
   MAX_LOG_TEXT = 1024,
   MAX_LOGS = 64,
   MAX_CONTROL_PAYLOAD = END_FIXED_SIZE + MAX_REMAINDER + MAX_REPORT_TEXT,
+  MAX_ENV_ENTRIES = 128 + 1,  // the client's MAX_ENVC and the TERM the worker always sets
+  MAX_ENV_PAYLOAD = 65536,    // START's payload limit: the client's entries came in one START
 };
 
 // Signals a client may send (HUP INT QUIT KILL USR1 USR2 TERM CONT STOP TSTP WINCH).

@@ -99,6 +99,7 @@ void control_send_stop(void);
 void control_send_end(void);
 void control_send_pid(pid_t pid);
 int control_write_all(const unsigned char *data, size_t len);
+const char *control_read_env(char ***envp);
 
 // cgroup.c
 void kill_cgroup_others(void);

@@ -2,7 +2,9 @@
 // user, and speaks the data phase of the protocol with the client itself (privilege separation:
 // root authenticates, the user's own process handles the user's bytes).
 //
-// Usage: opencode-pty-session [--protocol=N] [--write-timeout-ms=N] ROWS COLS PROGRAM [ARGS...]
+// Usage: opencode-pty-session [--env-from-control] [--protocol=N] [--write-timeout-ms=N] ROWS COLS PROGRAM [ARGS...]
+//   --env-from-control: the program's environment is the control channel's first message (ENV), not
+//   the helper's own (the worker always passes it, so the client's variables never apply to the helper)
 //   fd 0: the session's working directory (an open directory fd)
 //   fd 1: the client's connection; the helper writes to it only after the worker's GO
 //   fd 2: the control channel to the worker (control.h); diagnostics travel there too
@@ -23,6 +25,9 @@
 #include <unistd.h>
 
 #include "helper.h"
+
+// The program's environment when ENV gave one (NULL: the helper's own, as without --env-from-control).
+static char **program_env;
 
 struct relay r = {.client = -1, .control = -1, .master = -1, .sigfd = -1, .stall_since = -1, .eof_next = -1};
 
@@ -89,6 +94,8 @@ static _Noreturn void run_child(int slave, char **argv) {
   for (int fd = 0; fd < 3; fd++)
     if (dup2(slave, fd) < 0) _exit(126);
   close_from(3);
+  extern char **environ;
+  if (program_env) environ = program_env; // execvp searches the program's PATH, not the helper's
   execvp(argv[0], argv);
   int err = errno;
   dprintf(2, TAG "%s: %s\n", argv[0], strerror(err)); // fd 2 is the terminal now: the user sees why
@@ -154,7 +161,7 @@ static int take_fds(void) {
 
 static void usage(void) {
   give_up(2, "%s",
-          "usage: opencode-pty-session [--protocol=N] [--write-timeout-ms=N] ROWS COLS PROGRAM [ARGS...]; "
+          "usage: opencode-pty-session [--env-from-control] [--protocol=N] [--write-timeout-ms=N] ROWS COLS PROGRAM [ARGS...]; "
           "ROWS and COLS are decimal 1..65535; fd 0 is the working directory, fd 1 the client, fd 2 the worker");
 }
 
@@ -171,8 +178,13 @@ int main(int argc, char **argv) {
     return 1;
   }
   unsigned long version = 1, timeout = 10000, rows, cols;
+  bool env_from_control = false;
   int i = 1;
   for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
+    if (strcmp(argv[i], "--env-from-control") == 0) {
+      env_from_control = true;
+      continue;
+    }
     if (strncmp(argv[i], "--protocol=", 11) == 0 && parse_number(argv[i] + 11, 1, 65535, &version)) continue;
     if (strncmp(argv[i], "--write-timeout-ms=", 19) == 0 && parse_number(argv[i] + 19, 1, 3600000, &timeout)) continue;
     usage();
@@ -204,6 +216,11 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN); // every send uses MSG_NOSIGNAL; this covers anything else
   r.sigfd = signalfd(-1, &caught, SFD_NONBLOCK | SFD_CLOEXEC);
   if (r.sigfd < 0) give_up(1, "signalfd: %s", strerror(errno));
+
+  if (env_from_control) {
+    const char *refused = control_read_env(&program_env);
+    if (refused) give_up(1, "the program's environment: %s", refused);
+  }
 
   int slave = open_pty((unsigned)rows, (unsigned)cols);
   r.child = fork();

@@ -7,6 +7,7 @@ export const HelperMessageType = {
   GO: 0x01, // worker → helper: STARTED is on the wire, the client socket's write side is the helper's
   TERMINATE: 0x02, // worker → helper: end at a frame boundary, report "terminated"
   KILL: 0x03, // worker → helper: STOP's last step, SIGKILL every other process of the session's cgroup
+  ENV: 0x04, // worker → helper: the program's environment ("NAME=value\0" each), once, before the fork
   LOG: 0x41, // helper → worker: priority (sd-daemon) and text, for the journal
   STOP: 0x42, // helper → worker: the client sent STOP
   END: 0x43, // helper → worker: the one end report; the helper writes nothing to the client after it
@@ -39,6 +40,10 @@ export const HelperLimits = {
   /** LOG messages one session's helper sends at most. */
   MAX_LOGS: 64,
   MAX_CONTROL_PAYLOAD: 23 + 5 + 32768 + 1024,
+  /** ENV: the client's MAX_ENVC (128) and TERM, which the worker always sets. */
+  MAX_ENV_ENTRIES: 128 + 1,
+  /** ENV: the START frame's payload limit; the client's entries came in one START. */
+  MAX_ENV_PAYLOAD: 65536,
 } as const;
 
 /** Signals a client may send to its session's foreground process group (HUP INT QUIT KILL USR1 USR2 TERM CONT STOP TSTP WINCH). */
@@ -72,6 +77,25 @@ export class HelperChannelError extends Error {
 export function encodeCommand(command: 'go' | 'terminate' | 'kill'): Buffer {
   const type = { go: HelperMessageType.GO, terminate: HelperMessageType.TERMINATE, kill: HelperMessageType.KILL }[command];
   return Buffer.from([type, 0, 0, 0, 0]);
+}
+
+/** ENV: every entry "NAME=value" and a NUL, the form execve(2) takes; names and values without NUL or "=" in names. */
+export function encodeEnv(environment: Readonly<Record<string, string>>): Buffer {
+  const entries = Object.entries(environment);
+  if (entries.length > HelperLimits.MAX_ENV_ENTRIES) throw new HelperChannelError(`${entries.length} environment entries exceed ${HelperLimits.MAX_ENV_ENTRIES}`);
+  const parts: Buffer[] = [];
+  for (const [name, value] of entries) {
+    if (name.length === 0 || name.includes('=') || name.includes('\0') || value.includes('\0')) {
+      throw new HelperChannelError(`environment name ${JSON.stringify(name)} or its value cannot be passed`);
+    }
+    parts.push(Buffer.from(`${name}=${value}\0`, 'utf8'));
+  }
+  const payload = Buffer.concat(parts);
+  if (payload.length > HelperLimits.MAX_ENV_PAYLOAD) throw new HelperChannelError(`an environment of ${payload.length} bytes exceeds ${HelperLimits.MAX_ENV_PAYLOAD}`);
+  const header = Buffer.alloc(HelperLimits.HEADER_SIZE);
+  header[0] = HelperMessageType.ENV;
+  header.writeUInt32BE(payload.length, 1);
+  return Buffer.concat([header, payload]);
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });

@@ -1,7 +1,8 @@
-// The program's environment: what the client asked for, less what belongs to systemd or to the session helper.
+// The program's environment: what the client asked for, less what belongs to systemd.
 // A session runs as the client's own user, so passing the client's environment gives the program nothing its
-// user lacks; what must not pass is what systemd sets for a unit (socket activation, notify, the journal) and
-// what would apply to the helper that execs the program. The operator may instead allow only named variables.
+// user lacks; what must not pass is what systemd sets for a unit (socket activation, notify, the journal). The
+// helper gets none of it (it reads the environment from its control channel and hands it to execve(2) only).
+// The operator may instead allow only named variables.
 import type { SessionConfig } from '../config/schema.ts';
 import type { EnvEntry } from '../protocol/frames.ts';
 
@@ -44,10 +45,10 @@ export const DENIED: readonly string[] = [
   'CONFIGURATION_DIRECTORY',
   'MEMORY_PRESSURE_WATCH',
   'MEMORY_PRESSURE_WRITE',
-  // The unit's environment reaches the session helper too, which holds the client connection and is
-  // non-dumpable so that no other process of the user can take it: nothing may load code into it.
-  'LD_*',
-  'GLIBC_TUNABLES',
+  // Not the dynamic loader's LD_* and GLIBC_TUNABLES: they once had to stay out because the unit's
+  // environment reached the session helper too (which holds the client connection). The environment now
+  // reaches the program alone, over the helper's control channel and execve(2), so they apply only to a
+  // program of the client's own user, who could set them there anyway (LD_LIBRARY_PATH is common).
 ];
 
 /** The policy a session's config gives: in the hardened profile only the operator's allowlist passes,
@@ -70,8 +71,9 @@ function matches(name: string, patterns: readonly string[]): boolean {
   return patterns.some((pattern) => (pattern.endsWith('*') ? name.startsWith(pattern.slice(0, -1)) : name === pattern));
 }
 
-/** systemd takes only shell variable names (env_name_is_valid in its env-util.c: bash's character set,
- * no leading digit); one it refuses would fail the whole unit, e.g. an exported `BASH_FUNC_f%%`. */
+/** Shell variable names only (env_name_is_valid in systemd's env-util.c: bash's character set, no leading
+ * digit), the rule from when the environment went through the unit; kept, e.g. an exported `BASH_FUNC_f%%`
+ * is told as dropped rather than handed to a program that did not ask for shell functions. */
 const UNIT_ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** A plain terminfo name: the client's TERM is honoured only then. */

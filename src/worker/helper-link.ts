@@ -34,8 +34,17 @@ export class HelperLink {
 
   /** Commands are 5 bytes into a socket buffer of 128 KiB that the helper drains: false if not sent. */
   send(command: 'go' | 'terminate' | 'kill'): boolean {
+    return this.#write(encodeCommand(command));
+  }
+
+  /** The program's environment (encodeEnv's message), the first one: at most 5 + 64 KiB into the
+   * empty 128 KiB buffer, so one send takes it whole. */
+  sendEnv(message: Buffer): boolean {
+    return this.#write(message);
+  }
+
+  #write(frame: Buffer): boolean {
     if (this.#fd < 0) return false;
-    const frame = encodeCommand(command);
     try {
       return native().sendmsg(this.#fd, frame, 0, frame.length) === frame.length;
     } catch {

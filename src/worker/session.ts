@@ -14,7 +14,7 @@ import { unitNameFor } from '../systemd/unit-names.ts';
 import { programLabel } from '../systemd/unit-text.ts';
 import type { ExitStatus } from '../systemd/unit-watch.ts';
 import type { PeerIdentity, WorkerMessage } from '../control/broker-worker.ts';
-import type { HelperMessage } from '../control/helper-channel.ts';
+import { encodeEnv, type HelperMessage } from '../control/helper-channel.ts';
 import { environmentPolicy, programEnvironment } from './environment.ts';
 import { flushed, lastWrite, writeFinalFrame, type SessionOutcome } from './final-frame.ts';
 import { HelperLink } from './helper-link.ts';
@@ -200,6 +200,17 @@ export class Session {
     // The broker learns the name first, so it can stop the unit even if this process dies mid-start.
     this.#deps.report({ type: 'unit', name });
     recheckPeer(this.#client.fd, this.#pidfd, this.#peer);
+    const { environment, dropped } = programEnvironment(frame.env, environmentPolicy(config.session), config.session.term);
+    // Names only, quoted: the client's values never reach the journal.
+    if (dropped.length > 0) this.#deps.log(`${name}: environment names not passed to the program: ${JSON.stringify(dropped)}`);
+    // The environment goes to the program alone, over the control channel (never the unit's Environment=,
+    // which the helper would get too): encoded before the unit exists, so a misfit starts nothing.
+    let envMessage: Buffer;
+    try {
+      envMessage = encodeEnv(environment);
+    } catch (error) {
+      throw new SessionError(ErrorCode.BAD_START, (error as Error).message);
+    }
     const [workerEnd, helperEnd] = native().socketpair();
     // The helper never sends a descriptor: the kernel refuses any it tries.
     passRights(workerEnd, false);
@@ -207,16 +218,13 @@ export class Session {
       message: (message) => this.#onHelperMessage(message),
       failed: (error) => this.#deps.log(`${name}: session helper channel: ${JSON.stringify(error.message)}`),
     });
-    const { environment, dropped } = programEnvironment(frame.env, environmentPolicy(config.session), config.session.term);
-    // Names only, quoted: the client's values never reach the journal.
-    if (dropped.length > 0) this.#deps.log(`${name}: environment names not passed to the program: ${JSON.stringify(dropped)}`);
     let started;
     try {
       started = await manager.startSession(name, {
         // Client bytes never reach unit-file text: the program's name only through a safe alphabet.
         description: `opencode-pty session ${programLabel(frame.argv[0]!)}`,
         helperPath,
-        helperArgs: [`--protocol=${this.#version}`, `--write-timeout-ms=${config.limits.writeTimeoutMs}`, String(frame.rows), String(frame.cols), ...frame.argv],
+        helperArgs: ['--env-from-control', `--protocol=${this.#version}`, `--write-timeout-ms=${config.limits.writeTimeoutMs}`, String(frame.rows), String(frame.cols), ...frame.argv],
         user: config.client.user,
         group: config.client.group,
         cwdFd,
@@ -224,7 +232,7 @@ export class Session {
         // never read; systemd holds one more until it releases the unit.
         stdoutFd: this.#client.fd,
         stderrFd: helperEnd,
-        environment,
+        environment: {},
         slice: config.session.slice,
         stopTimeoutSec: config.session.stopTimeoutSec,
         limits: config.session.properties,
@@ -238,6 +246,8 @@ export class Session {
       (exit) => this.#unitDone(exit),
       (error: Error) => this.#onWatchLost(error),
     );
+    // The helper reads this before it forks the program; a dead helper is seen below as the unit's end.
+    if (!this.#helper.sendEnv(envMessage)) this.#deps.log(`${name}: the environment could not be sent to the session helper`);
     this.#helper.start();
     const startedFrame = await this.#programPid.startedFrame(this.#version, started.mainPid, name, dropped, {
       // What the helper sent before its unit ended is read first: a fast failure has its report.

@@ -41,11 +41,13 @@ test('control channel: message types, end reasons, limits', () => {
   for (const [name, value] of Object.entries(HelperMessageType)) assert.is(control.get(`CONTROL_${name}`), value, name);
   for (const [name, value] of Object.entries(EndReasonCode)) assert.is(control.get(`END_${name.toUpperCase().replace('-', '_')}`), value, name);
   assert.is(control.get('CONTROL_HEADER_SIZE'), HelperLimits.HEADER_SIZE);
-  for (const name of ['END_FIXED_SIZE', 'MAX_REMAINDER', 'MAX_REPORT_TEXT', 'MAX_LOG_TEXT', 'MAX_LOGS'] as const) {
+  for (const name of ['END_FIXED_SIZE', 'MAX_REMAINDER', 'MAX_REPORT_TEXT', 'MAX_LOG_TEXT', 'MAX_LOGS', 'MAX_ENV_ENTRIES', 'MAX_ENV_PAYLOAD'] as const) {
     assert.is(control.get(name), HelperLimits[name], name);
   }
   assert.is(HelperLimits.MAX_CONTROL_PAYLOAD, HelperLimits.END_FIXED_SIZE + HelperLimits.MAX_REMAINDER + HelperLimits.MAX_REPORT_TEXT);
   assert.is(HelperLimits.MAX_REMAINDER, HEADER_SIZE + Limits.MAX_IO_PAYLOAD);
+  assert.is(HelperLimits.MAX_ENV_ENTRIES, Limits.MAX_ENVC + 1, "the client's entries and TERM");
+  assert.is(HelperLimits.MAX_ENV_PAYLOAD, Limits.MAX_FRAME_PAYLOAD);
 });
 
 test('allowed signals', () => {
