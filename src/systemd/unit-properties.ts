@@ -32,7 +32,8 @@ export interface SessionUnitSpec {
   stdoutFd: number;
   /** The helper's stderr: its control channel to the worker; the journal when absent. */
   stderrFd?: number;
-  /** Exactly the environment the session gets (TERM and what the caller allows), nothing more. */
+  /** The unit's Environment=, which reaches the session helper itself: the worker gives none (the program's
+   * environment travels over the control channel instead, src/worker/session.ts). */
   environment: Readonly<Record<string, string>>;
   slice?: string;
   /** How long a stop may take before SIGKILL. */
