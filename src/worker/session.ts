@@ -246,9 +246,9 @@ export class Session {
       (exit) => this.#unitDone(exit),
       (error: Error) => this.#onWatchLost(error),
     );
-    // The helper reads this before it forks the program; a dead helper is seen below as the unit's end.
-    if (!this.#helper.sendEnv(envMessage)) this.#deps.log(`${name}: the environment could not be sent to the session helper`);
     this.#helper.start();
+    // The helper reads this before it forks the program (so before its PID); the unit is watched already.
+    if (!this.#helper.sendEnv(envMessage)) throw new SessionError(ErrorCode.INTERNAL, 'the session helper cannot be reached');
     const startedFrame = await this.#programPid.startedFrame(this.#version, started.mainPid, name, dropped, {
       // What the helper sent before its unit ended is read first: a fast failure has its report.
       unitDone: this.#unitDonePromise.then(() => this.#helper?.readAvailable()),
