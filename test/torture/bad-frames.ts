@@ -178,8 +178,8 @@ function startCases(runs: number, seed: number): FrameCase[] {
     return {
       where: 'start' as const,
       what: `START byte ${at} set to ${value}`,
-      // A START that is still valid starts `cat`; closing after a while ends it.
-      spec: { start: { fds: ['cwd' as const], mutateAt: at, mutateTo: value }, waitMs: 3000 },
+      // A START that is still valid starts `cat`: the case ends at its STARTED (closing ends it).
+      spec: { start: { fds: ['cwd' as const], mutateAt: at, mutateTo: value }, untilStarted: true, waitMs: 8000 },
       expect: { codeOrStarted: BAD_START },
     };
   });

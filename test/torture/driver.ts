@@ -81,6 +81,10 @@ export interface RawCase {
   fdOnThen?: FdKind;
   /** Stop after this many ms without an answer (default 8000). */
   waitMs?: number;
+  /** Stop at STARTED: a START that may still be valid (a byte set to its own value) starts a
+   * session that never ends by itself; under load its STARTED can take seconds, so a fixed short
+   * wait read a slow start as a server that closed without answering. */
+  untilStarted?: boolean;
 }
 
 export type FdKind = 'cwd' | 'file' | 'pipe' | 'socket' | 'opath' | 'opathfile' | 'otherdir' | 'none';
@@ -190,6 +194,11 @@ async function rawCase(spec: RawCase, cwd: string): Promise<RawResult> {
     const start = encodeFrame({ type: 'start', rows: 24, cols: 80, cwdDev: stat.dev, cwdIno: stat.ino, argv: ['sh', '-c', 'exec cat'], env: [] });
     if (spec.start.mutateAt !== undefined && spec.start.mutateAt < start.length) start[spec.start.mutateAt] = spec.start.mutateTo ?? 0;
     send(start, spec.start.fds.flatMap((kind) => openFd(kind, cwd)));
+    if (spec.untilStarted) {
+      await Promise.race([started, done]);
+      socket.close();
+      return result;
+    }
   }
   if (spec.afterStarted) await Promise.race([started, done]);
   for (const [i, hex] of (spec.then ?? []).entries()) {
