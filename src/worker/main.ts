@@ -50,6 +50,15 @@ async function main(): Promise<number> {
   if (!config) throw new Error(`${WORKER_CONFIG_ENV} is not set: the worker is started by the broker`);
   native().setCloexec(CONTROL_FD);
   const control = new FdSocket(CONTROL_FD);
+  // The broker may go while this process still boots (it stopped, or gave up on a slow spare): the end
+  // is seen once the reader below runs, and the worker exits with a line saying so.
+  let closing = false;
+  let shutdown = (): void => void (closing = true);
+  const controlLost = (error: Error) => {
+    if (!closing) log(`the broker's control channel ended (${error.message}): the worker ends`);
+    shutdown();
+  };
+  control.on('error', controlLost);
   // Its own bus connection, kept up across a bus restart: the session's unit is watched again on
   // the new connection (or the session ends with a clear ERROR if its exit was lost meanwhile).
   const manager = await openBusSession(
@@ -64,13 +73,11 @@ async function main(): Promise<number> {
   // a shutdown, the broker gone (EOF) or a reset ends the running one, or the process when idle.
   let session: Session | undefined;
   let nextSession: (received: Received | undefined) => void = () => undefined;
-  let closing = false;
-  const shutdown = () => {
+  shutdown = () => {
     closing = true;
     if (session) session.end('shutdown', new SessionError(ErrorCode.SHUTDOWN, 'supervisor is shutting down'));
     else nextSession(undefined);
   };
-  control.on('error', shutdown);
   void (async () => {
     for (;;) {
       const next = await readControl(control);
@@ -81,10 +88,11 @@ async function main(): Promise<number> {
         log('a session was handed over while another runs; closing it', undefined, 'error');
       } else nextSession(next);
     }
-  })().catch(shutdown);
+  })().catch(controlLost);
   for (let served = 0; ; ) {
     const received = await new Promise<Received | undefined>((resolve) => {
       nextSession = resolve;
+      if (closing) return resolve(undefined);
       sendControl(control, { type: 'ready' });
     });
     nextSession = () => undefined;

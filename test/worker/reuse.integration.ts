@@ -89,4 +89,13 @@ test('with limits.sessionsPerWorker 1 every session gets a fresh worker, even wh
   assert.equal(await sessionUnits(sandbox), []);
 });
 
+test('a worker whose broker goes while it boots exits cleanly and says why', async () => {
+  const worker = new WorkerProcess(sandbox, workerConfig(sandbox));
+  // Before the worker has even connected to the bus: it learns of it once it reads the channel.
+  worker.control.close();
+  assert.is(await worker.exited, 0);
+  assert.match(worker.stderr, "the broker's control channel ended");
+  assert.not.match(worker.stderr, /Error|at .*\.ts:/, 'no stack trace');
+});
+
 test.run();
