@@ -65,11 +65,10 @@ export class ProgramPid {
   }
 }
 
-/** The unit's name as the last part of a cgroup v2 path in /proc/PID/cgroup ("0::/system.slice/u.service"). */
-function cgroupUnit(pid: number, read: (path: string) => string): string | undefined {
+/** The cgroup v2 path in /proc/PID/cgroup ("0::/system.slice/u.service"), or undefined when unreadable. */
+function cgroupPath(pid: number, read: (path: string) => string): string | undefined {
   try {
-    const line = read(`/proc/${pid}/cgroup`).split('\n').find((entry) => entry.startsWith('0::'));
-    return line?.slice(3).split('/').pop();
+    return read(`/proc/${pid}/cgroup`).split('\n').find((entry) => entry.startsWith('0::'))?.slice(3);
   } catch {
     return undefined;
   }
@@ -79,9 +78,12 @@ function cgroupUnit(pid: number, read: (path: string) => string): string | undef
  * Whether the helper's pid names a process of the session's own cgroup: false only when it names a
  * live process elsewhere. Undefined when this process cannot tell: the helper (the unit's MainPID) is
  * not seen in the unit from here (another pid namespace), or the program has already ended.
+ * The whole path is compared with the helper's, never its last part: the client's user may make a
+ * cgroup of the same name under its own delegated subtree (user@.service) and put a process there.
  */
 export function programInUnit(pid: number, mainPid: number, unit: string, read: (path: string) => string): boolean | undefined {
-  if (cgroupUnit(mainPid, read) !== unit) return undefined;
-  const found = cgroupUnit(pid, read);
-  return found === undefined ? undefined : found === unit;
+  const own = cgroupPath(mainPid, read);
+  if (own === undefined || own.split('/').pop() !== unit) return undefined;
+  const found = cgroupPath(pid, read);
+  return found === undefined ? undefined : found === own;
 }

@@ -59,6 +59,8 @@ test('programInUnit: false only for a live process of another cgroup', () => {
     '/proc/10/cgroup': '0::/system.slice/opencode-pty-session-a.service\n',
     '/proc/11/cgroup': '0::/system.slice/opencode-pty-session-a.service\n',
     '/proc/12/cgroup': '0::/user.slice/user-1000.slice/session-1.scope\n',
+    // The client's user can name a cgroup of its delegated subtree as the unit: same last part, elsewhere.
+    '/proc/13/cgroup': '0::/user.slice/user-1000.slice/user@1000.service/app.slice/opencode-pty-session-a.service\n',
   };
   const read = (path: string) => {
     const text = cgroups[path];
@@ -68,6 +70,7 @@ test('programInUnit: false only for a live process of another cgroup', () => {
   const unit = 'opencode-pty-session-a.service';
   assert.is(programInUnit(11, 10, unit, read), true);
   assert.is(programInUnit(12, 10, unit, read), false);
+  assert.is(programInUnit(13, 10, unit, read), false, 'a cgroup of the same name elsewhere');
   assert.is(programInUnit(99, 10, unit, read), undefined, 'already ended');
   assert.is(programInUnit(11, 98, unit, read), undefined, 'the helper not seen in the unit: another pid namespace');
 });
