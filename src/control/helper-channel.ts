@@ -80,11 +80,10 @@ export function encodeCommand(command: 'go' | 'terminate' | 'kill'): Buffer {
 }
 
 /** ENV: every entry "NAME=value" and a NUL, the form execve(2) takes; names and values without NUL or "=" in names. */
-export function encodeEnv(environment: Readonly<Record<string, string>>): Buffer {
-  const entries = Object.entries(environment);
-  if (entries.length > HelperLimits.MAX_ENV_ENTRIES) throw new HelperChannelError(`${entries.length} environment entries exceed ${HelperLimits.MAX_ENV_ENTRIES}`);
+export function encodeEnv(environment: ReadonlyMap<string, string>): Buffer {
+  if (environment.size > HelperLimits.MAX_ENV_ENTRIES) throw new HelperChannelError(`${environment.size} environment entries exceed ${HelperLimits.MAX_ENV_ENTRIES}`);
   const parts: Buffer[] = [];
-  for (const [name, value] of entries) {
+  for (const [name, value] of environment) {
     if (name.length === 0 || name.includes('=') || name.includes('\0') || value.includes('\0')) {
       throw new HelperChannelError(`environment name ${JSON.stringify(name)} or its value cannot be passed`);
     }

@@ -62,7 +62,8 @@ export function environmentPolicy(session: Pick<SessionConfig, 'profile' | 'envi
 }
 
 export interface ProgramEnvironment {
-  environment: Record<string, string>;
+  /** A Map, not an object: a client's name is a key, never a property (`__proto__` would be lost). */
+  environment: Map<string, string>;
   /** Names the client asked for that the program does not get, in the client's order (never silent). */
   dropped: string[];
 }
@@ -81,21 +82,22 @@ const TERM_NAME = /^[A-Za-z0-9._+-]{1,64}$/;
 
 export function programEnvironment(requested: readonly EnvEntry[], policy: EnvironmentPolicy, term: string): ProgramEnvironment {
   const allowed = new Set(policy.allowlist);
-  const environment: Record<string, string> = {};
+  const environment = new Map<string, string>();
   const dropped: string[] = [];
   for (const { name, value } of requested) {
     if (name === 'TERM') continue;
     const pass = UNIT_ENV_NAME.test(name) && !matches(name, DENIED) && !matches(name, policy.deny) && (policy.mode === 'pass' || allowed.has(name));
-    if (pass) environment[name] = value;
+    if (pass) environment.set(name, value);
     else dropped.push(name);
   }
   const requestedTerm = requested.find((entry) => entry.name === 'TERM')?.value;
   if (requestedTerm !== undefined && !TERM_NAME.test(requestedTerm)) dropped.push('TERM');
-  environment.TERM = requestedTerm !== undefined && TERM_NAME.test(requestedTerm) ? requestedTerm : term;
+  environment.set('TERM', requestedTerm !== undefined && TERM_NAME.test(requestedTerm) ? requestedTerm : term);
   return { environment, dropped };
 }
 
 /** Version 1's rule: only allowlisted names, TERM from the config unless the client's is plain. */
 export function sessionEnvironment(requested: EnvEntry[], allowlist: readonly string[], term: string): Record<string, string> {
-  return programEnvironment(requested, { mode: 'allowlist', allowlist, deny: [] }, term).environment;
+  // fromEntries defines own properties, so even a `__proto__` entry stays one.
+  return Object.fromEntries(programEnvironment(requested, { mode: 'allowlist', allowlist, deny: [] }, term).environment);
 }

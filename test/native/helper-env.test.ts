@@ -73,12 +73,13 @@ test('helper: the worker gone before ENV fails the start with a report', async (
 });
 
 test('encodeEnv refuses what execve cannot carry and what the helper would refuse', () => {
-  assert.throws(() => encodeEnv({ 'A=B': 'x' }), /cannot be passed/);
-  assert.throws(() => encodeEnv({ A: 'x\0y' }), /cannot be passed/);
-  assert.throws(() => encodeEnv({ A: 'x'.repeat(HelperLimits.MAX_ENV_PAYLOAD) }), /exceeds/);
-  const many = Object.fromEntries(Array.from({ length: HelperLimits.MAX_ENV_ENTRIES + 1 }, (_, k) => [`V${k}`, '1']));
+  const env = (entries: Record<string, string>) => new Map(Object.entries(entries));
+  assert.throws(() => encodeEnv(env({ 'A=B': 'x' })), /cannot be passed/);
+  assert.throws(() => encodeEnv(env({ A: 'x\0y' })), /cannot be passed/);
+  assert.throws(() => encodeEnv(env({ A: 'x'.repeat(HelperLimits.MAX_ENV_PAYLOAD) })), /exceeds/);
+  const many = new Map(Array.from({ length: HelperLimits.MAX_ENV_ENTRIES + 1 }, (_, k) => [`V${k}`, '1']));
   assert.throws(() => encodeEnv(many), /exceed/);
-  assert.equal(encodeEnv({ A: '1' }), Buffer.from('0400000004' + '413d3100', 'hex'));
+  assert.equal(encodeEnv(env({ A: '1' })), Buffer.from('0400000004' + '413d3100', 'hex'));
 });
 
 test.run();

@@ -1,5 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { encodeEnv } from '../../src/control/helper-channel.ts';
 import { DENIED, environmentPolicy, programEnvironment, sessionEnvironment, type EnvironmentPolicy } from '../../src/worker/environment.ts';
 
 test('only allowlisted names pass, TERM comes from the config', () => {
@@ -40,23 +41,23 @@ test("policy 'pass': an agent's environment reaches the program, loader variable
     PASS,
     'xterm',
   );
-  assert.equal(environment, { PATH: '/home/agent/.bun/bin:/usr/bin', OPENCODE_TERMINAL: '1', HOME: '/home/agent', LD_LIBRARY_PATH: '/home/agent/lib', TERM: 'xterm-256color' });
+  assert.equal(Object.fromEntries(environment), { PATH: '/home/agent/.bun/bin:/usr/bin', OPENCODE_TERMINAL: '1', HOME: '/home/agent', LD_LIBRARY_PATH: '/home/agent/lib', TERM: 'xterm-256color' });
   assert.equal(dropped, ['LISTEN_FDS', 'LISTEN_PID', 'NOTIFY_SOCKET', 'INVOCATION_ID', 'SYSTEMD_EXEC_PID']);
 });
 
 test("policy 'allowlist': only its names, and the denylist still applies; the operator's own denials too", () => {
   const requested = entries({ LANG: 'C.UTF-8', PATH: '/x', NOTIFY_SOCKET: '/s', SECRET_TOKEN: 't' });
   const allow = programEnvironment(requested, { mode: 'allowlist', allowlist: ['LANG', 'NOTIFY_SOCKET'], deny: [] }, 'xterm');
-  assert.equal(allow.environment, { LANG: 'C.UTF-8', TERM: 'xterm' });
+  assert.equal(Object.fromEntries(allow.environment), { LANG: 'C.UTF-8', TERM: 'xterm' });
   assert.equal(allow.dropped, ['PATH', 'NOTIFY_SOCKET', 'SECRET_TOKEN']);
   const deny = programEnvironment(requested, { mode: 'pass', allowlist: [], deny: ['SECRET_*', 'PATH'] }, 'xterm');
-  assert.equal(Object.keys(deny.environment).sort(), ['LANG', 'TERM']);
+  assert.equal([...deny.environment.keys()].sort(), ['LANG', 'TERM']);
   assert.equal(deny.dropped, ['PATH', 'NOTIFY_SOCKET', 'SECRET_TOKEN']);
 });
 
 test('names outside the shell alphabet are dropped and told, not sent', () => {
   const { environment, dropped } = programEnvironment(entries({ 'BASH_FUNC_f%%': '() { :; }', '1X': 'a', 'a.b': 'c', OK_1: 'v' }), PASS, 'xterm');
-  assert.equal(environment, { OK_1: 'v', TERM: 'xterm' });
+  assert.equal(Object.fromEntries(environment), { OK_1: 'v', TERM: 'xterm' });
   assert.equal(dropped, ['BASH_FUNC_f%%', '1X', 'a.b']);
 });
 
@@ -68,9 +69,17 @@ test('the hardened profile applies the allowlist whatever the policy says', () =
 
 test("a strange TERM is dropped (and said so); the built-in denylist names systemd's variables, not the loader's", () => {
   const { environment, dropped } = programEnvironment(entries({ TERM: 'a b' }), PASS, 'xterm');
-  assert.equal([environment.TERM, dropped], ['xterm', ['TERM']]);
+  assert.equal([environment.get('TERM'), dropped], ['xterm', ['TERM']]);
   for (const name of ['LISTEN_*', 'NOTIFY_SOCKET', 'SYSTEMD_*', 'INVOCATION_ID']) assert.ok(DENIED.includes(name), name);
   assert.not.ok(DENIED.includes('LD_*'), 'the helper never gets the program environment, so the loader variables may pass');
+});
+
+test('names that are properties of every object (__proto__, constructor) are ordinary names, passed to the ENV message', () => {
+  const { environment, dropped } = programEnvironment(entries({ constructor: 'c', toString: 't' }).concat({ name: '__proto__', value: 'p' }), PASS, 'xterm');
+  assert.equal(dropped, []);
+  assert.equal([...environment], [['constructor', 'c'], ['toString', 't'], ['__proto__', 'p'], ['TERM', 'xterm']]);
+  assert.equal(encodeEnv(environment).subarray(5).toString().split('\0'), ['constructor=c', 'toString=t', '__proto__=p', 'TERM=xterm', '']);
+  assert.is(sessionEnvironment([{ name: '__proto__', value: 'p' }], ['__proto__'], 'xterm')['__proto__'], 'p');
 });
 
 test.run();
