@@ -152,32 +152,58 @@ function parseMessage(type: number, payload: Buffer): HelperMessage {
   }
 }
 
-/** Push decoder of the helper's messages: the length is judged on the header, before any payload is kept. */
+/** What one push decoded: the well-formed messages before any fault, in order, and the fault if one came. */
+export interface HelperDecoded {
+  messages: HelperMessage[];
+  /** The helper broke the channel's rules: nothing after it is decoded, now or on a later push. */
+  fault?: HelperChannelError;
+}
+
+/**
+ * Push decoder of the helper's messages: the length is judged on the header, before any payload is kept.
+ * A fault never takes the messages before it along: an END followed by junk in the same read is still
+ * the helper's report (the worker acts on it, then ends the link and logs the junk).
+ */
 export class HelperDecoder {
   #buffered: Buffer = Buffer.alloc(0);
   #ended = false;
   #pidSeen = false;
+  #fault: HelperChannelError | undefined;
 
-  push(chunk: Buffer): HelperMessage[] {
+  push(chunk: Buffer): HelperDecoded {
     const messages: HelperMessage[] = [];
+    if (this.#fault) return { messages, fault: this.#fault };
     this.#buffered = this.#buffered.length ? Buffer.concat([this.#buffered, chunk]) : chunk;
-    while (this.#buffered.length >= HelperLimits.HEADER_SIZE) {
-      const type = this.#buffered[0]!;
-      const length = this.#buffered.readUInt32BE(1);
-      if (length > HelperLimits.MAX_CONTROL_PAYLOAD) throw new HelperChannelError(`message of ${length} bytes`);
-      if (this.#buffered.length < HelperLimits.HEADER_SIZE + length) break;
-      const payload = this.#buffered.subarray(HelperLimits.HEADER_SIZE, HelperLimits.HEADER_SIZE + length);
-      this.#buffered = this.#buffered.subarray(HelperLimits.HEADER_SIZE + length);
-      if (this.#ended) throw new HelperChannelError('a message after END');
-      const message = parseMessage(type, payload);
-      if (message.type === 'end') this.#ended = true;
-      if (message.type === 'pid') {
-        if (this.#pidSeen) throw new HelperChannelError('a second PID');
-        this.#pidSeen = true;
+    try {
+      while (this.#buffered.length >= HelperLimits.HEADER_SIZE) {
+        const message = this.#next();
+        if (!message) break;
+        messages.push(message);
       }
-      messages.push(message);
+    } catch (error) {
+      this.#fault = error instanceof HelperChannelError ? error : new HelperChannelError((error as Error).message);
+      this.#buffered = Buffer.alloc(0);
+      return { messages, fault: this.#fault };
     }
-    return messages;
+    return { messages };
+  }
+
+  /** The next whole message, or undefined while its bytes are not all in; throws at the first fault. */
+  #next(): HelperMessage | undefined {
+    const type = this.#buffered[0]!;
+    const length = this.#buffered.readUInt32BE(1);
+    if (length > HelperLimits.MAX_CONTROL_PAYLOAD) throw new HelperChannelError(`message of ${length} bytes`);
+    if (this.#buffered.length < HelperLimits.HEADER_SIZE + length) return undefined;
+    const payload = this.#buffered.subarray(HelperLimits.HEADER_SIZE, HelperLimits.HEADER_SIZE + length);
+    this.#buffered = this.#buffered.subarray(HelperLimits.HEADER_SIZE + length);
+    if (this.#ended) throw new HelperChannelError('a message after END');
+    const message = parseMessage(type, payload);
+    if (message.type === 'end') this.#ended = true;
+    if (message.type === 'pid') {
+      if (this.#pidSeen) throw new HelperChannelError('a second PID');
+      this.#pidSeen = true;
+    }
+    return message;
   }
 
   get buffered(): number {

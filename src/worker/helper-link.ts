@@ -8,7 +8,7 @@ import { HelperChannelError, HelperDecoder, HelperLimits, encodeCommand, type He
 
 export interface HelperLinkEvents {
   message(message: HelperMessage): void;
-  /** The helper sent something it never sends; nothing more is read from it. */
+  /** The helper broke the channel's rules (a protocol fault of the helper's); nothing more is read from it. */
   failed(error: Error): void;
 }
 
@@ -67,12 +67,8 @@ export class HelperLink {
         return this.#fail(new HelperChannelError('the session helper sent a descriptor'));
       }
       if (received.bytes === 0) return this.#stop();
-      let messages: HelperMessage[];
-      try {
-        messages = this.#decoder.push(Buffer.from(this.#buffer.subarray(0, received.bytes)));
-      } catch (error) {
-        return this.#fail(error as Error);
-      }
+      const { messages, fault } = this.#decoder.push(Buffer.from(this.#buffer.subarray(0, received.bytes)));
+      // What came whole before a fault is acted on first: an END report followed by junk is still the report.
       for (const message of messages) {
         // The helper sends at most MAX_LOGS (control.c say()); more is a flood into root's journal.
         if (message.type === 'log' && ++this.#logs > HelperLimits.MAX_LOGS) {
@@ -80,6 +76,7 @@ export class HelperLink {
         }
         this.#events.message(message);
       }
+      if (fault) return this.#fail(fault);
     }
   }
 

@@ -216,7 +216,8 @@ export class Session {
     passRights(workerEnd, false);
     this.#helper = new HelperLink(workerEnd, {
       message: (message) => this.#onHelperMessage(message),
-      failed: (error) => this.#deps.log(`${name}: session helper channel: ${JSON.stringify(error.message)}`),
+      // The helper's word is untrusted: what it broke is logged as its fault, quoted (never spliced in).
+      failed: (error) => this.#deps.log(`${name}: protocol fault of the session helper on its control channel: ${JSON.stringify(error.message)}`),
     });
     let started;
     try {

@@ -20,10 +20,15 @@ function end(reason: number, code: number, remainder: Buffer, text: Buffer | str
   return message(0x43, Buffer.concat([fixed, remainder, typeof text === 'string' ? Buffer.from(text) : text]));
 }
 
-const decodeAll = (stream: Buffer): HelperMessage[] => new HelperDecoder().push(stream);
+function decodeAll(stream: Buffer): HelperMessage[] {
+  const { messages, fault } = new HelperDecoder().push(stream);
+  if (fault) throw fault;
+  return messages;
+}
 
 function refuses(stream: Buffer, pattern: RegExp): void {
-  assert.throws(() => decodeAll(stream), (error: unknown) => error instanceof HelperChannelError && pattern.test((error as Error).message));
+  const { fault } = new HelperDecoder().push(stream);
+  assert.ok(fault instanceof HelperChannelError && pattern.test(fault.message), `${fault?.message} !~ ${pattern}`);
 }
 
 test('commands are five bytes: type and an empty length', () => {
@@ -52,7 +57,7 @@ test('LOG, STOP and END decode, split at every offset', () => {
   });
   for (let cut = 0; cut <= stream.length; cut++) {
     const decoder = new HelperDecoder();
-    const got = [...decoder.push(stream.subarray(0, cut)), ...decoder.push(stream.subarray(cut))];
+    const got = [...decoder.push(stream.subarray(0, cut)).messages, ...decoder.push(stream.subarray(cut)).messages];
     assert.equal(got.map((m) => m.type), ['log', 'stop', 'end'], `split at ${cut}`);
   }
 });
@@ -70,8 +75,17 @@ test('untrusted: unknown types, unknown reasons, codes, oversize, bad UTF-8, a s
   refuses(message(0x42, Buffer.alloc(1)), /STOP of 1 bytes/);
   refuses(Buffer.concat([end(1, 0, Buffer.alloc(0), ''), message(0x42, Buffer.alloc(0))]), /after END/);
   // Judged on the header alone: nothing of a huge payload is waited for.
+  refuses(Buffer.from([0x41, 0xff, 0xff, 0xff, 0xff]), /message of 4294967295 bytes/);
+});
+
+test('a fault keeps the messages before it: END and junk in one read give the END and the fault, then nothing more', () => {
+  const report = end(1, 0, Buffer.alloc(0), 'exited');
   const decoder = new HelperDecoder();
-  assert.throws(() => decoder.push(Buffer.from([0x41, 0xff, 0xff, 0xff, 0xff])), /message of 4294967295 bytes/);
+  const { messages, fault } = decoder.push(Buffer.concat([message(0x42, Buffer.alloc(0)), report, Buffer.from('junk!')]));
+  assert.equal(messages.map((m) => m.type), ['stop', 'end']);
+  assert.instance(fault, HelperChannelError);
+  const later = decoder.push(message(0x42, Buffer.alloc(0)));
+  assert.equal([later.messages, later.fault], [[], fault], 'the channel stays failed');
 });
 
 test('PID: the program\'s pid once, four bytes, within the kernel\'s pid range', () => {

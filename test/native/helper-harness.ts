@@ -102,11 +102,9 @@ export class HelperRun {
     this.control.on('error', () => undefined);
     this.client.startReading((chunk) => this.#onData(chunk));
     this.control.startReading((chunk) => {
-      try {
-        this.messages.push(...this.#decoder.push(chunk));
-      } catch (error) {
-        this.#violation ??= error as Error;
-      }
+      const { messages, fault } = this.#decoder.push(chunk);
+      this.messages.push(...messages);
+      if (fault) this.#violation ??= fault;
       this.#wake();
     });
     // The end: the helper exited and both sockets reached EOF, so everything it sent has been read.

@@ -74,6 +74,23 @@ test('a malformed message fails the channel and nothing more is read', () => {
   closeSync(theirs);
 });
 
+test('an END report followed by junk in the same read: the report is delivered, then the channel fails', () => {
+  const { link, theirs, messages, failures } = pair();
+  // END: reason exit, code 0, bytes in 3, bytes out 4, no remainder, text "exited".
+  const body = Buffer.concat([Buffer.from('01' + '0000' + '0000000000000003' + '0000000000000004' + '00000000', 'hex'), Buffer.from('exited')]);
+  const header = Buffer.from([0x43, 0, 0, 0, 0]);
+  header.writeUInt32BE(body.length, 1);
+  const stream = Buffer.concat([log('last words'), header, body, Buffer.from([0x99, 0, 0, 0, 0])]);
+  native().sendmsg(theirs, stream, 0, stream.length);
+  link.readAvailable();
+  assert.equal(messages.map((m) => m.type), ['log', 'end']);
+  assert.is((messages[1] as Extract<HelperMessage, { type: 'end' }>).report.text, 'exited');
+  assert.is(failures.length, 1);
+  assert.match(failures[0]!.message, 'after END');
+  link.close();
+  closeSync(theirs);
+});
+
 test('more LOG messages than a helper ever sends: the first MAX_LOGS reach the journal, then the channel fails', () => {
   const { link, theirs, messages, failures } = pair();
   const stream = Buffer.concat(Array.from({ length: 200 }, (_, i) => log(`line ${i}`)));
