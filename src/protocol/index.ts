@@ -6,3 +6,4 @@ export { LAYOUT, layoutOf, parseHeader, typeCodeOf, type FrameLayout } from './l
 export { FrameDecoder, parsePayload } from './decode.ts';
 export { MAX_ERROR_TEXT, encodeFrame, errorFrame } from './encode.ts';
 export { SessionError } from './session-error.ts';
+export { checkEnvUnique } from './rules.ts';

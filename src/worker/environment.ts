@@ -4,7 +4,7 @@
 // helper gets none of it (it reads the environment from its control channel and hands it to execve(2) only).
 // The operator may instead allow only named variables.
 import type { SessionConfig } from '../config/schema.ts';
-import type { EnvEntry } from '../protocol/frames.ts';
+import { checkEnvUnique, ErrorCode, SessionError, type EnvEntry } from '../protocol/index.ts';
 
 export type EnvironmentMode = 'pass' | 'allowlist';
 
@@ -80,7 +80,17 @@ const UNIT_ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** A plain terminfo name: the client's TERM is honoured only then. */
 const TERM_NAME = /^[A-Za-z0-9._+-]{1,64}$/;
 
+/**
+ * What the program gets of `requested`. A name twice is refused (BAD_START, docs/protocol.md START), as
+ * the decoder already refuses it: judged here again, before any unit exists, so `dropped` is always a
+ * list of distinct names that STARTED version 2 can carry (its encoder would refuse it after the fork).
+ */
 export function programEnvironment(requested: readonly EnvEntry[], policy: EnvironmentPolicy, term: string): ProgramEnvironment {
+  try {
+    checkEnvUnique(requested.map((entry) => entry.name));
+  } catch (error) {
+    throw new SessionError(ErrorCode.BAD_START, (error as Error).message);
+  }
   const allowed = new Set(policy.allowlist);
   const environment = new Map<string, string>();
   const dropped: string[] = [];

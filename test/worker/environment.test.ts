@@ -1,6 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { encodeEnv } from '../../src/control/helper-channel.ts';
+import { ErrorCode, SessionError } from '../../src/protocol/index.ts';
 import { DENIED, environmentPolicy, programEnvironment, sessionEnvironment, type EnvironmentPolicy } from '../../src/worker/environment.ts';
 
 test('only allowlisted names pass, TERM comes from the config', () => {
@@ -80,6 +81,17 @@ test('names that are properties of every object (__proto__, constructor) are ord
   assert.equal([...environment], [['constructor', 'c'], ['toString', 't'], ['__proto__', 'p'], ['TERM', 'xterm']]);
   assert.equal(encodeEnv(environment).subarray(5).toString().split('\0'), ['constructor=c', 'toString=t', '__proto__=p', 'TERM=xterm', '']);
   assert.is(sessionEnvironment([{ name: '__proto__', value: 'p' }], ['__proto__'], 'xterm')['__proto__'], 'p');
+});
+
+test('a name twice is refused with BAD_START, whether the program would get it or not (never a doubled dropped name)', () => {
+  for (const name of ['PATH', 'NOTIFY_SOCKET', 'TERM', '1X']) {
+    const twice = [{ name, value: 'a' }, { name: 'OTHER', value: 'b' }, { name, value: 'c' }];
+    assert.throws(
+      () => programEnvironment(twice, PASS, 'xterm'),
+      (error: unknown) => error instanceof SessionError && error.wireCode === ErrorCode.BAD_START && /appears twice/.test(error.message),
+      name,
+    );
+  }
 });
 
 test.run();
