@@ -1,0 +1,45 @@
+// What a START asks of the worker, decided before any unit exists (pure): the program's environment
+// as its ENV message, the names dropped, and the unit's spec less its descriptors. A misfit starts nothing.
+import type { Config } from '../config/schema.ts';
+import { encodeEnv } from '../control/helper-channel.ts';
+import { ErrorCode, SessionError, type FrameOf } from '../protocol/index.ts';
+import { programLabel } from '../systemd/unit-text.ts';
+import type { SessionUnitSpec } from '../systemd/unit-properties.ts';
+import { environmentPolicy, programEnvironment } from './environment.ts';
+
+export interface StartPlan {
+  /** START's environment names the program does not get, in the client's order. */
+  dropped: string[];
+  /** The ENV message for the helper, which reads it before it forks the program. */
+  envMessage: Buffer;
+  spec: Omit<SessionUnitSpec, 'cwdFd' | 'stdoutFd' | 'stderrFd'>;
+}
+
+export function planStart(frame: FrameOf<'start'>, config: Config, helperPath: string, version: number): StartPlan {
+  const { environment, dropped } = programEnvironment(frame.env, environmentPolicy(config.session), config.session.term);
+  // The environment goes to the program alone, over the control channel (never the unit's Environment=,
+  // which the helper would get too): encoded before the unit exists, so a misfit starts nothing.
+  let envMessage: Buffer;
+  try {
+    envMessage = encodeEnv(environment);
+  } catch (error) {
+    throw new SessionError(ErrorCode.BAD_START, (error as Error).message);
+  }
+  return {
+    dropped,
+    envMessage,
+    spec: {
+      // Client bytes never reach unit-file text: the program's name only through a safe alphabet.
+      description: `opencode-pty session ${programLabel(frame.argv[0]!)}`,
+      helperPath,
+      helperArgs: ['--env-from-control', `--protocol=${version}`, `--write-timeout-ms=${config.limits.writeTimeoutMs}`, String(frame.rows), String(frame.cols), ...frame.argv],
+      user: config.client.user,
+      group: config.client.group,
+      environment: {},
+      slice: config.session.slice,
+      stopTimeoutSec: config.session.stopTimeoutSec,
+      limits: config.session.properties,
+      profile: config.session.profile,
+    },
+  };
+}

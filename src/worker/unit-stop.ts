@@ -1,0 +1,102 @@
+// A session unit's end as the worker drives it: watched until inactive, stopped at most once (after
+// STOP's signal steps when the client asks), its figures read while its cgroup still exists.
+import { unitStopWaitMs, type Config } from '../config/schema.ts';
+import type { Units } from '../systemd/bus-session.ts';
+import type { ExitStatus } from '../systemd/unit-watch.ts';
+import { readSessionFigures, type SessionFigures } from './accounting.ts';
+
+export interface UnitStopDeps {
+  manager: Units;
+  config: Config;
+  log(message: string): void;
+}
+
+export class UnitStop {
+  #deps: UnitStopDeps;
+  #name: string | undefined;
+  /** The unit's figures, read before a stop of ours (MemoryCurrent goes with the cgroup). */
+  #figures: Promise<SessionFigures> | undefined;
+  #stopped: Promise<void> | undefined;
+  #stepping = false;
+  #timers: NodeJS.Timeout[] = [];
+  #resolve: (exit: ExitStatus | undefined) => void = () => undefined;
+  /** Resolves when the unit is inactive (with its exit when systemd recorded it) or gone. */
+  readonly done = new Promise<ExitStatus | undefined>((resolve) => (this.#resolve = resolve));
+
+  constructor(deps: UnitStopDeps) {
+    this.#deps = deps;
+  }
+
+  get name(): string | undefined {
+    return this.#name;
+  }
+
+  /** The unit's name, once chosen (before it is started). */
+  named(name: string): void {
+    this.#name = name;
+  }
+
+  /** Watches the started unit; `lost` when the watch fails for another reason than our own stop. AddRef
+   * keeps the unit loaded after a fast exit, so this sees it even if it already happened. */
+  watch(lost: (error: Error) => void): void {
+    this.#deps.manager.waitForExit(this.#name!).then(
+      (exit) => this.#resolve(exit),
+      (error: Error) => {
+        if (!this.#stopped) lost(error); // our own stop collected the unit: stop() resolves the end
+      },
+    );
+  }
+
+  /** The figures, read once: while the helper still lives, its cgroup does (MemoryCurrent, TasksCurrent). */
+  figures(): Promise<SessionFigures> {
+    return (this.#figures ??= readSessionFigures(this.#deps.manager, this.#name));
+  }
+
+  /** Stops the unit (once) and counts it done when it is gone. */
+  stop(): Promise<void> {
+    void this.figures();
+    this.#stopped ??= this.#deps.manager.stopAndWait(this.#name!, unitStopWaitMs(this.#deps.config)).then(
+      () => this.#resolve(undefined),
+      (error: Error) => {
+        this.#deps.log(`${this.#name}: stopping the session unit failed: ${error.message}`);
+        this.#resolve(undefined);
+      },
+    );
+    return this.#stopped;
+  }
+
+  /** STOP: SIGTERM and SIGHUP to every process (the helper lives through both), SIGKILL to all but
+   * the helper after stopTimeoutSec (`kill`: the helper does it, systemd 252's KillUnit cannot spare
+   * it), and the unit's stop as the backstop. The helper relays the last output, then reports "stop". */
+  async stopSteps(kill: () => void): Promise<void> {
+    if (this.#stepping) return;
+    this.#stepping = true;
+    const { manager, config } = this.#deps;
+    const stepMs = config.session.stopTimeoutSec * 1000;
+    this.later(stepMs, kill);
+    this.later(2 * stepMs, () => void this.stop());
+    try {
+      // SIGTERM, then the hang-up, as systemd's own stop with SendSIGHUP= does. The order matters:
+      // readline keeps one pending signal (_rl_caught_signal), so the later one wins; an interactive
+      // bash ignores SIGTERM and must see the SIGHUP (with the hang-up first it lived until the KILL step).
+      await manager.kill(this.#name!, 'SIGTERM');
+      await manager.kill(this.#name!, 'SIGHUP');
+    } catch (error) {
+      this.#deps.log(`${this.#name}: stopping the session's processes failed: ${(error as Error).message}`);
+      void this.stop();
+    }
+  }
+
+  later(ms: number, action: () => void): void {
+    this.#timers.push(setTimeout(action, ms));
+  }
+
+  clearTimers(): void {
+    for (const timer of this.#timers) clearTimeout(timer);
+  }
+
+  /** However the session ended, its unit is stopped and gone before it counts as ended. */
+  async gone(): Promise<void> {
+    if (this.#name) await this.#deps.manager.stopAndWait(this.#name, unitStopWaitMs(this.#deps.config));
+  }
+}
