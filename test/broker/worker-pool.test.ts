@@ -100,9 +100,22 @@ function endedCleanly(worker: FakeWorker): FakeWorker {
 const quiet = () => undefined;
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 
-test('a taken spare is replaced only once its session has started, not during the start', async () => {
+/** A fresh pool of fake workers (none spawned yet). */
+function freshPool(options?: { idleSpareMs?: number }): WorkerPool<FakeWorker> {
   FakeWorker.spawned = [];
-  const pool = new WorkerPool(() => new FakeWorker(), quiet);
+  return new WorkerPool(() => new FakeWorker(), quiet, options);
+}
+
+/** A fresh pool warmed, its spare ready and taken: the first worker, in its session. */
+async function firstTaken(options?: { idleSpareMs?: number }): Promise<{ pool: WorkerPool<FakeWorker>; first: FakeWorker }> {
+  const pool = freshPool(options);
+  pool.warm();
+  FakeWorker.spawned[0]!.becomeReady();
+  return { pool, first: await pool.take() };
+}
+
+test('a taken spare is replaced only once its session has started, not during the start', async () => {
+  const pool = freshPool();
   pool.warm();
   FakeWorker.spawned[0]!.becomeReady();
   const taken = await pool.take();
@@ -117,8 +130,7 @@ test('a taken spare is replaced only once its session has started, not during th
 });
 
 test('a take with no spare starts one and waits for it; a second take does not wait for the first session', async () => {
-  FakeWorker.spawned = [];
-  const pool = new WorkerPool(() => new FakeWorker(), quiet);
+  const pool = freshPool();
   const first = pool.take();
   assert.is(FakeWorker.spawned.length, 1);
   FakeWorker.spawned[0]!.becomeReady();
@@ -136,8 +148,7 @@ test('a take with no spare starts one and waits for it; a second take does not w
 });
 
 test('a spare that dies before it is ready is replaced once within the same take', async () => {
-  FakeWorker.spawned = [];
-  const pool = new WorkerPool(() => new FakeWorker(), quiet);
+  const pool = freshPool();
   const taken = pool.take();
   FakeWorker.spawned[0]!.die();
   await turn();
@@ -158,8 +169,7 @@ test('a spare that dies before it is ready is replaced once within the same take
 });
 
 test('a stopped pool shuts its spare down and starts no more', async () => {
-  FakeWorker.spawned = [];
-  const pool = new WorkerPool(() => new FakeWorker(), quiet);
+  const pool = freshPool();
   pool.warm();
   pool.stop();
   assert.ok(FakeWorker.spawned[0]!.shutDown);
@@ -174,11 +184,7 @@ test('a stopped pool shuts its spare down and starts no more', async () => {
 });
 
 test('a worker given back serves the next take before the spare, and no spare starts while it waits', async () => {
-  FakeWorker.spawned = [];
-  const pool = new WorkerPool(() => new FakeWorker(), quiet);
-  pool.warm();
-  FakeWorker.spawned[0]!.becomeReady();
-  const first = (await pool.take()) as FakeWorker;
+  const { pool, first } = await firstTaken();
   first.settle(); // STARTED: the next spare starts
   await turn();
   assert.is(FakeWorker.spawned.length, 2);
@@ -191,11 +197,7 @@ test('a worker given back serves the next take before the spare, and no spare st
 });
 
 test('a take waiting for a booting spare is served by a worker given back meanwhile; the spare stays the spare', async () => {
-  FakeWorker.spawned = [];
-  const pool = new WorkerPool(() => new FakeWorker(), quiet);
-  pool.warm();
-  FakeWorker.spawned[0]!.becomeReady();
-  const first = (await pool.take()) as FakeWorker;
+  const { pool, first } = await firstTaken();
   first.settle(); // STARTED: the next spare starts
   await turn();
   const waiting = pool.take(); // it waits for that spare, still booting
@@ -211,8 +213,7 @@ test('a take waiting for a booting spare is served by a worker given back meanwh
 });
 
 test('a worker that cannot take another session is shut down, and so is a second one given back', async () => {
-  FakeWorker.spawned = [];
-  const pool = new WorkerPool(() => new FakeWorker(), quiet);
+  const pool = freshPool();
   const workers = [pool.take(), pool.take(), pool.take()];
   await turn();
   for (const worker of FakeWorker.spawned) worker.becomeReady();
@@ -229,11 +230,7 @@ test('a worker that cannot take another session is shut down, and so is a second
 });
 
 test('a worker given back and a spare both idle: after a while the one given back goes, the fresh spare stays', async () => {
-  FakeWorker.spawned = [];
-  const pool = new WorkerPool(() => new FakeWorker(), quiet, { idleSpareMs: 1 });
-  pool.warm();
-  FakeWorker.spawned[0]!.becomeReady();
-  const first = (await pool.take()) as FakeWorker;
+  const { pool, first } = await firstTaken({ idleSpareMs: 1 });
   first.settle();
   await turn();
   const spare = FakeWorker.spawned[1]!;
@@ -249,11 +246,7 @@ test('a worker given back and a spare both idle: after a while the one given bac
 });
 
 test('a worker given back that dies while idle is not handed out', async () => {
-  FakeWorker.spawned = [];
-  const pool = new WorkerPool(() => new FakeWorker(), quiet);
-  pool.warm();
-  FakeWorker.spawned[0]!.becomeReady();
-  const first = (await pool.take()) as FakeWorker;
+  const { pool, first } = await firstTaken();
   pool.giveBack(endedCleanly(first));
   first.exit();
   await turn();
