@@ -99,13 +99,7 @@ test('version 2: when piped stdin ends, END_INPUT follows its last byte', async 
   const server = new TestServer();
   const running = cli(['run', '--socket', server.path, '--', 'cat'], {}, (stdin) => stdin.end('a\nb\n'));
   const { conn } = await serveStart(server, 2);
-  let typed = '';
-  for (;;) {
-    const { frame } = await conn.readFrame();
-    if (frame.type === 'end-input') break;
-    assert.is(frame.type, 'input');
-    typed += (frame as { data: Buffer }).data.toString();
-  }
+  const typed = await conn.inputUntilEnd();
   assert.is(typed, 'a\nb\n');
   const accounting = { cpuUsageNsec: null, memoryBytes: null, ioReadBytes: null, ioWriteBytes: null, tasks: null, inputBytes: 4, outputBytes: 0, durationUsec: 1 };
   conn.send({ type: 'exit', code: 1, status: 0, result: 'success', accounting });

@@ -95,13 +95,7 @@ test('version 2: STARTED names the program pid and dropped names; input.end() is
   assert.equal(session.droppedEnv, ['V127', 'V128', 'V129', 'LISTEN_FDS'], 'what the client left out, then what the server dropped');
   session.input.write('a\nb');
   session.input.end();
-  let typed = '';
-  for (;;) {
-    const { frame } = await conn.readFrame();
-    if (frame.type === 'end-input') break;
-    assert.is(frame.type, 'input');
-    typed += (frame as { data: Buffer }).data.toString();
-  }
+  const typed = await conn.inputUntilEnd();
   assert.is(typed, 'a\nb', 'every byte before END_INPUT');
   const accounting = { cpuUsageNsec: 1, memoryBytes: null, ioReadBytes: null, ioWriteBytes: null, tasks: 1, inputBytes: 3, outputBytes: 0, durationUsec: 9 };
   session.stop().catch(() => {});

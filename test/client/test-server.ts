@@ -94,6 +94,17 @@ export class ServerConnection {
     return { ...(frame as FrameOf<T>), fds };
   }
 
+  /** Version 2: the INPUT bytes up to END_INPUT, which must follow them (any other frame first throws). */
+  async inputUntilEnd(): Promise<string> {
+    let typed = '';
+    for (;;) {
+      const { frame } = await this.readFrame();
+      if (frame.type === 'end-input') return typed;
+      if (frame.type !== 'input') throw new Error(`expected input or end-input, got ${frame.type}`);
+      typed += frame.data.toString();
+    }
+  }
+
   send(frame: Frame): void {
     this.socket.write(encodeFrame(frame, this.version));
   }
