@@ -3,11 +3,11 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn as spawnProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { bundleForNode } from '../bundle.ts';
 import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
 import { INSTALL_DIR, SOCKET_PATH } from '../sandbox/deploy.ts';
 import { Agent, deployBroker } from '../broker/harness.ts';
@@ -26,17 +26,7 @@ let agent: Agent;
 let hostCwd: string;
 
 test.before(async () => {
-  mkdirSync(dirname(PROBE_BUNDLE), { recursive: true });
-  await build({
-    entryPoints: [PROBE_SOURCE],
-    outfile: PROBE_BUNDLE,
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'esm',
-    banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
-    logLevel: 'warning',
-  });
+  await bundleForNode(PROBE_SOURCE, PROBE_BUNDLE);
   // Made before the sandbox boots, so the host check sees it as part of the host.
   hostCwd = mkdtempSync(join(process.env.TMPDIR ?? tmpdir(), 'opencode-pty-compare-'));
   sandbox = await bootSandbox({ name: 'compare' });

@@ -1,11 +1,11 @@
 // Torture harness, host side: a deployed supervisor, the driver as the agent service's main process,
 // and the baseline every class must return to (broker fds, session units, supervisor processes).
 import { once } from 'node:events';
-import { existsSync, mkdirSync, readFileSync, watch } from 'node:fs';
+import { existsSync, readFileSync, watch } from 'node:fs';
 import net from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { bundleForNode } from '../bundle.ts';
 import type { Sandbox } from '../sandbox/index.ts';
 import { AGENT_SERVICE, BROKER_UNIT, INSTALL_DIR, deploy, deployConfig } from '../sandbox/deploy.ts';
 import type { RawCase, RawResult, SessionResult } from './driver.ts';
@@ -17,17 +17,7 @@ export const DRIVER = `${INSTALL_DIR}/torture-driver.js`;
 
 /** Bundles the driver (the client library, the codec and the addon loader) once per run. */
 export async function buildDriver(): Promise<void> {
-  mkdirSync(dirname(BUNDLE), { recursive: true });
-  await build({
-    entryPoints: [join(root, 'test/torture/driver.ts')],
-    outfile: BUNDLE,
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'esm',
-    banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
-    logLevel: 'warning',
-  });
+  await bundleForNode(join(root, 'test/torture/driver.ts'), BUNDLE);
 }
 
 /** Built once per process: a bundle left by an earlier run may be of older sources. */
