@@ -1,4 +1,7 @@
 // A small option parser shared by the operator commands: --name VALUE, --name=VALUE and flags.
+import { DEFAULT_LAYOUT, type Layout } from '../operate/layout.ts';
+import type { CommandContext } from './context.ts';
+import { EXIT } from './exit-codes.ts';
 
 export interface OptionSpec {
   /** Options taking a value. */
@@ -34,4 +37,28 @@ export function parseOptions(args: readonly string[], spec: OptionSpec): Parsed 
     } else return { error: `unknown option --${name}` };
   }
   return { values, flags, positionals };
+}
+
+export type Options = Exclude<Parsed, { error: string } | { help: true }>;
+
+/**
+ * A command without positional arguments: its options, or the exit status once --help (stdout) or a
+ * usage error (stderr, with the usage) is printed.
+ */
+export function commandOptions(command: string, usage: string, args: readonly string[], spec: OptionSpec, context: CommandContext): Options | number {
+  const parsed = parseOptions(args, spec);
+  if ('help' in parsed) {
+    context.stdout(usage);
+    return EXIT.OK;
+  }
+  if ('error' in parsed || parsed.positionals.length) {
+    context.stderr(`opencode-pty ${command}: ${'error' in parsed ? parsed.error : `unexpected argument ${parsed.positionals[0]}`}\n\n${usage}`);
+    return EXIT.USAGE;
+  }
+  return parsed;
+}
+
+/** The layout `--prefix DIR` names (trailing slashes dropped), or the default one. */
+export function prefixLayout(prefix: string | undefined): Layout {
+  return { ...DEFAULT_LAYOUT, libDir: prefix?.replace(/\/+$/, '') ?? DEFAULT_LAYOUT.libDir };
 }

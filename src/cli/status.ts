@@ -4,7 +4,7 @@ import { readRecord } from '../operate/probe.ts';
 import { formatStatus, gatherStatus } from '../operate/status.ts';
 import type { CommandContext } from './context.ts';
 import { EXIT, EXIT_HELP } from './exit-codes.ts';
-import { parseOptions } from './options.ts';
+import { commandOptions, prefixLayout } from './options.ts';
 
 export const STATUS_USAGE = `Usage: opencode-pty status [--json] [--prefix DIR]
 
@@ -19,16 +19,9 @@ them; "unavailable" where systemd has no figure) and the last warnings and error
 ${EXIT_HELP}`;
 
 export function runStatus(args: readonly string[], context: CommandContext): number {
-  const parsed = parseOptions(args, { values: ['prefix'], flags: ['json'] });
-  if ('help' in parsed) {
-    context.stdout(STATUS_USAGE);
-    return EXIT.OK;
-  }
-  if ('error' in parsed || parsed.positionals.length) {
-    context.stderr(`opencode-pty status: ${'error' in parsed ? parsed.error : `unexpected argument ${parsed.positionals[0]}`}\n\n${STATUS_USAGE}`);
-    return EXIT.USAGE;
-  }
-  const record = readRecord({ ...DEFAULT_LAYOUT, libDir: parsed.values.prefix?.replace(/\/+$/, '') ?? DEFAULT_LAYOUT.libDir });
+  const parsed = commandOptions('status', STATUS_USAGE, args, { values: ['prefix'], flags: ['json'] }, context);
+  if (typeof parsed === 'number') return parsed;
+  const record = readRecord(prefixLayout(parsed.values.prefix));
   const status = gatherStatus(context.run, record?.unitPrefix ?? 'opencode-pty-');
   context.stdout(parsed.flags.has('json') ? `${JSON.stringify({ installed: Boolean(record), version: record?.current ?? null, ...status }, null, 2)}\n` : formatStatus(status));
   return record ? EXIT.OK : EXIT.DIFFERS;

@@ -1,12 +1,12 @@
 // opencode-pty uninstall: ends live sessions and removes exactly what install wrote.
-import { DEFAULT_LAYOUT, type Layout } from '../operate/layout.ts';
+import { DEFAULT_LAYOUT } from '../operate/layout.ts';
 import { applyPlan } from '../operate/apply.ts';
 import { existingState, readRecord } from '../operate/probe.ts';
 import { planUninstall } from '../operate/uninstall-plan.ts';
 import type { CommandContext } from './context.ts';
 import { EXIT, EXIT_HELP } from './exit-codes.ts';
 import { printPlan } from './install.ts';
-import { parseOptions } from './options.ts';
+import { commandOptions, prefixLayout } from './options.ts';
 
 export const UNINSTALL_USAGE = `Usage: opencode-pty uninstall [--purge] [--prefix DIR] [--dry-run]
 
@@ -22,16 +22,9 @@ group the install record lists, then reloads systemd. The config is kept unless 
 ${EXIT_HELP}`;
 
 export function runUninstall(args: readonly string[], context: CommandContext): number {
-  const parsed = parseOptions(args, { values: ['prefix'], flags: ['dry-run', 'purge'] });
-  if ('help' in parsed) {
-    context.stdout(UNINSTALL_USAGE);
-    return EXIT.OK;
-  }
-  if ('error' in parsed || parsed.positionals.length) {
-    context.stderr(`opencode-pty uninstall: ${'error' in parsed ? parsed.error : `unexpected argument ${parsed.positionals[0]}`}\n\n${UNINSTALL_USAGE}`);
-    return EXIT.USAGE;
-  }
-  const layout: Layout = { ...DEFAULT_LAYOUT, libDir: parsed.values.prefix?.replace(/\/+$/, '') ?? DEFAULT_LAYOUT.libDir };
+  const parsed = commandOptions('uninstall', UNINSTALL_USAGE, args, { values: ['prefix'], flags: ['dry-run', 'purge'] }, context);
+  if (typeof parsed === 'number') return parsed;
+  const layout = prefixLayout(parsed.values.prefix);
   const record = readRecord(layout);
   const plan = planUninstall({ layout, purge: parsed.flags.has('purge') }, record, existingState(context.run, layout, record?.unitPrefix ?? 'opencode-pty-'), process.geteuid?.() ?? -1);
   if (plan.refusals.length) {

@@ -2,12 +2,12 @@
 import { readlinkSync } from 'node:fs';
 import { checkSessionProperty } from '../config/properties.ts';
 import { loadConfig } from '../config/load.ts';
-import { DEFAULT_LAYOUT, paths, type Layout } from '../operate/layout.ts';
+import { DEFAULT_LAYOUT, paths } from '../operate/layout.ts';
 import { fileFacts, nodeFacts, readRecord } from '../operate/probe.ts';
 import { listFiles, readManifestAt, verifyDifferences } from '../operate/verify.ts';
 import type { CommandContext } from './context.ts';
 import { EXIT, EXIT_HELP } from './exit-codes.ts';
-import { parseOptions } from './options.ts';
+import { commandOptions, prefixLayout } from './options.ts';
 
 export const VERIFY_USAGE = `Usage: opencode-pty verify [--prefix DIR] [--manifest DIR]
 
@@ -23,16 +23,9 @@ and this one against the supported range. Prints every difference; silent about 
 ${EXIT_HELP}`;
 
 export function runVerify(args: readonly string[], context: CommandContext): number {
-  const parsed = parseOptions(args, { values: ['prefix', 'manifest'], flags: [] });
-  if ('help' in parsed) {
-    context.stdout(VERIFY_USAGE);
-    return EXIT.OK;
-  }
-  if ('error' in parsed || parsed.positionals.length) {
-    context.stderr(`opencode-pty verify: ${'error' in parsed ? parsed.error : `unexpected argument ${parsed.positionals[0]}`}\n\n${VERIFY_USAGE}`);
-    return EXIT.USAGE;
-  }
-  const layout: Layout = { ...DEFAULT_LAYOUT, libDir: parsed.values.prefix?.replace(/\/+$/, '') ?? DEFAULT_LAYOUT.libDir };
+  const parsed = commandOptions('verify', VERIFY_USAGE, args, { values: ['prefix', 'manifest'], flags: [] }, context);
+  if (typeof parsed === 'number') return parsed;
+  const layout = prefixLayout(parsed.values.prefix);
   const record = readRecord(layout);
   const manifestDir = parsed.values.manifest ?? context.bundleDir;
   let expected;

@@ -4,7 +4,8 @@ import * as assert from 'uvu/assert';
 import { OPERATOR_COMMANDS } from '../../src/cli/operate.ts';
 import { EXIT } from '../../src/cli/exit-codes.ts';
 import type { CommandContext } from '../../src/cli/context.ts';
-import { parseOptions } from '../../src/cli/options.ts';
+import { commandOptions, parseOptions, prefixLayout } from '../../src/cli/options.ts';
+import { DEFAULT_LAYOUT } from '../../src/operate/layout.ts';
 
 function run(command: string, args: string[]): { code: number; stdout: string; stderr: string; ran: string[][] } {
   let stdout = '';
@@ -60,6 +61,18 @@ test('install from a directory without a built bundle fails and says how to buil
 
 test('options: inline values, flags, and -- ending options', () => {
   assert.equal(parseOptions(['--a=1', '--f', '--', '--b'], { values: ['a'], flags: ['f'] }), { values: { a: '1' }, flags: new Set(['f']), positionals: ['--b'] });
+});
+
+test('commandOptions: the options, or the exit status after --help or a usage error; --prefix names the layout', () => {
+  let out = '';
+  const context: CommandContext = { stdout: (t) => (out += t), stderr: (t) => (out += t), run: () => ({ code: 0, stdout: '', stderr: '' }), bundleDir: '/nonexistent' };
+  const spec = { values: ['prefix'], flags: ['json'] };
+  assert.equal(commandOptions('x', 'USAGE', ['--json'], spec, context), { values: {}, flags: new Set(['json']), positionals: [] });
+  assert.is(commandOptions('x', 'USAGE', ['-h'], spec, context), EXIT.OK);
+  assert.is(commandOptions('x', 'USAGE', ['stray'], spec, context), EXIT.USAGE);
+  assert.is(out, 'USAGEopencode-pty x: unexpected argument stray\n\nUSAGE');
+  assert.is(prefixLayout('/opt/ocpty//').libDir, '/opt/ocpty');
+  assert.equal(prefixLayout(undefined), DEFAULT_LAYOUT);
 });
 
 test('stop acts only on live session units: any other unit name is refused and nothing is stopped', () => {
