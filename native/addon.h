@@ -35,7 +35,13 @@ bool ArgBool(const Napi::CallbackInfo& info, size_t index, const char* name, boo
 bool ArgBytes(const Napi::CallbackInfo& info, size_t index, uint8_t** data, size_t* offset, size_t* length);
 
 // --- fd-stat.cc: close(fd) on a detached thread (for a descriptor whose close may never return).
-void CloseOnThread(int fd);
+// At most kMaxCloseThreads at once per process; beyond, the descriptor is left open (false).
+constexpr int kMaxCloseThreads = 64;
+bool CloseOnThread(int fd);
+// Whether every close thread is taken: a caller stops taking descriptors from its peer.
+bool CloseThreadsFull();
+// Counts a descriptor left open on purpose (a peer's socket whose queue is left to the process's exit).
+void ParkFd();
 
 // --- Registration of each module's functions on the exports object.
 void InitFdFlags(Napi::Env env, Napi::Object exports);

@@ -174,9 +174,19 @@ Napi::Value DrainPeer(const Napi::CallbackInfo& info) {
   static unsigned char data[64 * 1024];
   const size_t room = static_cast<size_t>(kMaxFdsPerMessage) + kForeignControlRoom;
   std::vector<cmsghdr> control = ControlBuffer(room);
-  double messages = 0, closed = 0, detached = 0;
+  double messages = 0, closed = 0, detached = 0, parked = 0;
+  bool complete = true;
   // After the shutdown the queue only shrinks: the bound is a guard, one socket buffer needs far fewer.
   for (int reads = 0; reads < 65536; reads++) {
+    // Every close thread taken (a FUSE file system that never answers FLUSH): no more descriptors are
+    // taken from this peer. What it still queues stays in flight, and the socket stays open (the caller
+    // keeps it): the process, no longer clean, releases it at its exit, where neither FLUSH (in-flight
+    // files are only released) nor a socket's linger (inet_release skips it for an exiting task) holds it.
+    if (CloseThreadsFull()) {
+      complete = false;
+      ParkFd();
+      break;
+    }
     iovec iov{data, sizeof data};
     msghdr msg{};
     msg.msg_iov = &iov;
@@ -193,9 +203,10 @@ Napi::Value DrainPeer(const Napi::CallbackInfo& info) {
       if (ClosesAtOnce(received_fd, fast)) {
         close(received_fd);
         closed++;
-      } else {
-        CloseOnThread(received_fd);
+      } else if (CloseOnThread(received_fd)) {
         detached++;
+      } else {
+        parked++;
       }
     }
     if (received == 0 && fds.empty()) break;
@@ -205,6 +216,8 @@ Napi::Value DrainPeer(const Napi::CallbackInfo& info) {
   result.Set("messages", Napi::Number::New(env, messages));
   result.Set("closed", Napi::Number::New(env, closed));
   result.Set("detached", Napi::Number::New(env, detached));
+  result.Set("parked", Napi::Number::New(env, parked));
+  result.Set("complete", Napi::Boolean::New(env, complete));
   return result;
 }
 

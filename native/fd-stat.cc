@@ -48,6 +48,10 @@ Napi::Value StatCached(const Napi::CallbackInfo& info) {
 // only that thread can be held, never the event loop.
 // Closes on detached threads that have not returned yet: a worker with one is not clean to reuse.
 std::atomic<int> pendingCloses{0};
+// Descriptors left open at the bound (or when no thread could be had): never closed here, since a
+// close on this thread could hold it for good; the process is not clean to reuse, and its exit
+// releases them.
+std::atomic<int> parkedFds{0};
 
 void* CloseThread(void* arg) {
   close(static_cast<int>(reinterpret_cast<intptr_t>(arg)));
@@ -57,8 +61,18 @@ void* CloseThread(void* arg) {
 
 }  // namespace
 
-void CloseOnThread(int fd) {
-  pendingCloses++;
+bool CloseThreadsFull() {
+  return pendingCloses.load() >= kMaxCloseThreads;
+}
+
+bool CloseOnThread(int fd) {
+  // A full socket buffer carries some 140,000 descriptors: one thread each would be a thread per
+  // descriptor the peer chose (and, at the system's limit, no thread for anyone). Bounded instead.
+  if (pendingCloses.fetch_add(1) >= kMaxCloseThreads) {
+    pendingCloses--;
+    parkedFds++;
+    return false;
+  }
   pthread_attr_t attr;
   pthread_t thread;
   bool started = false;
@@ -69,9 +83,15 @@ void CloseOnThread(int fd) {
     pthread_attr_destroy(&attr);
   }
   if (!started) {
+    // No thread to be had (EAGAIN): left open, as at the bound; a close here could hold the event loop.
     pendingCloses--;
-    close(fd);  // no thread to be had (EAGAIN): close here rather than leak
+    parkedFds++;
   }
+  return started;
+}
+
+void ParkFd() {
+  parkedFds++;
 }
 
 namespace {
@@ -79,8 +99,7 @@ namespace {
 Napi::Value CloseDetached(const Napi::CallbackInfo& info) {
   int fd;
   if (!ArgFd(info, 0, &fd)) return Napi::Value();
-  CloseOnThread(fd);
-  return info.Env().Undefined();
+  return Napi::Boolean::New(info.Env(), CloseOnThread(fd));
 }
 
 }  // namespace
@@ -89,8 +108,15 @@ void InitFdStat(Napi::Env env, Napi::Object exports) {
   exports.Set("statCached", Napi::Function::New(env, StatCached, "statCached"));
   exports.Set("closeDetached", Napi::Function::New(env, CloseDetached, "closeDetached"));
   exports.Set("pendingCloses", Napi::Function::New(env, [](const Napi::CallbackInfo& info) -> Napi::Value {
-    return Napi::Number::New(info.Env(), pendingCloses.load());
+    return Napi::Number::New(info.Env(), pendingCloses.load() + parkedFds.load());
   }, "pendingCloses"));
+  exports.Set("closeThreads", Napi::Function::New(env, [](const Napi::CallbackInfo& info) -> Napi::Value {
+    Napi::Object result = Napi::Object::New(info.Env());
+    result.Set("running", Napi::Number::New(info.Env(), pendingCloses.load()));
+    result.Set("parked", Napi::Number::New(info.Env(), parkedFds.load()));
+    result.Set("max", Napi::Number::New(info.Env(), kMaxCloseThreads));
+    return result;
+  }, "closeThreads"));
 }
 
 }  // namespace opencode_pty

@@ -264,7 +264,7 @@ export class Broker {
         // A worker that got no session ends at its first message.
         worker?.shutdown();
         // Ours is the last copy: nothing the peer queued may be left for the kernel to release here.
-        socket.closeDrained();
+        if (!socket.closeDrained()) log('warning', `pid ${credentials.pid}: its connection still queues descriptors and every close thread is taken (a file system that never answers): left open until this process exits`);
       }
       if (pidfd >= 0) closeQuietly(pidfd);
       this.#handshakes.delete(socket);
@@ -279,14 +279,12 @@ export class Broker {
   }
 
   #refuseFd(fd: number, code: ErrorCodeValue, message: string): void {
-    sendErrorNow(fd, code, message);
-    closeQuietly(fd);
+    if (sendErrorNow(fd, code, message)) closeQuietly(fd);
   }
 
   #refuse(socket: FdSocket, code: ErrorCodeValue, message: string): void {
     if (socket.closed) return;
-    sendErrorNow(socket.fd, code, message);
-    socket.close();
+    socket.close(!sendErrorNow(socket.fd, code, message));
   }
 
   /** STATUS= once per turn of the event loop at most, however many connections changed in it. */

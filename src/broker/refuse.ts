@@ -7,13 +7,14 @@ import { encodeFrame, errorFrame, type ErrorCodeValue } from '../protocol/index.
 /** Best effort and never blocking: a refused peer may not be reading. What it sent is read away
  * (drainPeer): closing a Unix socket with unread input resets the peer's side, which could then lose
  * the ERROR frame before reading it, and the kernel would release the descriptors on that input in
- * our thread, a lingering TCP socket among them holding the broker for its linger time. */
-export function sendErrorNow(fd: number, code: ErrorCodeValue, message: string): void {
+ * our thread, a lingering TCP socket among them holding the broker for its linger time. False when
+ * the drain stopped at the bound of close threads: the caller must then leave `fd` open. */
+export function sendErrorNow(fd: number, code: ErrorCodeValue, message: string): boolean {
   try {
     const frame = encodeFrame(errorFrame(code, message));
     native().sendmsg(fd, frame, 0, frame.length);
   } catch {}
-  drainPeer(fd);
+  return drainPeer(fd);
 }
 
 /** Accepts every queued connection on a listening socket and refuses it. */
@@ -26,7 +27,6 @@ export function refuseQueued(listenFd: number, code: ErrorCodeValue, message: st
       return;
     }
     if (fd < 0) return;
-    sendErrorNow(fd, code, message);
-    closeQuietly(fd);
+    if (sendErrorNow(fd, code, message)) closeQuietly(fd);
   }
 }

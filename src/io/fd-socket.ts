@@ -170,15 +170,16 @@ export class FdSocket extends EventEmitter {
   /** The last close of a peer's connection (peer-close.ts): shuts our reading side, reads away and
    * closes what the peer queued, descriptors included, then close(). Only when no other holder of
    * this socket (a dup handed on, a unit's stdout) is to read from it again. */
-  closeDrained(): void {
-    if (this.#fd < 0) return;
-    drainPeer(this.#fd);
-    this.close();
+  closeDrained(): boolean {
+    if (this.#fd < 0) return true;
+    const complete = drainPeer(this.#fd);
+    this.close(!complete);
+    return complete;
   }
 
   /** Idempotent: stops the watcher, fails a pending readExact with CLOSED, closes queued and received fds
-   * and the socket. */
-  close(): void {
+   * and the socket (unless `leaveOpen`: a drain that stopped at the bound of close threads, peer-close.ts). */
+  close(leaveOpen = false): void {
     if (this.#fd < 0) return;
     const fd = this.#fd;
     this.#fd = -1;
@@ -188,7 +189,7 @@ export class FdSocket extends EventEmitter {
     this.#writer.drop();
     this.#onData = undefined;
     this.#failExact(new IoError('CLOSED', 'socket closed'));
-    closeQuietly(fd);
+    if (!leaveOpen) closeQuietly(fd);
     this.#emitSafe('close');
   }
 

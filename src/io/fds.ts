@@ -45,7 +45,9 @@ function closesAtOnce(fd: number, mounts: () => Map<string, string>): boolean {
  * Closes descriptors a peer sent. Sockets arrive with SO_LINGER disarmed (the addon's recvmsg), so
  * their close cannot wait; a file on FUSE could (a FLUSH never answered), so anything not known to
  * close at once is closed on a thread of its own and can hold only that thread, never the event loop.
- * The mount table is read once per call, however many descriptors (a message carries up to 253).
+ * Those threads are bounded per process (native/fd-stat.cc): beyond, a descriptor is left open, and
+ * the process no longer counts as clean (pendingCloses). The mount table is read once per call,
+ * however many descriptors (a message carries up to 253).
  */
 export function closeReceived(fds: readonly number[]): void {
   let types: Map<string, string> | undefined;

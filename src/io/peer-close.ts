@@ -13,8 +13,10 @@ import { closeQuietly, mountTypes } from './fds.ts';
  * closed (fds.ts closeReceived), in the addon: a full socket buffer holds some 140,000 of them. The
  * socket itself stays open: the caller closes it (or goes on writing). Shutting down acts on the
  * socket, not the descriptor: only for a connection no holder reads again.
+ * False when every close thread of this process was taken (fds.ts closeReceived): the rest of the
+ * queue is left in flight and the caller must leave `fd` open for the process's exit to release.
  */
-export function drainPeer(fd: number): void {
+export function drainPeer(fd: number): boolean {
   let fast: string[] = [];
   try {
     fast = [...mountTypes()].filter(([, type]) => !type.startsWith('fuse')).map(([device]) => device);
@@ -22,14 +24,16 @@ export function drainPeer(fd: number): void {
     // No mount table: every file on the queue is closed on a thread of its own.
   }
   try {
-    native().drainPeer(fd, fast);
+    return native().drainPeer(fd, fast).complete;
   } catch {
-    // EBADF: nothing left to read.
+    return true; // EBADF: nothing left to read
   }
 }
 
-/** drainPeer, then close: the kernel has nothing of the peer's left to release. */
-export function closePeer(fd: number): void {
-  drainPeer(fd);
+/** drainPeer, then close: the kernel has nothing of the peer's left to release. False (and `fd` left
+ * open) when the drain stopped at the bound of close threads. */
+export function closePeer(fd: number): boolean {
+  if (!drainPeer(fd)) return false;
   closeQuietly(fd);
+  return true;
 }

@@ -67,8 +67,9 @@ export interface NativeBinding {
   recvmsg(fd: number, buffer: Buffer, offset: number, length: number, maxFds: number): ReceivedMessage | null;
   /** The last close's preparation of a peer's Unix socket (peer-close.ts): shutdown(SHUT_RD), then every
    * queued message read away, each descriptor on it closed (on a thread of its own unless it is a
-   * socket, a pipe, an anonymous inode or on one of `fastDevices`, "major:minor" of non-FUSE mounts). */
-  drainPeer(fd: number, fastDevices: string[]): { messages: number; closed: number; detached: number };
+   * socket, a pipe, an anonymous inode or on one of `fastDevices`, "major:minor" of non-FUSE mounts).
+   * Once every close thread is taken it stops (`complete` false): the caller must leave `fd` open. */
+  drainPeer(fd: number, fastDevices: string[]): { messages: number; closed: number; detached: number; parked: number; complete: boolean };
   /** sendmsg with MSG_DONTWAIT | MSG_NOSIGNAL, attaching fds (SCM_RIGHTS) when given.
    * Returns bytes sent, or -1 when it would block. */
   sendmsg(fd: number, buffer: Buffer, offset: number, length: number, fds?: number[]): number;
@@ -90,10 +91,13 @@ export interface NativeBinding {
    * statx(AT_STATX_DONT_SYNC): the kernel's cached attributes, so the file system (FUSE, NFS) is never
    * asked and cannot make the caller wait. */
   statCached(fd: number): { dev: bigint; ino: bigint; directory: boolean; socketOrPipe: boolean; device: string };
-  /** close(fd) on a detached thread of its own: for a peer's descriptor whose close could block without end (FUSE). */
-  closeDetached(fd: number): void;
-  /** closeDetached threads whose close(2) has not returned yet. */
+  /** close(fd) on a detached thread of its own: for a peer's descriptor whose close could block without end
+   * (FUSE). At most `closeThreads().max` at once per process: beyond, the fd is left open (false). */
+  closeDetached(fd: number): boolean;
+  /** Closes not done: threads whose close(2) has not returned yet, and descriptors left open at the bound. */
   pendingCloses(): number;
+  /** The close threads running, the descriptors left open (never closed by this process), and the bound. */
+  closeThreads(): { running: number; parked: number; max: number };
   /** socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK), bind(path), listen(backlog). */
   listenUnix(path: string, backlog: number): number;
   /** accept4 with SOCK_CLOEXEC | SOCK_NONBLOCK; -1 when nothing is pending. */

@@ -276,7 +276,10 @@ export class Session {
     this.#helper?.close();
     // The session is over for every holder (the helper, PID 1's copy as the unit's stdout): what the
     // client left queued is read away here, or the last of them to close would release its fds.
-    this.#client.closeDrained();
+    if (!this.#client.closeDrained()) {
+      const { max } = native().closeThreads();
+      this.#deps.log(`${this.unit}: the client's connection still queues descriptors and all ${max} close threads are taken (a file system that never answers): it is left to this process's exit, and the worker is not reused`);
+    }
     closeQuietly(this.#pidfd);
     const figures = this.#units.figures();
     await this.#units.gone();

@@ -4,7 +4,8 @@
 // nothing once told to; a TCP socket with SO_LINGER and unsent data blocks close(2) for its linger.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { closeSync, constants, fstatSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +17,7 @@ import { installHelper, WorkerProcess, workerConfig } from './harness.ts';
 import { lingeringSocket } from '../io/lingering.ts';
 
 const HANGFS_C = fileURLToPath(new URL('./fixtures/hangfs.c', import.meta.url));
+const CLOSE_BOUND_CHILD = fileURLToPath(new URL('./close-bound-child.ts', import.meta.url));
 const DEADLINE_MS = 1500;
 /** How long past the deadline a worker may take to end; far more than it needs. */
 const GRACE_MS = 8000;
@@ -106,6 +108,37 @@ test('a TCP socket with SO_LINGER and unsent data: BAD_START within the deadline
   await worker.exited;
   assert.is(closed, 'closed');
   assert.equal(client.frames.map((frame) => frame.type), ['error']);
+});
+
+test('a peer\'s queue of FUSE files whose FLUSH never returns (no SO_PASSRIGHTS): close threads stay bounded, the drain stops, the loop turns', async () => {
+  const fs = await mountHangfs();
+  const fd = openSync(`${sandbox.root}/run/hangmnt/f`, constants.O_RDONLY);
+  // The child is started (its exec done) before FLUSH hangs: exec closes our close-on-exec copy there.
+  const child = spawn(process.execPath, ['--import', 'tsx', CLOSE_BOUND_CHILD], { stdio: ['pipe', 'pipe', 'pipe', fd] });
+  let stdout = '';
+  let stderr = '';
+  child.stderr!.on('data', (chunk) => (stderr += chunk));
+  const line = (n: number) =>
+    new Promise<string>((resolve, reject) => {
+      const check = () => (stdout.split('\n').length > n ? resolve(stdout.split('\n')[n - 1]!) : undefined);
+      child.stdout!.on('data', (chunk) => ((stdout += chunk), check()));
+      child.once('exit', () => reject(new Error(`child exited: ${stderr}`)));
+    });
+  const exited = once(child, 'exit');
+  assert.is(await line(1), 'ready');
+  fs.hang('flush');
+  child.stdin!.end('go\n');
+  const seen = await within(line(2), GRACE_MS, 'nothing printed: the drain held the event loop');
+  await fs.unmount(); // every hung FLUSH fails now (ENOTCONN): the child's threads and exit can finish
+  try {
+    closeSync(fd);
+  } catch {}
+  await exited;
+  const result = JSON.parse(seen) as { closed: boolean; sent: number; newThreads: number; running: number; parked: number; max: number };
+  assert.is(result.closed, false, 'the drain stopped with the queue left in flight');
+  assert.ok(result.running <= result.max, `${result.running} close threads at once, bound ${result.max}`);
+  assert.ok(result.newThreads <= result.max, `${result.newThreads} new threads for ${result.sent} descriptors`);
+  assert.ok(result.parked > 0 && result.running + result.parked < result.sent, 'the rest never left the queue');
 });
 
 test.run();
