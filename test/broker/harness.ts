@@ -1,9 +1,9 @@
 // Broker tests' helpers: a deployed supervisor in a sandbox, the agent stand-in, and test peers.
 import { once } from 'node:events';
-import { existsSync, watch } from 'node:fs';
 import net from 'node:net';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { appeared } from '../file-appeared.ts';
 import type { Sandbox } from '../sandbox/index.ts';
 import { AGENT_SERVICE, BROKER_UNIT, INSTALL_DIR, SOCKET_PATH, deploy, deployConfig } from '../sandbox/deploy.ts';
 
@@ -39,17 +39,6 @@ export async function peersAs(
   const result = await sandbox.exec(['/usr/bin/node', PEER, SOCKET_PATH, String(count), mode], { ...who, timeoutMs: 60_000 });
   if (result.code !== 0) throw new Error(`peer failed: ${result.stderr}`);
   return result.stdout.trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as PeerReport);
-}
-
-/** Waits for a file to appear, by its directory's change events (no polling). */
-async function appeared(path: string, timeoutMs: number): Promise<void> {
-  const watcher = watch(dirname(path));
-  try {
-    const deadline = AbortSignal.timeout(timeoutMs);
-    while (!existsSync(path)) await once(watcher, 'change', { signal: deadline });
-  } finally {
-    watcher.close();
-  }
 }
 
 /** The agent stand-in, running as the agent service's main process. */

@@ -1,11 +1,12 @@
 // Torture harness, host side: a deployed supervisor, the driver as the agent service's main process,
 // and the baseline every class must return to (broker fds, session units, supervisor processes).
 import { once } from 'node:events';
-import { existsSync, readFileSync, watch } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bundleForNode } from '../bundle.ts';
+import { appeared } from '../file-appeared.ts';
 import type { Sandbox } from '../sandbox/index.ts';
 import { AGENT_SERVICE, BROKER_UNIT, INSTALL_DIR, deploy, deployConfig } from '../sandbox/deploy.ts';
 import type { RawCase, RawResult, SessionResult } from './driver.ts';
@@ -27,16 +28,6 @@ export async function deployTorture(sandbox: Sandbox, overrides: Record<string, 
   await (built ??= buildDriver());
   await deploy(sandbox, deployConfig(sandbox, overrides));
   await sandbox.install([{ content: readFileSync(BUNDLE, 'utf8'), to: DRIVER, mode: 0o644 }]);
-}
-
-async function appeared(path: string, timeoutMs: number): Promise<void> {
-  const watcher = watch(dirname(path));
-  try {
-    const deadline = AbortSignal.timeout(timeoutMs);
-    while (!existsSync(path)) await once(watcher, 'change', { signal: deadline });
-  } finally {
-    watcher.close();
-  }
 }
 
 /** The driver running as the agent service's main process. */
