@@ -169,6 +169,7 @@ export class HelperDecoder {
   #ended = false;
   #pidSeen = false;
   #fault: HelperChannelError | undefined;
+  #stopSeen = false;
 
   push(chunk: Buffer): HelperDecoded {
     const messages: HelperMessage[] = [];
@@ -202,6 +203,12 @@ export class HelperDecoder {
     if (message.type === 'pid') {
       if (this.#pidSeen) throw new HelperChannelError('a second PID');
       this.#pidSeen = true;
+    }
+    // The helper reports the client's STOP once (decode.c act()); every message must be bounded in
+    // number, or a helper writing them without end keeps the worker decoding at a full core.
+    if (message.type === 'stop') {
+      if (this.#stopSeen) throw new HelperChannelError('a second STOP');
+      this.#stopSeen = true;
     }
     return message;
   }

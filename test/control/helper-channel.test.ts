@@ -100,4 +100,13 @@ test('PID: the program\'s pid once, four bytes, within the kernel\'s pid range',
   refuses(Buffer.concat([pid(10), pid(11)]), /a second PID/);
 });
 
+test('STOP once: the helper sends one for the client\'s STOP, so a second is a broken helper (a flood of them kept a worker at a full core)', () => {
+  const stop = message(0x42, Buffer.alloc(0));
+  assert.equal(decodeAll(stop), [{ type: 'stop' }]);
+  refuses(Buffer.concat([stop, stop]), /a second STOP/);
+  const decoder = new HelperDecoder();
+  assert.equal(decoder.push(stop), { messages: [{ type: 'stop' }] });
+  assert.match(decoder.push(stop).fault?.message ?? '', /a second STOP/);
+});
+
 test.run();

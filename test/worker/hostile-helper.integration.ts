@@ -1,0 +1,73 @@
+// A session helper that speaks its control channel as it likes (hostile-helper.c), against a real
+// worker and real systemd: the helper runs as the client's user, so whatever corrupted it (the
+// client's bytes) would own every message root reads from it. None of them may freeze the worker,
+// write lines of the attacker's choosing into root's journal, or leave the worker serving more sessions.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { HELPER_MODE } from '../sandbox/deploy.ts';
+import type { Sandbox } from '../sandbox/index.ts';
+import { bootWorkerSandbox, sessionUnits, WorkerProcess, workerConfig } from './harness.ts';
+
+const SOURCE = fileURLToPath(new URL('./hostile-helper.c', import.meta.url));
+const HOSTILE_INSIDE = '/opt/opencode-pty/hostile-helper';
+/** A frozen worker fails the test here instead of hanging it. */
+const BOUND_MS = 20_000;
+
+let sandbox: Sandbox;
+let workDir: string;
+let scratch: string;
+
+async function bounded<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} (nothing within ${BOUND_MS} ms)`)), BOUND_MS)));
+  try {
+    return await Promise.race([promise, bound]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+test.before(async () => {
+  ({ sandbox, workDir } = await bootWorkerSandbox('worker-hostile-helper'));
+  scratch = mkdtempSync(join(tmpdir(), 'opencode-pty-hostile-helper-'));
+  const binary = join(scratch, 'hostile-helper');
+  execFileSync('cc', ['-std=c11', '-D_GNU_SOURCE', '-Wall', '-Wextra', '-Werror', '-O2', '-o', binary, SOURCE]);
+  // Installed as the real helper is (root-owned, 0711), so the worker accepts it.
+  await sandbox.install([{ from: binary, to: HOSTILE_INSIDE, mode: HELPER_MODE }]);
+});
+
+test.after(async () => {
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+  await sandbox?.stop();
+});
+
+/** A worker running the hostile helper in `mode`, its session STARTED. */
+async function hostileSession(mode: string, reuse = false) {
+  const worker = new WorkerProcess(sandbox, workerConfig(sandbox, { helperPath: HOSTILE_INSIDE }));
+  await worker.waitFor('ready');
+  worker.messages.splice(0);
+  const client = worker.connect({ reuse });
+  client.start(workDir, [mode]);
+  await bounded(client.waitFor('started'), 'STARTED');
+  // The worker reports its start once it has sent GO: the helper's messages flow from then on.
+  await bounded(worker.waitFor('started'), "the worker's start report");
+  return { worker, client };
+}
+
+test('a helper that floods STOP messages has its channel failed at the second (the worker decoded them at a full core); a hang-up still ends the session', async () => {
+  const { worker, client } = await hostileSession('stop-flood');
+  // The helper sends one STOP for the client's one STOP; a second is a broken helper.
+  client.close();
+  const ended = await bounded(worker.waitFor('ended'), `the worker's end; its log: ${worker.stderr.slice(-2000)}`);
+  assert.is(ended.reusable, false);
+  assert.match(worker.stderr, 'a second STOP');
+  assert.is(await bounded(worker.exited, 'worker exit'), 0, worker.stderr);
+  assert.equal(await sessionUnits(sandbox), []);
+});
+
+test.run();
