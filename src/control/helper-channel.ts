@@ -127,8 +127,18 @@ export function parseEnd(payload: Buffer): EndReport {
     bytesIn: payload.readBigUInt64BE(3),
     bytesOut: payload.readBigUInt64BE(11),
     remainder,
-    text: text(payload.subarray(HelperLimits.END_FIXED_SIZE + length), HelperLimits.MAX_REPORT_TEXT, 'END text'),
+    text: oneLine(text(payload.subarray(HelperLimits.END_FIXED_SIZE + length), HelperLimits.MAX_REPORT_TEXT, 'END text'), 'END text'),
   };
+}
+
+/** C0, DEL and C1 controls: the helper's texts are one-line diagnostics (vsnprintf of fixed formats and
+ * strerror), never holding one. END text reaches the client's ERROR and root's journal unquoted, where a
+ * line break starts an entry of its own (log.ts writes one per line). */
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
+
+function oneLine(value: string, what: string): string {
+  if (CONTROL_CHARACTER.test(value)) throw new HelperChannelError(`${what} holds a control character`);
+  return value;
 }
 
 function parseMessage(type: number, payload: Buffer): HelperMessage {

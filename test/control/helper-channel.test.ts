@@ -109,4 +109,12 @@ test('STOP once: the helper sends one for the client\'s STOP, so a second is a b
   assert.match(decoder.push(stop).fault?.message ?? '', /a second STOP/);
 });
 
+test('END text is one line of text: no control character can start a journal line of its own', () => {
+  for (const text of ['worn out\nsession x.service could not be cleaned up', 'a\rb', 'bell\u0007', 'esc\u001b[2J', 'del\u007f', 'csi\u009b1m', 'nul\u0000']) {
+    refuses(end(7, 0, Buffer.alloc(0), text), /END text holds a control character/);
+  }
+  const fine = decodeAll(end(7, 0, Buffer.alloc(0), 'cannot enter the working directory: Permission denied (é, tab-free)'));
+  assert.is((fine[0] as Extract<HelperMessage, { type: 'end' }>).report.text, 'cannot enter the working directory: Permission denied (é, tab-free)');
+});
+
 test.run();

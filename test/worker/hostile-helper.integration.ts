@@ -70,4 +70,15 @@ test('a helper that floods STOP messages has its channel failed at the second (t
   assert.equal(await sessionUnits(sandbox), []);
 });
 
+test("a helper's end report cannot start a line of root's journal", async () => {
+  const { worker, client } = await hostileSession('end-lines');
+  await bounded(client.closed(), 'the connection closed');
+  await bounded(worker.waitFor('ended'), 'the worker ended');
+  assert.is(await bounded(worker.exited, 'worker exit'), 0, worker.stderr);
+  const forged = worker.stderr.split('\n').filter((line) => /^<\d>worker\[\d+\]: session opencode-pty-session-0\.service/.test(line));
+  assert.equal(forged, [], worker.stderr);
+  assert.match(worker.stderr, 'END text');
+  assert.equal(await sessionUnits(sandbox), []);
+});
+
 test.run();
