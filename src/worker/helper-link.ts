@@ -20,6 +20,7 @@ export class HelperLink {
   #buffer = Buffer.allocUnsafe(64 * 1024);
   #done = false;
   #logs = 0;
+  #failed = false;
 
   /** Takes ownership of `fd`, the worker's end of the control socketpair. */
   constructor(fd: number, events: HelperLinkEvents) {
@@ -87,7 +88,13 @@ export class HelperLink {
     this.#fd = -1;
   }
 
+  /** The helper sent something it never sends: whatever runs it is not our helper any more. */
+  get failed(): boolean {
+    return this.#failed;
+  }
+
   #fail(error: Error): void {
+    this.#failed = true;
     this.#stop();
     this.#events.failed(error);
   }

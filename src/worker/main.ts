@@ -103,7 +103,9 @@ async function main(): Promise<number> {
     // Reusable only after a clean end: the unit is gone, every fd of the session closed.
     // A peer's descriptor still closing on a thread of its own (a FUSE FLUSH never answered) may hold
     // this process for good: it ends, and its slot stays taken until it has (broker.ts #adopt).
-    const reusable = ran.clean && native().pendingCloses() === 0 && !closing && served < config.limits.sessionsPerWorker && received.message.reuse === true;
+    // Nor after a helper that broke its control channel: nothing it sent is known to be harmless to the
+    // next session of this process, and a fresh worker costs one start.
+    const reusable = ran.clean && !ran.helperFailed && native().pendingCloses() === 0 && !closing && served < config.limits.sessionsPerWorker && received.message.reuse === true;
     sendControl(control, { type: 'ended', reason: ran.reason, reusable });
     if (!ran.clean) {
       manager.close();
@@ -124,7 +126,7 @@ async function runSession(
   manager: Awaited<ReturnType<typeof openBusSession>>,
   config: Config,
   running: (session: Session) => void,
-): Promise<{ reason: string; clean: boolean }> {
+): Promise<{ reason: string; clean: boolean; helperFailed: boolean }> {
   const [clientFd, pidfd] = received.fds as [number, number];
   const { peer, deadlineMs, version = PROTOCOL_VERSION } = received.message as Extract<Received['message'], { type: 'session' }>;
   if (!Number.isInteger(version) || version < PROTOCOL_VERSION || version > LATEST_VERSION) throw new Error(`the broker chose protocol version ${version}, which this worker does not speak`);
@@ -141,11 +143,11 @@ async function runSession(
   try {
     const reason = await session.run();
     log(`session ${session.unit ?? '(none)'} ended: ${session.ending ? describeEnd(session.ending) : reason}`, { ...sessionFields(session.unit), RESULT: reason });
-    return { reason, clean: true };
+    return { reason, clean: true, helperFailed: session.helperFailed };
   } catch (error) {
     // Stopping the unit failed: the broker sees this report (or our exit) and stops the unit itself.
     log(`session ${session.unit ?? ''} could not be cleaned up: ${(error as Error).message}`, sessionFields(session.unit), 'error');
-    return { reason: 'cleanup-failed', clean: false };
+    return { reason: 'cleanup-failed', clean: false, helperFailed: session.helperFailed };
   }
 }
 

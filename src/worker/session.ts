@@ -93,6 +93,11 @@ export class Session {
     return this.#ending;
   }
 
+  /** The session helper broke its control channel (helper-channel.ts): its process was not ours to trust. */
+  get helperFailed(): boolean {
+    return this.#helper?.failed === true;
+  }
+
   /** The worker's own end: broker shutdown or a failure of ours. */
   end(reason: 'shutdown' | 'error', error: SessionError): void {
     if (this.#phase === 'final' || this.#phase === 'done') return;

@@ -81,4 +81,14 @@ test("a helper's end report cannot start a line of root's journal", async () => 
   assert.equal(await sessionUnits(sandbox), []);
 });
 
+test('a worker whose helper broke the control channel is not offered for another session', async () => {
+  const { worker, client } = await hostileSession('junk', true);
+  await bounded(client.closed(), 'the connection closed');
+  const ended = await bounded(worker.waitFor('ended'), 'the worker ended');
+  assert.match(worker.stderr, 'unknown message type 0x99');
+  assert.equal(ended, { type: 'ended', reason: 'error', reusable: false });
+  assert.is(await bounded(worker.exited, 'worker exit'), 0, worker.stderr);
+  assert.equal(await sessionUnits(sandbox), []);
+});
+
 test.run();
