@@ -12,6 +12,8 @@ export type ClientErrorCode =
   | 'UNKNOWN'
   /** The socket could not be connected (`errno` says why). */
   | 'CONNECT'
+  /** The socket's server is not root's (the message names its uid): nothing was sent to it. */
+  | 'SERVER_UID'
   /** The server closed or vanished before the session ended. */
   | 'HANGUP'
   /** The working directory could not be opened as a directory (`errno` says why). */

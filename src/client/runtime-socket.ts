@@ -67,6 +67,22 @@ export class RuntimeSocket extends EventEmitter {
       const errno = (error as { code?: string }).code;
       return Promise.reject(new ClientError('CONNECT', `cannot connect to ${path}: ${errno ?? String(error)}`, { errno, cause: error }));
     }
+    // Only root's server may have what START carries: the caller's whole environment (tokens, keys) and a
+    // descriptor of its working directory. A socket path of the caller's choosing (--socket,
+    // OPENCODE_PTY_SOCKET) may be one another account created; the kernel fixed the listener's
+    // credentials at its listen(2), before anything is sent.
+    let uid: number;
+    try {
+      uid = native().peerCredentials(fd).uid;
+    } catch (error) {
+      closeQuietly(fd);
+      const errno = (error as { code?: string }).code;
+      return Promise.reject(new ClientError('CONNECT', `cannot read the credentials of ${path}: ${errno ?? String(error)}`, { errno, cause: error }));
+    }
+    if (uid !== 0) {
+      closeQuietly(fd);
+      return Promise.reject(new ClientError('SERVER_UID', `the server at ${path} runs as uid ${uid}, not root: nothing was sent`));
+    }
     try {
       return Promise.resolve(new RuntimeSocket(adopt(fd), fd));
     } catch (error) {

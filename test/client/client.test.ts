@@ -1,8 +1,11 @@
 // The client library against a hand-driven server: handshake, START with its cwd fd, credit both ways, every end.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { closeSync, fstatSync, openSync, readdirSync, readlinkSync, statSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { chmodSync, closeSync, fstatSync, mkdtempSync, openSync, readdirSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { once } from 'node:events';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ErrorCode, LATEST_VERSION, Limits, PROTOCOL_VERSION, encodeFrame } from '../../src/protocol/index.ts';
 import { ClientError, connect, exitStatus, type Client, type Session } from '../../src/client/index.ts';
 import { TestServer, type ServerConnection } from './test-server.ts';
@@ -139,6 +142,54 @@ test('connecting to a missing socket rejects with CONNECT and the errno', async 
   assert.is(error.errno, 'ENOENT');
   server.close();
 });
+
+test('a socket served by another account than root is refused before a byte is sent (the environment and cwd fd go only to root)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'opencode-pty-client-impostor-'));
+  chmodSync(dir, 0o777);
+  const path = join(dir, 'supervisor.sock');
+  // An impostor of another account listens where a client was pointed (a socket path it could create),
+  // and says how many bytes the first connection brought.
+  const impostor = spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '/usr/bin/python3', '-c', IMPOSTOR, path], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let said = '';
+  const listening = new Promise<void>((resolve, reject) => {
+    impostor.stdout!.on('data', (chunk: Buffer) => {
+      said += chunk;
+      if (said.includes('listening')) resolve();
+    });
+    impostor.once('exit', () => reject(new Error(`the impostor exited: ${said}`)));
+  });
+  try {
+    await listening;
+    const error = await rejection(connect(path, { timeoutMs: 5000 }));
+    assert.is(error.code, 'SERVER_UID');
+    assert.match(error.message, 'uid 65534');
+    await once(impostor, 'exit');
+    assert.match(said, 'received 0 bytes');
+  } finally {
+    impostor.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+const IMPOSTOR = `
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1])
+s.listen(1)
+print("listening", flush=True)
+conn, _ = s.accept()
+conn.settimeout(10)
+got = b""
+try:
+    while True:
+        chunk = conn.recv(4096)
+        if not chunk:
+            break
+        got += chunk
+except socket.timeout:
+    pass
+print(f"received {len(got)} bytes", flush=True)
+`;
 
 test('START carries the cwd fd (same dev/ino), its fields, and the client closes its own copy', async () => {
   const server = new TestServer();
