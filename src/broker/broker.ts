@@ -240,12 +240,14 @@ export class Broker {
       const handed = native().dupCloexec(socket.fd);
       const remaining = config.limits.handshakeTimeoutMs - clientMs - (Date.now() - resumedAt);
       try {
+        // Takes `handed` and the pidfd, sent or not: a copy closed twice could be someone else's by then.
         worker.handOff(this.#nextId++, handed, pidfd, { ...credentials, cgroup }, Math.max(remaining, 1), version);
       } catch (error) {
-        closeQuietly(handed);
-        throw new SessionError(ErrorCode.INTERNAL, `hand-off failed: ${(error as Error).message}`);
+        // Not adopted: the slot is freed below and the worker, told nothing more, ends by itself.
+        throw new SessionError(ErrorCode.INTERNAL, `hand-off to worker ${worker.child.pid} failed: ${(error as Error).message}`, { cause: error });
+      } finally {
+        pidfd = -1;
       }
-      pidfd = -1;
       handedOff = true;
       this.#sessions.adopt(worker);
       socket.close();

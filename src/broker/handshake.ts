@@ -40,7 +40,8 @@ const PEER_GONE_CODES = new Set(['EOF', 'CLOSED', 'PEER_GONE', 'ECONNRESET', 'EP
 
 /** What the peer is told, and what the journal says: a failure that is not the peer's keeps its cause. */
 export function handshakeRefusal(error: unknown): { error: SessionError; log: string; internal: boolean } {
-  if (error instanceof SessionError) return { error, log: error.message, internal: false };
+  // INTERNAL is the supervisor's own failure (no worker, a hand-off the kernel refused), never the client's.
+  if (error instanceof SessionError) return { error, log: error.message, internal: error.wireCode === ErrorCode.INTERNAL };
   const code = (error as { code?: string })?.code;
   const message = (error as Error)?.message ?? String(error);
   // pidfd_open or /proc on a peer that exited: it cannot be authenticated, and it was not our failure.

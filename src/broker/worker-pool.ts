@@ -9,6 +9,8 @@ import { closeSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../config/schema.ts';
 import { FdSocket } from '../io/fd-socket.ts';
+import { closeQuietly } from '../io/fds.ts';
+import { IoError } from '../io/io-error.ts';
 import type { Logger } from '../log.ts';
 import { native } from '../native/binding.ts';
 import { ControlDecoder, encodeControl, type PeerIdentity, type WorkerMessage } from '../control/broker-worker.ts';
@@ -109,7 +111,14 @@ export class WorkerHandle {
         this.#onMessage(message);
       }
     });
-    this.control.on('error', () => undefined);
+    // A send that failed (the hand-off's ETOOMANYREFS, say) or a read that stopped: nothing more can
+    // pass between us, so this worker could hold a slot for a session it never got, or report an end
+    // nobody reads. Closed here, it reads EOF and ends (its session, if any, with SHUTDOWN).
+    this.control.on('error', (error) => {
+      if (this.control.closed) return;
+      log('warning', `worker ${this.child.pid}: control channel failed (${error.message}); ending it`);
+      this.control.close();
+    });
   }
 
   /** A new ready promise, which the next 'ready' resolves and the process's death rejects. */
@@ -142,9 +151,26 @@ export class WorkerHandle {
     this.#onMessage = listener;
   }
 
-  /** Hands over the connection and the peer's pidfd; the control socket closes our copies once sent. */
+  /**
+   * Hands over the connection and the peer's pidfd. Takes both whatever happens: sent, the control
+   * socket closes our copies once the kernel has them; not sent, they are closed here. Throws when
+   * they did not go: the control socket is closed, or the kernel refused the send, e.g. ETOOMANYREFS
+   * (unix(7): our user has more descriptors in flight than our RLIMIT_NOFILE, and the broker holds no
+   * capability to pass that). The worker then learns nothing more and ends ('error' above).
+   */
   handOff(id: number, clientFd: number, pidfd: number, peer: PeerIdentity, deadlineMs: number, version: number): void {
-    this.control.write(encodeControl({ type: 'session', id, peer, deadlineMs, version, reuse: true }), [clientFd, pidfd]);
+    try {
+      this.control.write(encodeControl({ type: 'session', id, peer, deadlineMs, version, reuse: true }), [clientFd, pidfd]);
+    } catch (error) {
+      closeQuietly(clientFd);
+      closeQuietly(pidfd);
+      throw error;
+    }
+    const failure = this.control.writeFailure;
+    if (failure?.errno === 'ETOOMANYREFS') {
+      throw new IoError(failure.code, `${failure.message} (more descriptors in flight for uid ${process.getuid?.()} than this process's RLIMIT_NOFILE)`, { errno: failure.errno, syscall: failure.syscall, cause: failure });
+    }
+    if (failure) throw failure;
   }
 
   shutdown(): void {

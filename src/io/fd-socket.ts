@@ -92,6 +92,12 @@ export class FdSocket extends EventEmitter {
     return this.#writer.max;
   }
 
+  /** Why a send failed, once one has (reported through 'error' too): later writes are dropped. Set
+   * within the write() whose send failed, so a caller handing over fds can tell at once they never went. */
+  get writeFailure(): IoError | undefined {
+    return this.#writer.failure;
+  }
+
   /** Reads exactly n bytes, never more, so bytes after them (and any fd riding on those) stay in the kernel
    * for whoever reads next. fds are gathered across the partial reads; each recvmsg has control space for what
    * is left of maxFds (at least one, so a stray fd is seen, never silently dropped): the caller checks the

@@ -23,6 +23,7 @@ export class SocketWriter {
   #queue = new WriteQueue();
   #blocked = false;
   #failed = false;
+  #failure: IoError | undefined;
 
   constructor(fd: number, maxQueued: number, hooks: WriterHooks) {
     this.#fd = fd;
@@ -40,6 +41,11 @@ export class SocketWriter {
 
   get max(): number {
     return this.#max;
+  }
+
+  /** Why sendmsg failed, once it has: nothing more is sent, and what was queued (fds included) is closed. */
+  get failure(): IoError | undefined {
+    return this.#failure;
   }
 
   /** See FdSocket.write. */
@@ -69,7 +75,8 @@ export class SocketWriter {
         sent = native().sendmsg(this.#fd, chunk.data, chunk.offset, chunk.data.length - chunk.offset, fds);
       } catch (error) {
         this.drop();
-        this.#hooks.failed(fromSystemError(error, 'sendmsg'));
+        this.#failure = fromSystemError(error, 'sendmsg');
+        this.#hooks.failed(this.#failure);
         return;
       }
       if (sent <= 0) return this.#setBlocked(true);

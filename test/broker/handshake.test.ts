@@ -11,6 +11,11 @@ test('a SessionError goes to the peer as it is', () => {
   assert.equal(handshakeRefusal(error), { error, log: 'unsupported protocol version', internal: false });
 });
 
+test('a SessionError INTERNAL (no worker, a refused hand-off) is ours: logged each time, not in the per-peer episode', () => {
+  const error = new SessionError(ErrorCode.INTERNAL, 'hand-off to worker 7 failed: sendmsg failed: ETOOMANYREFS');
+  assert.equal(handshakeRefusal(error), { error, log: error.message, internal: true });
+});
+
 test('a peer that closed is PROTOCOL, logged as that', () => {
   const refusal = handshakeRefusal(new IoError('EOF', 'peer closed'));
   assert.is(refusal.error.wireCode, ErrorCode.PROTOCOL);
