@@ -1,5 +1,6 @@
 // One D-Bus connection to systemd: fd passing asserted, every call bounded by a timeout, counted
 // match rules and our own dispatch of the few systemd signals we use. The only user of dbus-next.
+import { constants as osConstants } from 'node:os';
 import dbus, { type Message, type MessageBus, type SessionBusOptions, type Variant } from 'dbus-next';
 import { marshallMessage, messageToJsFmt } from 'dbus-next/lib/marshall-compat.js';
 import { unmarshall } from 'dbus-next/lib/message.js';
@@ -37,7 +38,10 @@ export interface OpenOptions {
 
 /** Fields of dbus-next we rely on that its typings do not declare (lib/bus.js, lib/connection.js). */
 interface BusInternals {
-  _connection: { stream: { supportsUnixFd?: boolean; on(event: string, listener: () => void): void }; on(event: string, listener: () => void): void };
+  _connection: {
+    stream: { supportsUnixFd?: boolean; on(event: string, listener: () => void): void; destroy(error?: Error): void };
+    on(event: string, listener: () => void): void;
+  };
   _methodReturnHandlers: Record<number, unknown>;
 }
 
@@ -54,6 +58,19 @@ export function unwrapVariants(value: unknown): unknown {
 /** Property tuples as StartTransientUnit's `a(sv)`: Variants are made here, at the edge. */
 export function toVariantProperties(tuples: readonly PropertyTuple[]): Array<[string, Variant]> {
   return tuples.map(([name, signature, value]) => [name, new dbus.Variant(signature, value)]);
+}
+
+/** Linux errno values Node's os.constants.errno lacks (asm-generic/errno.h). */
+const MORE_ERRNOS: Record<number, string> = { 109: 'ETOOMANYREFS' };
+
+/** usocket's errors name the call and the errno's number, not its name (libuv has none for ETOOMANYREFS). */
+export function describeSocketError(error: Error): string {
+  const { code, errno, syscall } = error as { code?: unknown; errno?: unknown; syscall?: unknown };
+  const number = typeof errno === 'number' ? Math.abs(errno) : undefined;
+  const known = Object.entries(osConstants.errno).find(([, value]) => value === number)?.[0];
+  const name = typeof code === 'string' && code ? code : (known ?? (number === undefined ? undefined : (MORE_ERRNOS[number] ?? `errno ${number}`)));
+  const call = typeof syscall === 'string' ? syscall : undefined;
+  return name || call ? [call, name].filter(Boolean).join(' ') : error.message;
 }
 
 function timeout(what: string, ms: number): SystemdError {
@@ -91,6 +108,7 @@ export class DbusConnection {
       throw new SystemdError('DBUS_CONNECT_FAILED', `cannot connect to ${address}`, { cause });
     }
     const connection = new DbusConnection(bus, timeoutMs);
+    connection.#watchDestroy();
     try {
       await connection.#handshake(address);
       // Without fd passing a call carrying an fd is never answered; refuse the connection instead.
@@ -113,6 +131,21 @@ export class DbusConnection {
       throw error;
     }
     return connection;
+  }
+
+  /**
+   * usocket's stream replaces destroy() with its own, which closes the socket and emits nothing. Node's
+   * stream calls it when a write fails (sendmsg ETOOMANYREFS for the descriptors of a start, EPIPE…),
+   * so the socket was gone with no 'error' or 'close': every call waited out its timeout and a unit's
+   * watch waited forever, on a connection everyone took for live. Its destroy() is the one sure sign.
+   */
+  #watchDestroy(): void {
+    const stream = (this.#bus as unknown as BusInternals)._connection.stream;
+    const destroy = stream.destroy;
+    stream.destroy = (error?: Error) => {
+      destroy.call(stream, error);
+      this.#markClosed(new SystemdError('DBUS_CLOSED', `D-Bus socket ${error ? `failed: ${describeSocketError(error)}` : 'closed'}`, { cause: error }));
+    };
   }
 
   #handshake(address: string): Promise<void> {

@@ -3,7 +3,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import dbus from 'dbus-next';
-import { DbusConnection, toVariantProperties, unwrapVariants, type SystemdSignal } from '../../src/systemd/dbus-connection.ts';
+import { closeSync, openSync } from 'node:fs';
+import { DbusConnection, describeSocketError, toVariantProperties, unwrapVariants, type SystemdSignal } from '../../src/systemd/dbus-connection.ts';
 import { FakeBus } from './fake-bus.ts';
 import { rejectsCode } from './helpers.ts';
 
@@ -29,6 +30,13 @@ test('toVariantProperties wraps each tuple value with its signature', () => {
   assert.ok(variant instanceof dbus.Variant);
   assert.is(variant.signature, 'a(sasas)');
   assert.equal(variant.value, [['/bin/true', ['/bin/true'], ['no-env-expand']]]);
+});
+
+test("usocket's errors are named by call and errno, which libuv names not for ETOOMANYREFS", () => {
+  const usocket = (errno: number) => Object.assign(new Error(", USocketWrap '../src/uwrap.cc:608'"), { errno, syscall: 'sendmsg' });
+  assert.is(describeSocketError(usocket(109)), 'sendmsg ETOOMANYREFS');
+  assert.is(describeSocketError(usocket(32)), 'sendmsg EPIPE');
+  assert.is(describeSocketError(new Error('plain')), 'plain');
 });
 
 test('a bus that refuses fd passing is refused with DBUS_NO_FD_PASSING', async () => {
@@ -142,6 +150,29 @@ test('losing the connection fails calls in flight with DBUS_CLOSED and tells onC
     assert.ok(connection.closed);
     await rejectsCode(connection.call({ path: '/', interface: 'test.Iface', member: 'Later' }), 'DBUS_CLOSED');
   } finally {
+    connection.close();
+    await bus.stop();
+  }
+});
+
+test('a send the kernel refuses (the descriptors of a start) ends the connection at once: calls fail DBUS_CLOSED with the cause, onClose is told', async () => {
+  const bus = await FakeBus.start({ refuseDescriptors: true });
+  // Long enough that a call which waited for its timeout would fail DBUS_TIMEOUT, not DBUS_CLOSED.
+  const connection = await DbusConnection.open(bus.address, { timeoutMs: 60_000 });
+  const fd = openSync('/dev/null', 'r');
+  try {
+    if (!bus.refusing) return; // a kernel without SO_PASSRIGHTS: nothing refuses the descriptor
+    const closed = new Promise<Error>((resolve) => connection.onClose(resolve));
+    // In flight before the refused send: it waits on the same connection.
+    const pending = connection.call({ path: '/', interface: 'test.Iface', member: 'NeverAnswered' });
+    const refused = connection.call({ path: '/', interface: 'test.Iface', member: 'TakeFd', signature: 'h', body: [fd] });
+    const error = await rejectsCode(refused, 'DBUS_CLOSED');
+    assert.match(String((error as Error).message), /EPERM/);
+    await rejectsCode(pending, 'DBUS_CLOSED');
+    assert.match((await closed).message, /EPERM/);
+    assert.ok(connection.closed);
+  } finally {
+    closeSync(fd);
     connection.close();
     await bus.stop();
   }

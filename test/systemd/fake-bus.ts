@@ -6,6 +6,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import dbus from 'dbus-next';
+import { passRights } from '../../src/io/pass-rights.ts';
 
 const require = createRequire(import.meta.url);
 // dbus-next's own marshaller builds the replies, so the fake speaks exactly what the client parses.
@@ -21,6 +22,8 @@ export interface FakeBusOptions {
   refuseFds?: boolean;
   /** Answer Hello, then nothing at all. */
   silentAfterHello?: boolean;
+  /** Agree to fd passing, then refuse every descriptor in the kernel (SO_PASSRIGHTS off: the sender's sendmsg fails with EPERM). */
+  refuseDescriptors?: boolean;
 }
 
 export interface ReceivedCall {
@@ -107,8 +110,12 @@ export class FakeBus {
     rmSync(this.#dir, { recursive: true, force: true });
   }
 
+  /** Whether refuseDescriptors took effect (a kernel before 6.16 has no SO_PASSRIGHTS). */
+  refusing = false;
+
   #serve(socket: Socket): void {
     this.#client = socket;
+    if (this.#options.refuseDescriptors) this.refusing = passRights((socket as unknown as { _handle: { fd: number } })._handle.fd, false);
     let buffer = Buffer.alloc(0);
     let authenticated = false;
     socket.on('error', () => undefined);
