@@ -2,7 +2,9 @@
 // connection the way the broker does, and speaks the protocol to it through a raw client.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { chownSync, closeSync, constants, fstatSync, mkdirSync, openSync } from 'node:fs';
+import { chownSync, closeSync, constants, fstatSync, mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as assert from 'uvu/assert';
 import { DEFAULT_LIMITS, DEFAULT_SESSION, type Config, type SessionConfig } from '../../src/config/schema.ts';
@@ -12,6 +14,7 @@ import { FrameDecoder, encodeFrame, type Frame, type FrameName, type FrameOf } f
 import { ControlDecoder, encodeControl, type PeerIdentity, type WorkerMessage } from '../../src/control/broker-worker.ts';
 import { bootSandbox, SOCKET_GROUP, type Sandbox } from '../sandbox/index.ts';
 import { HELPER_MODE } from '../sandbox/deploy.ts';
+import { bounded, descriptorReport, processState, workerReportArgs } from './stall-report.ts';
 
 export const HELPER_INSIDE = '/opt/opencode-pty/opencode-pty-session';
 const WORKER_MAIN = fileURLToPath(new URL('../../src/worker/main.ts', import.meta.url));
@@ -72,17 +75,22 @@ export class WorkerProcess {
   readonly messages: WorkerMessage[] = [];
   readonly exited: Promise<number | null>;
   stderr = '';
+  /** Where the worker writes its diagnostic report when a wait stalls (stall-report.ts). */
+  readonly reportDir = mkdtempSync(join(tmpdir(), 'worker-report-'));
   #waiters: Array<() => void> = [];
 
   constructor(sandbox: Sandbox, config: Config) {
     const [ours, theirs] = native().socketpair();
-    this.child = spawn(process.execPath, ['--import', 'tsx', WORKER_MAIN], {
+    this.child = spawn(process.execPath, [...workerReportArgs(this.reportDir), '--import', 'tsx', WORKER_MAIN], {
       stdio: ['ignore', 'inherit', process.env.WORKER_STDERR ? 'inherit' : 'pipe', theirs],
       env: { ...process.env, OPENCODE_PTY_WORKER_CONFIG: JSON.stringify(config), OPENCODE_PTY_BUS_ADDRESS: sandbox.busAddress },
     });
     closeSync(theirs);
     this.child.stderr?.on('data', (chunk) => (this.stderr += chunk));
-    this.exited = once(this.child, 'exit').then(([code]) => code as number | null);
+    this.exited = once(this.child, 'exit').then(([code]) => {
+      rmSync(this.reportDir, { recursive: true, force: true });
+      return code as number | null;
+    });
     this.control = new FdSocket(ours);
     const decoder = new ControlDecoder();
     this.control.startReading((chunk) => {
@@ -92,7 +100,30 @@ export class WorkerProcess {
     this.control.on('end', () => this.control.close());
   }
 
-  async waitFor<T extends WorkerMessage['type']>(type: T): Promise<Extract<WorkerMessage, { type: T }>> {
+  waitFor<T extends WorkerMessage['type']>(type: T): Promise<Extract<WorkerMessage, { type: T }>> {
+    return bounded(`waiting for the worker's '${type}'`, this.#waitFor(type), () => this.stallReport());
+  }
+
+  /** The worker's exit code, bounded like every wait here. */
+  exitCode(): Promise<number | null> {
+    return bounded('waiting for the worker to exit', this.exited, () => this.stallReport());
+  }
+
+  /** What this worker and this process hold and do, for a wait that stalled (stall-report.ts). */
+  async stallReport(client?: RawClient): Promise<string> {
+    const pid = this.child.pid;
+    const alive = pid !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+    const lines = [
+      `worker ${pid}: ${alive ? 'alive' : `exited (${this.child.signalCode ?? this.child.exitCode})`}; its messages: ${JSON.stringify(this.messages)}`,
+      client ? `client fd ${client.socket.fd}: ended ${client.ended}, frames ${JSON.stringify(client.frames.map((f) => (f.type === 'output' ? 'output' : f)), (_, v) => (typeof v === 'bigint' ? String(v) : v))}, ${client.raw.length} bytes` : '',
+      alive ? await processState(pid, this.reportDir) : '',
+      descriptorReport(alive ? [pid] : []),
+      `worker stderr:\n${this.stderr}`,
+    ];
+    return lines.filter(Boolean).join('\n');
+  }
+
+  async #waitFor<T extends WorkerMessage['type']>(type: T): Promise<Extract<WorkerMessage, { type: T }>> {
     for (;;) {
       const found = this.messages.find((message) => message.type === type);
       if (found) return found as Extract<WorkerMessage, { type: T }>;
@@ -202,8 +233,18 @@ export class RawClient {
     this.send(frame, options.fds ?? [dirFd]);
   }
 
+  /** What the worker and this process hold, for a wait that stalled; this client's own state without a worker. */
+  #stallReport(): Promise<string> {
+    if (this.worker) return this.worker.stallReport(this);
+    return Promise.resolve(`client fd ${this.socket.fd}: ended ${this.ended}, ${this.frames.length} frames\n${descriptorReport([])}`);
+  }
+
   /** Resolves with the first frame of that type, or rejects when the connection ends first. */
-  async waitFor<T extends FrameName>(type: T): Promise<FrameOf<T>> {
+  waitFor<T extends FrameName>(type: T): Promise<FrameOf<T>> {
+    return bounded(`waiting for ${type}`, this.#waitFor(type), () => this.#stallReport());
+  }
+
+  async #waitFor<T extends FrameName>(type: T): Promise<FrameOf<T>> {
     for (;;) {
       const found = this.frames.find((frame) => frame.type === type);
       if (found) return found as FrameOf<T>;
@@ -213,7 +254,11 @@ export class RawClient {
   }
 
   /** Resolves once the output contains `text`. */
-  async waitForOutput(text: string): Promise<string> {
+  waitForOutput(text: string): Promise<string> {
+    return bounded(`waiting for output ${JSON.stringify(text)}`, this.#waitForOutput(text), () => this.#stallReport());
+  }
+
+  async #waitForOutput(text: string): Promise<string> {
     for (;;) {
       const seen = this.output.toString('utf8');
       if (seen.includes(text)) return seen;
@@ -223,7 +268,11 @@ export class RawClient {
   }
 
   /** Resolves when the server closed the connection. */
-  async closed(): Promise<void> {
+  closed(): Promise<void> {
+    return bounded('waiting for the connection to close', this.#closed(), () => this.#stallReport());
+  }
+
+  async #closed(): Promise<void> {
     while (!this.ended) await new Promise<void>((resolve) => this.#waiters.push(resolve));
   }
 
@@ -266,6 +315,6 @@ export async function startSession(sandbox: Sandbox, dir: string, argv: string[]
 
 /** The worker exited by itself with 0 and no session unit is left. */
 export async function expectNoUnits(sandbox: Sandbox, worker: WorkerProcess): Promise<void> {
-  assert.is(await worker.exited, 0, worker.stderr);
+  assert.is(await worker.exitCode(), 0, worker.stderr);
   assert.equal(await sessionUnits(sandbox), []);
 }
