@@ -209,13 +209,20 @@ export class Session {
       // The helper's word is untrusted: what it broke is logged as its fault, quoted (never spliced in).
       failed: (error) => this.#deps.log(`${name}: protocol fault of the session helper on its control channel: ${JSON.stringify(error.message)}`),
     });
+    // The call may wait for the bus (a reconnection) and marshal its descriptors only then, while an
+    // abort meanwhile closes the session's own: it gets copies of its own, closed once it has settled,
+    // so no number closed before it is sent can name another file by then.
+    const stdinFd = native().dupCloexec(cwdFd);
+    const stdoutFd = native().dupCloexec(this.#client.fd);
     let started;
     try {
       // The client connection itself is the helper's stdout: it speaks the data phase. Our fd stays a
       // dup we never read; systemd holds one more until it releases the unit.
-      started = await manager.startSession(name, { ...spec, cwdFd, stdoutFd: this.#client.fd, stderrFd: helperEnd });
+      started = await manager.startSession(name, { ...spec, cwdFd: stdinFd, stdoutFd, stderrFd: helperEnd });
     } finally {
       closeQuietly(helperEnd);
+      closeQuietly(stdinFd);
+      closeQuietly(stdoutFd);
     }
     this.#units.watch((error) => this.#onWatchLost(error));
     this.#helper.start();
