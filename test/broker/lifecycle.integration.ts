@@ -67,7 +67,11 @@ test('a socket whose group is not the configured socket group keeps the broker f
   const setGroup = async (group: string) => {
     await sandbox.install([{ content: `[Socket]\nSocketGroup=${group}\n`, to: dropIn }]);
     await sandbox.systemctl('daemon-reload');
-    await sandbox.systemctl('restart', 'opencode-pty-supervisor.socket');
+    // A socket whose service still runs (the last test's broker, not yet idle under load) refuses to
+    // start again ("Socket service … already active, refusing"), and the next connect found no socket.
+    await sandbox.systemctl('stop', BROKER_UNIT);
+    const restart = await sandbox.systemctl('restart', 'opencode-pty-supervisor.socket');
+    assert.is(restart.code, 0, restart.stderr);
   };
   // The client account's own group: every session program could connect; the broker refuses to serve.
   await setGroup(sandbox.client.group);
