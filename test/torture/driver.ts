@@ -182,12 +182,13 @@ async function rawCase(spec: RawCase, cwd: string): Promise<RawResult> {
     }
   };
   if (spec.dripMs) {
-    const bytes = spec.first ? Buffer.from(spec.first, 'hex') : HELLO;
+    // An empty `first` (HELLO cut at 0) is nothing at all, not the default HELLO.
+    const bytes = spec.first !== undefined ? Buffer.from(spec.first, 'hex') : HELLO;
     for (let i = 0; i < bytes.length && !result.closed; i += 1) {
       send(bytes.subarray(i, i + 1));
       await Promise.race([new Promise((resolve) => setTimeout(resolve, spec.dripMs)), done]);
     }
-  } else if (!spec.silent) send(spec.first ? Buffer.from(spec.first, 'hex') : HELLO, spec.fdOnFirst ? openFd(spec.fdOnFirst, cwd) : []);
+  } else if (!spec.silent) send(spec.first !== undefined ? Buffer.from(spec.first, 'hex') : HELLO, spec.fdOnFirst ? openFd(spec.fdOnFirst, cwd) : []);
   if (spec.start || spec.then) await Promise.race([welcome, done]);
   if (spec.start && !result.closed) {
     const stat = statSync(cwd, { bigint: true });
