@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -134,11 +135,53 @@ Napi::Value Recvmsg(const Napi::CallbackInfo& info) {
 // /proc alone (no file system is asked): a socket (its linger disarmed on receipt), a pipe, a file
 // on one of `fast` (our mounts that are not FUSE), or an anonymous inode. Anything else (FUSE, a
 // mount we cannot see) is closed on a thread of its own (fds.ts closeReceived decides the same way).
-bool ClosesAtOnce(int fd, const std::unordered_set<dev_t>& fast) {
+// Devices ("major:minor") of the mounts we see whose type is not FUSE, from /proc/self/mountinfo
+// (proc(5) "mountinfo": after the optional fields, " - " precedes the type; a device's last line
+// wins). Read only when a received file needs it: a connection that queued no descriptor (every one,
+// where the kernel refuses them: SO_PASSRIGHTS) costs no read of the mount table.
+struct FastDevices {
+  bool known = false;
+  std::unordered_set<dev_t> devices;
+
+  const std::unordered_set<dev_t>& Get() {
+    if (known) return devices;
+    known = true;
+    const int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return devices;  // no mount table: every file is closed on a thread of its own
+    std::string text;
+    char buffer[16384];
+    for (;;) {
+      const ssize_t got = read(fd, buffer, sizeof buffer);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) break;
+      text.append(buffer, static_cast<size_t>(got));
+    }
+    close(fd);
+    std::unordered_map<dev_t, bool> fuse;
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      const std::string line = text.substr(start, end - start);
+      start = end + 1;
+      unsigned major, minor;
+      if (sscanf(line.c_str(), "%*s %*s %u:%u", &major, &minor) != 2) continue;
+      const size_t dash = line.find(" - ");
+      if (dash == std::string::npos) continue;
+      fuse[makedev(major, minor)] = line.compare(dash + 3, 4, "fuse") == 0;
+    }
+    for (const auto& [device, isFuse] : fuse) {
+      if (!isFuse) devices.insert(device);
+    }
+    return devices;
+  }
+};
+
+bool ClosesAtOnce(int fd, FastDevices* fast) {
   struct statx stx;
   if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0) return true;  // EBADF
   if (S_ISSOCK(stx.stx_mode) || S_ISFIFO(stx.stx_mode)) return true;
-  if (fast.count(makedev(stx.stx_dev_major, stx.stx_dev_minor)) > 0) return true;
+  if (fast->Get().count(makedev(stx.stx_dev_major, stx.stx_dev_minor)) > 0) return true;
   char link[64], target[16];
   snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
   const ssize_t n = readlink(link, target, sizeof target);
@@ -155,20 +198,24 @@ Napi::Value DrainPeer(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   int fd;
   if (!ArgFd(info, 0, &fd)) return Napi::Value();
-  std::unordered_set<dev_t> fast;
-  if (!info[1].IsArray()) {
-    ThrowType(env, "The \"fastDevices\" argument must be an array of \"major:minor\" strings");
-    return Napi::Value();
-  }
-  Napi::Array devices = info[1].As<Napi::Array>();
-  for (uint32_t i = 0; i < devices.Length(); i++) {
-    Napi::Value item = devices.Get(i);
-    unsigned major, minor;
-    if (!item.IsString() || sscanf(item.As<Napi::String>().Utf8Value().c_str(), "%u:%u", &major, &minor) != 2) {
+  // Without a list the mount table is read here, and only if a received file needs it.
+  FastDevices fast;
+  if (!info[1].IsUndefined()) {
+    if (!info[1].IsArray()) {
       ThrowType(env, "The \"fastDevices\" argument must be an array of \"major:minor\" strings");
       return Napi::Value();
     }
-    fast.insert(makedev(major, minor));
+    fast.known = true;
+    Napi::Array devices = info[1].As<Napi::Array>();
+    for (uint32_t i = 0; i < devices.Length(); i++) {
+      Napi::Value item = devices.Get(i);
+      unsigned major, minor;
+      if (!item.IsString() || sscanf(item.As<Napi::String>().Utf8Value().c_str(), "%u:%u", &major, &minor) != 2) {
+        ThrowType(env, "The \"fastDevices\" argument must be an array of \"major:minor\" strings");
+        return Napi::Value();
+      }
+      fast.devices.insert(makedev(major, minor));
+    }
   }
   shutdown(fd, SHUT_RD);  // ENOTCONN, EBADF: nothing can be queued behind it
   static unsigned char data[64 * 1024];
@@ -200,7 +247,7 @@ Napi::Value DrainPeer(const Napi::CallbackInfo& info) {
     bool foreign = false;
     CollectFds(&msg, &fds, &foreign);
     for (int received_fd : fds) {
-      if (ClosesAtOnce(received_fd, fast)) {
+      if (ClosesAtOnce(received_fd, &fast)) {
         close(received_fd);
         closed++;
       } else if (CloseOnThread(received_fd)) {

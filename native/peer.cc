@@ -177,6 +177,49 @@ Napi::Value PidfdCgroup(const Napi::CallbackInfo& info) {
   return Napi::String::New(env, path);
 }
 
+// pidfdCgroup plus the start time (field 22 of /proc/<pid>/stat, clock ticks since boot) in one call:
+// both read by pid, then confirmed as pidfdCgroup does, so neither can be a successor's. Once per
+// accepted connection, so no JavaScript string work on the way.
+Napi::Value PidfdIdentity(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int pidfd;
+  pid_t pid;
+  if (!ArgFd(info, 0, &pidfd) || !PidOfPidfd(env, pidfd, &pid)) return Napi::Value();
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::string stat, text, path;
+  if (!ReadProcFile(proc + "/stat", &stat) || !ReadProcFile(proc + "/cgroup", &text)) {
+    ThrowErrno(env, errno == ENOENT ? ESRCH : errno, "read");
+    return Napi::Value();
+  }
+  // The command name may contain spaces and parentheses: fields are counted after the last ')'.
+  const size_t close = stat.rfind(')');
+  unsigned long long startTicks = 0;
+  if (close == std::string::npos ||
+      sscanf(stat.c_str() + close + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &startTicks) != 1) {
+    ThrowErrno(env, EINVAL, "read");
+    return Napi::Value();
+  }
+  if (!FindLine(text, "0::", &path)) {
+    ThrowErrno(env, ENOENT, "read");
+    return Napi::Value();
+  }
+  if (PidfdSignal(pidfd, 0) < 0 && errno != EPERM) {
+    ThrowErrno(env, errno, "pidfd_send_signal");
+    return Napi::Value();
+  }
+  pid_t again;
+  if (!PidOfPidfd(env, pidfd, &again)) return Napi::Value();
+  if (again != pid) {
+    ThrowErrno(env, ESRCH, "fdinfo");
+    return Napi::Value();
+  }
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("pid", Napi::Number::New(env, pid));
+  result.Set("cgroup", Napi::String::New(env, path));
+  result.Set("startTicks", Napi::Number::New(env, static_cast<double>(startTicks)));
+  return result;
+}
+
 Napi::Value PidfdSendSignal(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   int pidfd;
@@ -197,6 +240,7 @@ void InitPeer(Napi::Env env, Napi::Object exports) {
   exports.Set("pidfdOpen", Napi::Function::New(env, PidfdOpen, "pidfdOpen"));
   exports.Set("pidfdPid", Napi::Function::New(env, PidfdPid, "pidfdPid"));
   exports.Set("pidfdCgroup", Napi::Function::New(env, PidfdCgroup, "pidfdCgroup"));
+  exports.Set("pidfdIdentity", Napi::Function::New(env, PidfdIdentity, "pidfdIdentity"));
   exports.Set("pidfdSendSignal", Napi::Function::New(env, PidfdSendSignal, "pidfdSendSignal"));
 }
 

@@ -57,7 +57,6 @@ export class AcceptGate {
   /** Decides for a freshly accepted `fd` (never closes it). */
   async decide(fd: number): Promise<GateResult> {
     const { config } = this.#deps;
-    const acceptedTicks = ticksSinceBoot();
     let credentials: PeerCredentials;
     try {
       credentials = native().peerCredentials(fd);
@@ -72,7 +71,8 @@ export class AcceptGate {
     let pidfd = -1;
     let identity;
     try {
-      pidfd = peerPidfd(fd, credentials.pid, acceptedTicks);
+      // The clock is read (only where SO_PEERPIDFD is missing) in this same turn as the accept.
+      pidfd = peerPidfd(fd, credentials.pid, ticksSinceBoot);
       identity = pidfdIdentity(pidfd);
     } catch (error) {
       closeQuietly(pidfd);

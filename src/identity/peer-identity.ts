@@ -23,13 +23,14 @@ export function credentialsMatch(credentials: PeerCredentials, config: Config): 
  * process outside the client unit is still refused. Later checks use the pidfd, so from accept on
  * nothing can be swapped. `binding` is for tests that force the fallback.
  */
-export function peerPidfd(fd: number, pid: number, acceptedAtTicks: number, binding: PidfdBinding = native()): number {
+export function peerPidfd(fd: number, pid: number, acceptedAtTicks: number | (() => number), binding: PidfdBinding = native()): number {
   try {
     return binding.peerPidfd(fd);
   } catch (error) {
     if ((error as { code?: string }).code !== 'ENOPROTOOPT') throw error;
   }
-  return pidfdStartedBy(binding, pid, acceptedAtTicks);
+  // A function is read only here: the clock is needed by the fallback alone (a /proc read per connection otherwise).
+  return pidfdStartedBy(binding, pid, typeof acceptedAtTicks === 'function' ? acceptedAtTicks() : acceptedAtTicks);
 }
 
 /** What peerPidfd needs of the addon. */
@@ -66,12 +67,7 @@ export function processStartTicks(pid: number): number {
 
 /** The peer's cgroup and start time through its pidfd, both confirmed to belong to that live process. */
 export function pidfdIdentity(pidfd: number): { pid: number; cgroup: string; startTicks: number } {
-  const binding = native();
-  const pid = binding.pidfdPid(pidfd);
-  const startTicks = processStartTicks(pid);
-  // pidfdCgroup re-confirms afterwards that the pidfd's process is alive with the same PID, so the
-  // start time read before it cannot be a successor's.
-  const cgroup = binding.pidfdCgroup(pidfd);
-  if (binding.pidfdPid(pidfd) !== pid) throw Object.assign(new Error('peer process is gone'), { code: 'ESRCH' });
-  return { pid, cgroup, startTicks };
+  // One call: both are read by PID, then the pidfd's process is confirmed alive with the same PID,
+  // so neither can be a successor's.
+  return native().pidfdIdentity(pidfd);
 }

@@ -5,7 +5,7 @@
 // time, and no recvmsg of ours ever saw it to disarm it (socket(7) "SO_LINGER"). Where the kernel has
 // SO_PASSRIGHTS (pass-rights.ts), our sockets take no descriptors outside START and nothing is queued.
 import { native } from '../native/binding.ts';
-import { closeQuietly, mountTypes } from './fds.ts';
+import { closeQuietly } from './fds.ts';
 
 /**
  * Shuts our reading side, so the peer cannot queue anything more (a Unix stream peer's sends then fail
@@ -17,14 +17,10 @@ import { closeQuietly, mountTypes } from './fds.ts';
  * queue is left in flight and the caller must leave `fd` open for the process's exit to release.
  */
 export function drainPeer(fd: number): boolean {
-  let fast: string[] = [];
   try {
-    fast = [...mountTypes()].filter(([, type]) => !type.startsWith('fuse')).map(([device]) => device);
-  } catch {
-    // No mount table: every file on the queue is closed on a thread of its own.
-  }
-  try {
-    return native().drainPeer(fd, fast).complete;
+    // The addon reads the mount table only if a file arrives (never where SO_PASSRIGHTS refuses them):
+    // one read per refused connection was most of the broker's CPU under a connection flood.
+    return native().drainPeer(fd).complete;
   } catch {
     return true; // EBADF: nothing left to read
   }

@@ -60,6 +60,9 @@ export interface NativeBinding {
   /** The cgroup v2 path ("0::" line) of a pidfd's process, read from /proc and confirmed afterwards
    * (pidfd_send_signal 0) to still belong to the same live process; throws ESRCH otherwise. */
   pidfdCgroup(pidfd: number): string;
+  /** pidfdCgroup with the process's start time (field 22 of /proc/PID/stat, clock ticks since boot),
+   * both read by PID and then confirmed to belong to the pidfd's live process; throws ESRCH otherwise. */
+  pidfdIdentity(pidfd: number): { pid: number; cgroup: string; startTicks: number };
   /** recvmsg with MSG_DONTWAIT | MSG_CMSG_CLOEXEC into buffer[offset, offset+length). Control space is
    * always for the most descriptors one message can carry (253), so the kernel drops none in our
    * thread: `maxFds` (what the caller expects) is only checked for range; the caller counts `fds`.
@@ -67,9 +70,10 @@ export interface NativeBinding {
   recvmsg(fd: number, buffer: Buffer, offset: number, length: number, maxFds: number): ReceivedMessage | null;
   /** The last close's preparation of a peer's Unix socket (peer-close.ts): shutdown(SHUT_RD), then every
    * queued message read away, each descriptor on it closed (on a thread of its own unless it is a
-   * socket, a pipe, an anonymous inode or on one of `fastDevices`, "major:minor" of non-FUSE mounts).
+   * socket, a pipe, an anonymous inode or on one of `fastDevices`, "major:minor" of non-FUSE mounts;
+   * without the list, the non-FUSE mounts of /proc/self/mountinfo, read only if a received file needs it).
    * Once every close thread is taken it stops (`complete` false): the caller must leave `fd` open. */
-  drainPeer(fd: number, fastDevices: string[]): { messages: number; closed: number; detached: number; parked: number; complete: boolean };
+  drainPeer(fd: number, fastDevices?: string[]): { messages: number; closed: number; detached: number; parked: number; complete: boolean };
   /** sendmsg with MSG_DONTWAIT | MSG_NOSIGNAL, attaching fds (SCM_RIGHTS) when given.
    * Returns bytes sent, or -1 when it would block. */
   sendmsg(fd: number, buffer: Buffer, offset: number, length: number, fds?: number[]): number;

@@ -38,6 +38,18 @@ test('the forced fallback: a process that started by accept passes, and the pidf
   for (const fd of [pidfd, a, b]) closeSync(fd);
 });
 
+test('the accept time as a function: read by the fallback alone, and judged as the number would be', () => {
+  const [a, b] = native().socketpair();
+  let reads = 0;
+  const clock = () => (reads += 1, ticksSinceBoot());
+  closeSync(peerPidfd(a, process.pid, clock));
+  assert.is(reads, 0, 'SO_PEERPIDFD needs no clock');
+  closeSync(peerPidfd(a, process.pid, clock, oldKernel));
+  assert.is(reads, 1);
+  assert.is(code(() => peerPidfd(a, process.pid, () => processStartTicks(process.pid) - 1, oldKernel)), 'ESRCH');
+  for (const fd of [a, b]) closeSync(fd);
+});
+
 test('the forced fallback: a process younger than the accept is taken for a reused PID', () => {
   const [a, b] = native().socketpair();
   // "Accepted" one tick before this process started: as if the PID had been reused since.

@@ -31,6 +31,23 @@ test('queued messages with files, sockets and pipes: all read away and closed, a
   assert.equal(leakedSince(before), []);
 });
 
+test('without a device list the addon reads the mount table itself, only when a file arrives: a file on a mount we see is closed at once', () => {
+  const [a, b] = native().socketpair();
+  // Nothing queued: nothing to decide, no file read.
+  assert.equal(native().drainPeer(b), { messages: 0, closed: 0, detached: 0, parked: 0, complete: true });
+  closeAll([a, b]);
+  const [c, d] = native().socketpair();
+  const file = openSync('/proc/self/stat', 'r');
+  assert.is(native().sendmsg(c, Buffer.from('x'), 0, 1, [file]), 1);
+  // /proc is one of our mounts, and not FUSE: closed in this thread.
+  assert.equal(native().drainPeer(d), { messages: 1, closed: 1, detached: 0, parked: 0, complete: true });
+  // An empty list names no device: the same file is closed on a thread of its own.
+  const [e, f] = native().socketpair();
+  assert.is(native().sendmsg(e, Buffer.from('x'), 0, 1, [file]), 1);
+  assert.equal(native().drainPeer(f, []), { messages: 1, closed: 0, detached: 1, parked: 0, complete: true });
+  closeAll([c, d, e, f, file]);
+});
+
 test('a lingering TCP socket queued on the connection: the last close returns (in a child, killed if it hangs)', () => {
   const script = fileURLToPath(new URL('./peer-close-child.ts', import.meta.url));
   const child = spawnSync(process.execPath, ['--import', 'tsx', script], { encoding: 'utf8', timeout: 30_000 });
