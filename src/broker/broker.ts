@@ -47,6 +47,7 @@ export class Broker {
   #idleTimer: NodeJS.Timeout | undefined;
   #nextId = 1;
   #statusPending = false;
+  #lastStatus = '';
   #stopping = false;
   #finished: (code: number) => void = () => undefined;
   /** Resolves with the exit code once every session is gone. */
@@ -296,7 +297,11 @@ export class Broker {
     setImmediate(() => {
       this.#statusPending = false;
       const orphans = this.#orphans.size ? `, ${this.#orphans.size} orphans stopping` : '';
-      this.#deps.notify(`STATUS=${this.#sessions.size} sessions, ${this.#handshakes.size} handshakes${orphans}`);
+      const status = `STATUS=${this.#sessions.size} sessions, ${this.#handshakes.size} handshakes${orphans}`;
+      // A refused connection changes none of it: under a flood, one datagram to PID 1 per turn otherwise.
+      if (status === this.#lastStatus) return;
+      this.#lastStatus = status;
+      this.#deps.notify(status);
     });
   }
 

@@ -11,10 +11,23 @@ import { encodeFrame, errorFrame, type ErrorCodeValue } from '../protocol/index.
  * the drain stopped at the bound of close threads: the caller must then leave `fd` open. */
 export function sendErrorNow(fd: number, code: ErrorCodeValue, message: string): boolean {
   try {
-    const frame = encodeFrame(errorFrame(code, message));
+    const frame = encodedError(code, message);
     native().sendmsg(fd, frame, 0, frame.length);
   } catch {}
   return drainPeer(fd);
+}
+
+/** A flood is refused with the same few frames over and over: each is encoded once (bounded). */
+const encoded = new Map<string, Buffer>();
+const MAX_ENCODED = 64;
+
+function encodedError(code: ErrorCodeValue, message: string): Buffer {
+  const key = `${code}\0${message}`;
+  let frame = encoded.get(key);
+  if (frame) return frame;
+  frame = encodeFrame(errorFrame(code, message));
+  if (encoded.size < MAX_ENCODED) encoded.set(key, frame);
+  return frame;
 }
 
 /** Accepts every queued connection on a listening socket and refuses it. */
