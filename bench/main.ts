@@ -345,11 +345,12 @@ async function flood(ctx: Context, seconds: number, warmLib: Figure | undefined)
     groups: [SOCKET_GROUP.gid],
     timeoutMs: seconds * 1000 + 30_000,
   });
-  const loop = (await ctx.agent.call({ op: 'startLoop', ms: seconds * 1000 })) as { exits: number[]; errors: string[] };
+  const loop = (await ctx.agent.call({ op: 'startLoop', ms: seconds * 1000 })) as { exits: number[]; errors: string[]; brokerCpu?: number };
   const flooded = await flooder;
   const floodReport = flooded.stdout.trim() || flooded.stderr.trim();
   const errors = loop.errors.length ? `; ${loop.errors.length} refused (${[...new Set(loop.errors)].join(', ')})` : '';
-  const figures = [figure(`agent start (connect→EXIT of true) under a ${seconds} s flood`, LIB, loop.exits, 'ms', `flood: ${floodReport}${errors}`, true)];
+  const brokerCpu = loop.brokerCpu === undefined ? '' : `; broker CPU ${(loop.brokerCpu * 100).toFixed(0)}% of one core`;
+  const figures = [figure(`agent start (connect→EXIT of true) under a ${seconds} s flood`, LIB, loop.exits, 'ms', `flood: ${floodReport}${errors}${brokerCpu}`, true)];
   if (warmLib) figures.push({ ...warmLib, row: figures[0]!.row, contender: `${LIB}, no flood`, note: 'the warm section' });
   await writeConfig(ctx.sandbox, BENCH_LIMITS);
   return withRatios({ title: 'Agent start under a connection flood from another process of the account (default limits)', anchor: `${LIB}, no flood`, figures });

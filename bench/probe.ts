@@ -121,7 +121,7 @@ async function libraryRun(argv: string[], options: { expect?: number; cpu?: bool
     }
   });
   const end = await session.exit;
-  return { welcome, started, first, complete, exit: now() - t0, bytes, code: end.status, cpu };
+  return { welcome, started, first, complete, exit: now() - t0, bytes, code: end.status, cpu, t0wall: performance.timeOrigin + t0 };
 }
 
 
@@ -282,10 +282,11 @@ async function interrupt(kind: string, floodBytes: number, account: Record<strin
 }
 
 /** Starts `true` again and again for `ms`, one at a time, as the agent; every start timed. */
-async function startLoop(ms: number): Promise<{ exits: number[]; errors: string[] }> {
+async function startLoop(ms: number): Promise<{ exits: number[]; errors: string[]; brokerCpu: number | undefined }> {
   const until = now() + ms;
   const exits: number[] = [];
   const errors: string[] = [];
+  const brokerBefore = brokerPid ? cpuMs(brokerPid) : undefined;
   while (now() < until) {
     try {
       exits.push((await libraryRun(['true'])).exit);
@@ -293,7 +294,10 @@ async function startLoop(ms: number): Promise<{ exits: number[]; errors: string[
       errors.push((error as { code?: string }).code ?? String(error));
     }
   }
-  return { exits, errors };
+  const brokerAfter = brokerPid ? cpuMs(brokerPid) : undefined;
+  // The broker's share of one core over the loop (its own process: workers are children, not counted).
+  const brokerCpu = brokerBefore === undefined || brokerAfter === undefined ? undefined : (brokerAfter - brokerBefore) / ms;
+  return { exits, errors, brokerCpu };
 }
 
 async function handle(command: Command): Promise<unknown> {
@@ -366,7 +370,8 @@ async function flood(socketPath: string, ms: number, concurrency: number): Promi
       while (now() < until) await one();
     }),
   );
-  process.stdout.write(`${JSON.stringify({ connections, answered, errors })}\n`);
+  const cpu = process.cpuUsage();
+  process.stdout.write(`${JSON.stringify({ connections, answered, errors, cpuMs: Math.round((cpu.user + cpu.system) / 1000) })}\n`);
 }
 
 if (mode === 'flood') {
