@@ -76,6 +76,29 @@ test('reads are single-flight: concurrent callers share one read', async () => {
   assert.is(bus.service.reads, 1);
 });
 
+test('past half the freshness window the next read starts in the background; the caller is answered at once', async () => {
+  const bus = scripted(100);
+  const first = bus.service.contains('/system.slice/agent.service', 50);
+  await bus.settle();
+  bus.pending.shift()!.resolve(live(7));
+  assert.ok((await first).inside);
+  bus.setNow(400);
+  assert.ok((await bus.service.contains('/system.slice/agent.service', 50)).inside);
+  assert.is(bus.pending.length, 0, 'young enough: no read');
+  bus.setNow(600);
+  assert.ok((await bus.service.contains('/system.slice/agent.service', 50)).inside, 'answered from the snapshot');
+  assert.is(bus.pending.length, 1, 'a read began meanwhile');
+  assert.ok((await bus.service.contains('/system.slice/agent.service', 50)).inside);
+  assert.is(bus.pending.length, 1, 'one read at a time');
+  bus.pending.shift()!.resolve(live(8));
+  await bus.settle();
+  // The new snapshot (read at 600) is the one served from now on: young again at 1000.
+  bus.setNow(1000);
+  assert.ok((await bus.service.isMainPid(8, 50)).main);
+  assert.is(bus.pending.length, 0);
+  assert.is(bus.service.reads, 2);
+});
+
 test('a restarted agent is admitted at once: a cached "not the MainPID" is looked at again', async () => {
   const bus = scripted(100);
   const first = bus.service.isMainPid(7, 50);
