@@ -20,6 +20,7 @@ import type { WorkerHandle, WorkerPool } from './worker-pool.ts';
 import { AcceptLoop } from './accept-loop.ts';
 import { LiveSessions } from './live-sessions.ts';
 import { Orphans } from './orphans.ts';
+import { Tarpit } from './tarpit.ts';
 
 export { ADMISSION_REFUSED } from './accept-gate.ts';
 
@@ -44,6 +45,8 @@ export class Broker {
   /** Units of an earlier run still being stopped; each holds a session slot until it is gone. */
   #orphans: Orphans;
   #accepts: AcceptLoop;
+  /** Refusals at accept, answered after a short delay (tarpit.ts). */
+  #tarpit = new Tarpit<{ fd: number; code: ErrorCodeValue; message: string }>(({ fd, code, message }) => this.#refuseFd(fd, code, message));
   #idleTimer: NodeJS.Timeout | undefined;
   #nextId = 1;
   #statusPending = false;
@@ -123,6 +126,7 @@ export class Broker {
 
   #stopAccepting(): void {
     this.#accepts.close();
+    this.#tarpit.close();
     this.#refusals.flush();
     clearTimeout(this.#idleTimer);
     this.#deps.pool.stop();
@@ -160,7 +164,7 @@ export class Broker {
     const decision = await this.#gate.decide(fd);
     if (!decision.admitted) {
       this.#refusals.note(decision.key, decision.reason, decision.detail);
-      return this.#refuseFd(fd, decision.code, decision.message);
+      return this.#tarpit.hold({ fd, code: decision.code, message: decision.message });
     }
     const { slot, peer } = decision;
     if (this.#stopping) {
