@@ -4,8 +4,14 @@ import type { Logger } from '../log.ts';
 import { native, type FdWatcher } from '../native/binding.ts';
 import { AcceptBackoff } from './accept-backoff.ts';
 
-/** Connections accepted per readable event before yielding to the event loop. */
-const ACCEPTS_PER_EVENT = 64;
+/**
+ * Connections accepted per readable event before yielding to the event loop. Every step of an
+ * admitted connection (its HELLO, the bus's replies, the worker's messages) waits behind one such
+ * batch, and a refusal costs ≈150 µs: under a flood 64 made each step of the agent's start wait up to
+ * ≈10 ms (accept → gate decided 16 ms at p90, measured); 8 bound it near 1 ms, for one more epoll_wait
+ * per 8 connections.
+ */
+const ACCEPTS_PER_EVENT = 8;
 
 export class AcceptLoop {
   #fd: number;
