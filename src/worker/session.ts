@@ -209,6 +209,13 @@ export class Session {
       // The helper's word is untrusted: what it broke is logged as its fault, quoted (never spliced in).
       failed: (error) => this.#deps.log(`${name}: protocol fault of the session helper on its control channel: ${JSON.stringify(error.message)}`),
     });
+    // Queued before the unit exists, so the helper reads it the moment it runs and forks at once,
+    // rather than after our D-Bus round trip for the start job (AddRef keeps a fast end visible to the
+    // watch below). The empty 128 KiB buffer takes it whole; if not, nothing has started yet.
+    if (!this.#helper.sendEnv(envMessage)) {
+      closeQuietly(helperEnd);
+      throw new SessionError(ErrorCode.INTERNAL, 'the session helper cannot be reached');
+    }
     // The call may wait for the bus (a reconnection) and marshal its descriptors only then, while an
     // abort meanwhile closes the session's own: it gets copies of its own, closed once it has settled,
     // so no number closed before it is sent can name another file by then.
@@ -226,8 +233,6 @@ export class Session {
     }
     this.#units.watch((error) => this.#onWatchLost(error));
     this.#helper.start();
-    // The helper reads this before it forks the program (so before its PID); the unit is watched already.
-    if (!this.#helper.sendEnv(envMessage)) throw new SessionError(ErrorCode.INTERNAL, 'the session helper cannot be reached');
     const startedFrame = await this.#programPid.startedFrame(this.#version, started.mainPid, name, dropped, {
       // What the helper sent before its unit ended is read first: a fast failure has its report.
       unitDone: this.#units.done.then(() => this.#helper?.readAvailable()),
