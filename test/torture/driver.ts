@@ -383,11 +383,15 @@ async function flood(spec: { concurrency: number; durationMs: number; mode: 'sil
 }
 
 /** Sessions one after another for `durationMs` (or `count` of them): each one's start time and end. */
-async function sequential(spec: { durationMs?: number; count?: number; argv: string[] }, cwd: string): Promise<{ results: SessionResult[] }> {
+/** Sessions one after another; `paceMs`: each starts at least that long after the one before began. */
+async function sequential(spec: { durationMs?: number; count?: number; paceMs?: number; argv: string[] }, cwd: string): Promise<{ results: SessionResult[] }> {
   const results: SessionResult[] = [];
   const until = Date.now() + (spec.durationMs ?? Number.POSITIVE_INFINITY);
   while (Date.now() < until && results.length < (spec.count ?? Number.POSITIVE_INFINITY)) {
+    const began = Date.now();
     const result = await oneSession(spec.argv, cwd);
+    const rest = (spec.paceMs ?? 0) - (Date.now() - began);
+    if (rest > 0) await new Promise((resolve) => setTimeout(resolve, rest));
     // Outputs are dropped from long runs: only whether each matched is kept.
     results.push({ ok: result.ok, ms: result.ms, exit: result.exit, error: result.error, output: result.output });
   }

@@ -20,6 +20,8 @@ export interface FloodFigures {
   p99Ms: number;
   /** Broker CPU time over the flood, as a share of one core. */
   brokerCpu: number;
+  /** Why the failed starts failed, each cause with its count ("ADMISSION: …×3"), so a failing case says why. */
+  causes: string[];
 }
 
 export interface ClassResult {
