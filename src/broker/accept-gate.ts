@@ -76,7 +76,7 @@ export class AcceptGate {
       identity = pidfdIdentity(pidfd);
     } catch (error) {
       closeQuietly(pidfd);
-      return refusal(ErrorCode.AUTHENTICATION, AUTHENTICATION_FAILED, 'peers gone before accept', `peer process: ${(error as Error).message}`, who);
+      return identityRefusal(error, who);
     }
     const peer: PeerAtAccept = { credentials, pidfd, cgroup: identity.cgroup, startTicks: identity.startTicks };
     const result = await this.#decideFor(peer);
@@ -124,6 +124,17 @@ export class AcceptGate {
       this.pending -= 1;
     }
   }
+}
+
+/**
+ * A peer whose process could not be identified. Gone (ESRCH: it exited, or its PID was reused) is the
+ * peer's doing: AUTHENTICATION, as the seeds. Anything else (no unified cgroup line, fds exhausted, a
+ * fault of ours) is the server's: INTERNAL, logged as that, not as a peer that left.
+ */
+export function identityRefusal(error: unknown, who: string): GateResult {
+  const message = (error as Error).message;
+  if ((error as { code?: string }).code === 'ESRCH') return refusal(ErrorCode.AUTHENTICATION, AUTHENTICATION_FAILED, 'peers gone before accept', `peer process: ${message}`, who);
+  return refusal(ErrorCode.INTERNAL, 'peer identity unavailable', 'peer identity unavailable', `peer identity: ${message}`, who);
 }
 
 function busy(peer: PeerAtAccept): GateResult {
