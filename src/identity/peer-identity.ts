@@ -41,7 +41,14 @@ export type PidfdBinding = Pick<NativeBinding, 'peerPidfd' | 'pidfdOpen' | 'pidf
 function pidfdStartedBy(binding: PidfdBinding, pid: number, ticks: number): number {
   const pidfd = binding.pidfdOpen(pid);
   try {
-    const started = processStartTicks(pid);
+    let started: number;
+    try {
+      started = processStartTicks(pid);
+    } catch (error) {
+      // Its /proc entry went with it: the peer is gone, as a pidfd would say (ESRCH).
+      if ((error as { code?: string }).code === 'ENOENT') throw Object.assign(new Error('peer process exited while it was checked'), { code: 'ESRCH' });
+      throw error;
+    }
     // A pidfd of a process that has exited reports no PID (ESRCH): the /proc read may be a newcomer's.
     if (binding.pidfdPid(pidfd) !== pid) throw Object.assign(new Error('peer process changed while it was checked'), { code: 'ESRCH' });
     if (started > ticks) throw Object.assign(new Error('peer PID was reused after connecting'), { code: 'ESRCH' });

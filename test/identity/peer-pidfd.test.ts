@@ -50,6 +50,15 @@ test('the accept time as a function: read by the fallback alone, and judged as t
   for (const fd of [a, b]) closeSync(fd);
 });
 
+test('the forced fallback: a peer whose /proc entry is gone by the check is gone (ESRCH), not a fault of ours', () => {
+  const [a, b] = native().socketpair();
+  // A PID already reaped: its pidfd stands in as ours (opened just before it went), its /proc entry is gone.
+  const gone = spawnSync('true').pid!;
+  const racing: PidfdBinding = { ...oldKernel, pidfdOpen: () => native().pidfdOpen(process.pid) };
+  assert.is(code(() => peerPidfd(a, gone, ticksSinceBoot(), racing)), 'ESRCH');
+  for (const fd of [a, b]) closeSync(fd);
+});
+
 test('the forced fallback: a process younger than the accept is taken for a reused PID', () => {
   const [a, b] = native().socketpair();
   // "Accepted" one tick before this process started: as if the PID had been reused since.
