@@ -46,7 +46,15 @@ function interactive(args: string[], env: NodeJS.ProcessEnv): { child: ChildProc
   child.stderr!.on('data', (chunk) => (stderr += chunk));
   // 'close' comes once every holder of the pipes is gone: npm, the start script and the session's client.
   const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-  return { child, ready: readyPromise, done };
+  // A start that ends before `ready` fails the test with what it printed: waiting on `ready` alone
+  // left nothing to keep the runner alive, and it exited early without saying why.
+  const readyOrEnd = Promise.race([
+    readyPromise,
+    done.then(({ code }) => {
+      if (!stdout.includes('ready')) throw new Error(`npm start ended (${code}) before the session printed ready; stdout: ${JSON.stringify(stdout)}; stderr: ${stderr}`);
+    }),
+  ]);
+  return { child, ready: readyOrEnd, done };
 }
 
 function descendants(pid: number): number[] {
