@@ -56,8 +56,10 @@ export function closeReceived(fds: readonly number[]): void {
     let atOnce: boolean;
     try {
       atOnce = closesAtOnce(fd, mounts);
-    } catch {
-      atOnce = true; // not an open fd of ours (EBADF): nothing can block
+    } catch (error) {
+      // EBADF: not an open fd of ours, nothing can block. Anything else proves nothing: root's statx of
+      // a file on a user's FUSE mount without allow_other fails (EACCES), and its close sends FLUSH.
+      atOnce = (error as { code?: string }).code === 'EBADF';
     }
     if (atOnce) closeQuietly(fd);
     else native().closeDetached(fd);

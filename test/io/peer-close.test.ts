@@ -1,8 +1,10 @@
 // The last close of a peer's connection over real socketpairs: what the peer queued (descriptors of
 // every kind, a lingering TCP socket among them) is read away and closed, nothing leaks, nothing more
 // can be queued; and SO_PASSRIGHTS, where the kernel has it, refuses descriptors at the sender.
-import { spawnSync } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { closeSync, existsSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -53,6 +55,24 @@ test('a lingering TCP socket queued on the connection: the last close returns (i
   const child = spawnSync(process.execPath, ['--import', 'tsx', script], { encoding: 'utf8', timeout: 30_000 });
   assert.is(child.signal, null, `the close hung: ${child.stderr}`);
   assert.is(child.stdout.trim(), 'closed', child.stderr);
+});
+
+test("a user's FUSE file root cannot stat (no allow_other): closed on a thread of its own, not in the caller's (in a child, killed if it hangs)", () => {
+  if (!existsSync('/dev/fuse')) return; // no FUSE on this host: nothing such can be sent
+  const build = mkdtempSync(join(tmpdir(), 'userfuse-build-'));
+  try {
+    const binary = join(build, 'userfuse');
+    execFileSync('cc', ['-O1', '-o', binary, fileURLToPath(new URL('./fixtures/userfuse.c', import.meta.url))]);
+    const script = fileURLToPath(new URL('./user-fuse-child.ts', import.meta.url));
+    // A mount namespace of its own: the mount is never seen outside, and goes with the child.
+    const child = spawnSync('unshare', ['-m', '--propagation', 'private', process.execPath, '--import', 'tsx', script, binary], { encoding: 'utf8', timeout: 60_000, killSignal: 'SIGKILL' });
+    assert.is(child.signal, null, `a close hung on the FLUSH: ${child.stderr}`);
+    // Both were handed to a close thread (closeReceived's and drainPeer's): both calls returned while
+    // the file system lived (its own end, after 20 s, would release a close held in the caller's thread).
+    assert.equal(JSON.parse(child.stdout.trim()), { first: 1, drained: 1, alive: true }, child.stderr);
+  } finally {
+    rmSync(build, { recursive: true, force: true });
+  }
 });
 
 test('SO_PASSRIGHTS off: the sender of a descriptor gets EPERM and nothing is queued; on again: it passes', () => {
