@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { Config } from '../config/schema.ts';
 import { FdSocket } from '../io/fd-socket.ts';
 import { closeQuietly } from '../io/fds.ts';
+import { drainPeer } from '../io/peer-close.ts';
 import { passRights } from '../io/pass-rights.ts';
 import { native } from '../native/binding.ts';
 import { ErrorCode, encodeFrame, errorFrame, PROTOCOL_VERSION, type ErrorCodeValue, type FrameOf } from '../protocol/index.ts';
@@ -219,14 +220,25 @@ export class Session {
     // The call may wait for the bus (a reconnection) and marshal its descriptors only then, while an
     // abort meanwhile closes the session's own: it gets copies of its own, closed once it has settled,
     // so no number closed before it is sent can name another file by then.
-    const stdinFd = native().dupCloexec(cwdFd);
-    const stdoutFd = native().dupCloexec(this.#client.fd);
+    let stdinFd = -1;
+    let stdoutFd = -1;
+    // An abort before the start settles leaves its job queued: a unit that still starts would find the
+    // environment and run the program for a session already over. The helper's end is shut for reading
+    // (the socket, so PID 1's copy too) and what is queued read away: that helper meets EOF first and
+    // ends without forking ("the control channel ended before the environment came").
+    let startSettled = false;
+    void this.#abortPromise.then(() => {
+      if (!startSettled) drainPeer(helperEnd);
+    });
     let started;
     try {
+      stdinFd = native().dupCloexec(cwdFd);
+      stdoutFd = native().dupCloexec(this.#client.fd);
       // The client connection itself is the helper's stdout: it speaks the data phase. Our fd stays a
       // dup we never read; systemd holds one more until it releases the unit.
       started = await manager.startSession(name, { ...spec, cwdFd: stdinFd, stdoutFd, stderrFd: helperEnd });
     } finally {
+      startSettled = true;
       closeQuietly(helperEnd);
       closeQuietly(stdinFd);
       closeQuietly(stdoutFd);

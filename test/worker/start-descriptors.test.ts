@@ -92,4 +92,55 @@ test('the client gone while the start waits for the bus: the start, once sent, s
   assert.is(carried!.stdout, serverIdentity, 'StandardOutputFileDescriptor is the client connection');
 });
 
+test('the client gone while the start waits for the bus: a unit that still starts finds no environment, so its helper never runs the program', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'start-descriptors-'));
+  const [client, server] = native().socketpair();
+  const pidfd = native().pidfdOpen(process.pid);
+  let asked!: () => void;
+  const startAsked = new Promise<void>((resolve) => (asked = resolve));
+  let busBack!: () => void;
+  const reconnected = new Promise<void>((resolve) => (busBack = resolve));
+  // PID 1's copy of the helper's end (its stderr), as the late-started helper would read it.
+  let helperCopy = -1;
+  const manager: Units = {
+    async startSession(_name: string, spec: SessionUnitSpec) {
+      helperCopy = native().dupCloexec(spec.stderrFd!);
+      asked();
+      await reconnected;
+      throw new SystemdError('DBUS_CLOSED', 'the test ends the start here');
+    },
+    waitForExit: () => new Promise(() => undefined),
+    kill: async () => undefined,
+    stopAndWait: async () => undefined,
+    listUnitsByPrefix: async () => [],
+    serviceState: async () => {
+      throw new Error('not used');
+    },
+    close: () => undefined,
+  };
+  const session = new Session(server, pidfd, { pid: process.pid, uid: process.getuid!(), gid: process.getgid!(), cgroup: null }, 5000, {
+    manager,
+    config,
+    helperPath: '/nonexistent/opencode-pty-session',
+    report: () => undefined,
+    log: () => undefined,
+  });
+  const ended = session.run();
+  const dirFd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  const stat = fstatSync(dirFd, { bigint: true });
+  const start = encodeFrame({ type: 'start', rows: 24, cols: 80, cwdDev: stat.dev, cwdIno: stat.ino, argv: ['/bin/true'], env: [] });
+  assert.is(native().sendmsg(client, start, 0, start.length, [dirFd]), start.length);
+  closeSync(dirFd);
+  await startAsked;
+  closeSync(client);
+  assert.is(await ended, 'client-gone');
+  busBack();
+  await new Promise((resolve) => setImmediate(resolve));
+  rmSync(dir, { recursive: true });
+  // The environment is what makes the helper fork the program: at EOF before it, the helper ends.
+  const got = native().recvmsg(helperCopy, Buffer.alloc(64 * 1024), 0, 64 * 1024, 1);
+  closeSync(helperCopy);
+  assert.is(got?.bytes ?? 0, 0, 'the ENV message was still queued for a helper of a session already over');
+});
+
 test.run();
