@@ -38,6 +38,8 @@ bool ArgBytes(const Napi::CallbackInfo& info, size_t index, uint8_t** data, size
 // At most kMaxCloseThreads at once per process; beyond, the descriptor is left open (false).
 constexpr int kMaxCloseThreads = 64;
 bool CloseOnThread(int fd);
+// Whether a socket is AF_UNIX (its last close frees its queue, a peer's descriptors in it, in our thread).
+bool IsUnixSocket(int fd);
 // Whether every close thread is taken: a caller stops taking descriptors from its peer.
 bool CloseThreadsFull();
 // Counts a descriptor left open on purpose (a peer's socket whose queue is left to the process's exit).

@@ -132,7 +132,8 @@ Napi::Value Recvmsg(const Napi::CallbackInfo& info) {
 }
 
 // Whether close(2) on a received descriptor returns at once, from the kernel's cached attributes and
-// /proc alone (no file system is asked): a socket (its linger disarmed on receipt), a pipe, a file
+// /proc alone (no file system is asked): a socket other than a Unix one (its linger disarmed on receipt;
+// a Unix socket's last close frees its own queue here, a lingering TCP socket in it included), a pipe, a file
 // on one of `fast` (our mounts that are not FUSE), or an anonymous inode. Anything else (FUSE, a
 // mount we cannot see) is closed on a thread of its own (fds.ts closeReceived decides the same way).
 // Devices ("major:minor") of the mounts we see whose type is not FUSE, from /proc/self/mountinfo
@@ -183,7 +184,8 @@ bool ClosesAtOnce(int fd, FastDevices* fast) {
   // user's FUSE mount without allow_other fails with EACCES (fs/fuse/dir.c fuse_getattr), while its
   // close still sends FLUSH and waits for the answer.
   if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0) return errno == EBADF;
-  if (S_ISSOCK(stx.stx_mode) || S_ISFIFO(stx.stx_mode)) return true;
+  if (S_ISSOCK(stx.stx_mode)) return !IsUnixSocket(fd);
+  if (S_ISFIFO(stx.stx_mode)) return true;
   if (fast->Get().count(makedev(stx.stx_dev_major, stx.stx_dev_minor)) > 0) return true;
   char link[64], target[16];
   snprintf(link, sizeof link, "/proc/self/fd/%d", fd);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -38,10 +39,14 @@ Napi::Value StatCached(const Napi::CallbackInfo& info) {
   result.Set("directory", Napi::Boolean::New(env, S_ISDIR(stx.stx_mode)));
   // Closing a socket (its linger disarmed on receipt) or a pipe never waits on a file system.
   result.Set("socketOrPipe", Napi::Boolean::New(env, S_ISSOCK(stx.stx_mode) || S_ISFIFO(stx.stx_mode)));
+  // But the last close of a Unix socket frees what is queued on it in the closing thread, a peer's
+  // lingering TCP socket among them, whose linger nobody disarmed (unix_release_sock).
+  result.Set("unixSocket", Napi::Boolean::New(env, S_ISSOCK(stx.stx_mode) && IsUnixSocket(fd)));
   // As /proc/self/mountinfo's third field names a mount's device.
   result.Set("device", Napi::String::New(env, std::to_string(stx.stx_dev_major) + ":" + std::to_string(stx.stx_dev_minor)));
   return result;
 }
+
 
 // close(2) on a peer's file on FUSE sends FLUSH and waits for the answer without end (the kernel's
 // forced requests wait uninterruptibly): such a descriptor is closed on a thread of its own, so
@@ -60,6 +65,14 @@ void* CloseThread(void* arg) {
 }
 
 }  // namespace
+
+// SO_DOMAIN (socket(7)); a socket whose domain cannot be read is taken for one, so it is closed on a thread.
+bool IsUnixSocket(int fd) {
+  int domain = 0;
+  socklen_t size = sizeof domain;
+  if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &size) != 0) return true;
+  return domain == AF_UNIX;
+}
 
 bool CloseThreadsFull() {
   return pendingCloses.load() >= kMaxCloseThreads;

@@ -34,6 +34,9 @@ export function mountTypes(): Map<string, string> {
  */
 function closesAtOnce(fd: number, mounts: () => Map<string, string>): boolean {
   const stat = native().statCached(fd);
+  // A Unix socket's last close frees its own queue in the closing thread, a peer's lingering TCP
+  // socket in it included (its linger never disarmed): a thread of its own, as a FUSE file.
+  if (stat.unixSocket) return false;
   if (stat.socketOrPipe) return true;
   const type = mounts().get(stat.device);
   if (type !== undefined) return !type.startsWith('fuse');
@@ -43,7 +46,7 @@ function closesAtOnce(fd: number, mounts: () => Map<string, string>): boolean {
 
 /**
  * Closes descriptors a peer sent. Sockets arrive with SO_LINGER disarmed (the addon's recvmsg), so
- * their close cannot wait; a file on FUSE could (a FLUSH never answered), so anything not known to
+ * their close cannot wait, except a Unix socket's (what is queued on it is freed by its close); a file on FUSE could (a FLUSH never answered), so anything not known to
  * close at once is closed on a thread of its own and can hold only that thread, never the event loop.
  * Those threads are bounded per process (native/fd-stat.cc): beyond, a descriptor is left open, and
  * the process no longer counts as clean (pendingCloses). The mount table is read once per call,

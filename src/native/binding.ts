@@ -94,7 +94,7 @@ export interface NativeBinding {
   /** Device, inode, whether it is a directory, a socket or pipe, and the device as "major:minor", from
    * statx(AT_STATX_DONT_SYNC): the kernel's cached attributes, so the file system (FUSE, NFS) is never
    * asked and cannot make the caller wait. */
-  statCached(fd: number): { dev: bigint; ino: bigint; directory: boolean; socketOrPipe: boolean; device: string };
+  statCached(fd: number): { dev: bigint; ino: bigint; directory: boolean; socketOrPipe: boolean; unixSocket: boolean; device: string };
   /** close(fd) on a detached thread of its own: for a peer's descriptor whose close could block without end
    * (FUSE). At most `closeThreads().max` at once per process: beyond, the fd is left open (false). */
   closeDetached(fd: number): boolean;

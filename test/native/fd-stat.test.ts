@@ -14,7 +14,7 @@ test('a directory: the device and inode fstat reports, and directory true', () =
   try {
     const want = fstatSync(fd, { bigint: true });
     const device = `${(want.dev >> 8n) & 0xfffn}:${(want.dev & 0xffn) | ((want.dev >> 12n) & 0xfff00n)}`;
-    assert.equal(addon.statCached(fd), { dev: want.dev, ino: want.ino, directory: true, socketOrPipe: false, device });
+    assert.equal(addon.statCached(fd), { dev: want.dev, ino: want.ino, directory: true, socketOrPipe: false, unixSocket: false, device });
   } finally {
     closeSync(fd);
     dir.remove();
@@ -54,9 +54,24 @@ test('a socket is a socket or pipe, a regular file is not', () => {
   try {
     assert.is(addon.statCached(a).socketOrPipe, true);
     assert.is(addon.statCached(a).directory, false);
+    // A Unix socket's close frees its queue (a peer's descriptors) in the closing thread.
+    assert.is(addon.statCached(a).unixSocket, true);
   } finally {
     closeSync(a);
     closeSync(b);
+  }
+});
+
+test('a TCP socket is no Unix socket', async () => {
+  const { createServer } = await import('node:net');
+  const server = createServer().listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  try {
+    const fd = (server as unknown as { _handle: { fd: number } })._handle.fd;
+    assert.is(addon.statCached(fd).socketOrPipe, true);
+    assert.is(addon.statCached(fd).unixSocket, false);
+  } finally {
+    server.close();
   }
 });
 
