@@ -2,19 +2,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { WorkerPool, workerCommand, workerEnvironment, type PooledWorker } from '../../src/broker/worker-pool.ts';
-import { DEFAULT_LIMITS, DEFAULT_SESSION, type Config } from '../../src/config/schema.ts';
+import { testConfig } from '../config-fixture.ts';
 
-const config: Config = {
-  client: { user: 'agent', group: 'agent', uid: 1500, gid: 1500, service: 'agent.service' },
-  requireClientUnit: true,
-  socketPath: '/run/opencode-pty/supervisor.sock',
-  socketGroup: 'opencode-pty',
-  socketGid: 4240,
-  unitPrefix: 'opencode-pty-',
-  helperPath: '',
-  limits: DEFAULT_LIMITS,
-  session: DEFAULT_SESSION,
-};
+const config = testConfig();
 
 test('LISTEN_*, NOTIFY_SOCKET and WATCHDOG_* are not passed on; the config and bus address are', () => {
   const env = workerEnvironment(

@@ -7,7 +7,7 @@ import * as assert from 'uvu/assert';
 import { closeSync, constants, fstatSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_LIMITS, DEFAULT_SESSION, type Config } from '../../src/config/schema.ts';
+import { testConfig } from '../config-fixture.ts';
 import { native } from '../../src/native/binding.ts';
 import { encodeFrame } from '../../src/protocol/index.ts';
 import type { Units } from '../../src/systemd/bus-session.ts';
@@ -15,17 +15,7 @@ import { SystemdError } from '../../src/systemd/errors.ts';
 import type { SessionUnitSpec } from '../../src/systemd/unit-properties.ts';
 import { Session } from '../../src/worker/session.ts';
 
-const config: Config = {
-  client: { user: 'agent', group: 'agent', uid: 1500, gid: 1500, service: null },
-  requireClientUnit: false,
-  socketPath: '/run/opencode-pty/supervisor.sock',
-  socketGroup: 'opencode-pty',
-  socketGid: 4240,
-  unitPrefix: 'opencode-pty-',
-  helperPath: '',
-  limits: DEFAULT_LIMITS,
-  session: DEFAULT_SESSION,
-};
+const config = testConfig({ client: { user: 'agent', group: 'agent', uid: 1500, gid: 1500, service: null }, requireClientUnit: false });
 
 /** Device and inode of an open descriptor, or undefined when the number is not open. */
 function identity(fd: number): string | undefined {
@@ -37,8 +27,12 @@ function identity(fd: number): string | undefined {
   }
 }
 
-test('the client gone while the start waits for the bus: the start, once sent, still carries the directory and the connection', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'start-descriptors-'));
+/**
+ * A session whose StartTransientUnit waits for the bus, as BusSession's does while the connection is
+ * made again: `onStart` sees the spec when the call is made, `marshalled` when the bus is back (the
+ * call then fails, ending the start). Sends START for `dir` and resolves once the call waits.
+ */
+async function stalledStart(dir: string, hooks: { onStart?: (spec: SessionUnitSpec) => void; marshalled?: (spec: SessionUnitSpec) => void }) {
   const [client, server] = native().socketpair();
   const pidfd = native().pidfdOpen(process.pid);
   const serverIdentity = identity(server);
@@ -46,13 +40,12 @@ test('the client gone while the start waits for the bus: the start, once sent, s
   const startAsked = new Promise<void>((resolve) => (asked = resolve));
   let busBack!: () => void;
   const reconnected = new Promise<void>((resolve) => (busBack = resolve));
-  let carried: { cwd?: string; stdout?: string } | undefined;
   const manager: Units = {
-    // As BusSession does while the connection is made again: the call waits, then marshals its fds.
     async startSession(_name: string, spec: SessionUnitSpec) {
+      hooks.onStart?.(spec);
       asked();
       await reconnected;
-      carried = { cwd: identity(spec.cwdFd), stdout: identity(spec.stdoutFd) };
+      hooks.marshalled?.(spec);
       throw new SystemdError('DBUS_CLOSED', 'the test ends the start here');
     },
     waitForExit: () => new Promise(() => undefined),
@@ -79,6 +72,15 @@ test('the client gone while the start waits for the bus: the start, once sent, s
   const dirIdentity = identity(dirFd);
   closeSync(dirFd);
   await startAsked;
+  return { client, ended, busBack, serverIdentity, dirIdentity };
+}
+
+test('the client gone while the start waits for the bus: the start, once sent, still carries the directory and the connection', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'start-descriptors-'));
+  let carried: { cwd?: string; stdout?: string } | undefined;
+  const { client, ended, busBack, serverIdentity, dirIdentity } = await stalledStart(dir, {
+    marshalled: (spec) => (carried = { cwd: identity(spec.cwdFd), stdout: identity(spec.stdoutFd) }),
+  });
   closeSync(client);
   assert.is(await ended, 'client-gone');
   // What a reconnection opens meanwhile takes the lowest free numbers: the session's, if it closed them.
@@ -94,44 +96,9 @@ test('the client gone while the start waits for the bus: the start, once sent, s
 
 test('the client gone while the start waits for the bus: a unit that still starts finds no environment, so its helper never runs the program', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'start-descriptors-'));
-  const [client, server] = native().socketpair();
-  const pidfd = native().pidfdOpen(process.pid);
-  let asked!: () => void;
-  const startAsked = new Promise<void>((resolve) => (asked = resolve));
-  let busBack!: () => void;
-  const reconnected = new Promise<void>((resolve) => (busBack = resolve));
   // PID 1's copy of the helper's end (its stderr), as the late-started helper would read it.
   let helperCopy = -1;
-  const manager: Units = {
-    async startSession(_name: string, spec: SessionUnitSpec) {
-      helperCopy = native().dupCloexec(spec.stderrFd!);
-      asked();
-      await reconnected;
-      throw new SystemdError('DBUS_CLOSED', 'the test ends the start here');
-    },
-    waitForExit: () => new Promise(() => undefined),
-    kill: async () => undefined,
-    stopAndWait: async () => undefined,
-    listUnitsByPrefix: async () => [],
-    serviceState: async () => {
-      throw new Error('not used');
-    },
-    close: () => undefined,
-  };
-  const session = new Session(server, pidfd, { pid: process.pid, uid: process.getuid!(), gid: process.getgid!(), cgroup: null }, 5000, {
-    manager,
-    config,
-    helperPath: '/nonexistent/opencode-pty-session',
-    report: () => undefined,
-    log: () => undefined,
-  });
-  const ended = session.run();
-  const dirFd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-  const stat = fstatSync(dirFd, { bigint: true });
-  const start = encodeFrame({ type: 'start', rows: 24, cols: 80, cwdDev: stat.dev, cwdIno: stat.ino, argv: ['/bin/true'], env: [] });
-  assert.is(native().sendmsg(client, start, 0, start.length, [dirFd]), start.length);
-  closeSync(dirFd);
-  await startAsked;
+  const { client, ended, busBack } = await stalledStart(dir, { onStart: (spec) => (helperCopy = native().dupCloexec(spec.stderrFd!)) });
   closeSync(client);
   assert.is(await ended, 'client-gone');
   busBack();

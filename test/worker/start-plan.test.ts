@@ -2,21 +2,12 @@
 // it), the ENV message with the program's environment, and BAD_START for what cannot be passed.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { DEFAULT_LIMITS, DEFAULT_SESSION, type Config } from '../../src/config/schema.ts';
+import { DEFAULT_LIMITS, DEFAULT_SESSION } from '../../src/config/schema.ts';
+import { testConfig } from '../config-fixture.ts';
 import { ErrorCode, SessionError, type FrameOf } from '../../src/protocol/index.ts';
 import { planStart } from '../../src/worker/start-plan.ts';
 
-const config: Config = {
-  client: { user: 'agent', group: 'agent', uid: 4242, gid: 4242, service: null },
-  requireClientUnit: false,
-  socketPath: '/run/opencode-pty/supervisor.sock',
-  socketGroup: 'opencode-pty',
-  socketGid: 4240,
-  unitPrefix: 'opencode-pty-',
-  helperPath: '',
-  limits: { ...DEFAULT_LIMITS },
-  session: { ...DEFAULT_SESSION },
-};
+const config = testConfig({ client: { user: 'agent', group: 'agent', uid: 4242, gid: 4242, service: null }, requireClientUnit: false });
 
 const start = (env: FrameOf<'start'>['env']): FrameOf<'start'> => ({ type: 'start', rows: 24, cols: 80, cwdDev: 1n, cwdIno: 2n, argv: ['/bin/sh', '-c', 'echo $X'], env });
 

@@ -1,20 +1,11 @@
 // The spare's warm-up: it runs a whole start's pure path without failing, and a failure is reported, never thrown.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { DEFAULT_LIMITS, DEFAULT_SESSION, type Config } from '../../src/config/schema.ts';
+import { DEFAULT_SESSION } from '../../src/config/schema.ts';
+import { testConfig } from '../config-fixture.ts';
 import { warmUp } from '../../src/worker/warm-up.ts';
 
-const config: Config = {
-  client: { user: 'agent', group: 'agent', uid: 1500, gid: 1500, service: 'agent.service' },
-  requireClientUnit: true,
-  socketGroup: 'opencode-pty',
-  socketGid: 4240,
-  socketPath: '/run/opencode-pty/supervisor.sock',
-  unitPrefix: 'opencode-pty-',
-  helperPath: '',
-  limits: DEFAULT_LIMITS,
-  session: { ...DEFAULT_SESSION, properties: { MemoryMax: 1 << 30 } },
-};
+const config = testConfig({ session: { ...DEFAULT_SESSION, properties: { MemoryMax: 1 << 30 } } });
 
 test('the whole path runs: frames, unit name, properties, the D-Bus codec', () => {
   assert.is(warmUp(config, '/usr/lib/opencode-pty/opencode-pty-session'), undefined);
