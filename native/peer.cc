@@ -147,6 +147,22 @@ Napi::Value PidfdPid(const Napi::CallbackInfo& info) {
 
 // /proc/<pid>/cgroup read by pid can race with the pid's reuse; confirming afterwards that the
 // pidfd's own process is alive under the same pid closes that race (pidfd_send_signal(2), signal 0).
+// After reading /proc/<pid>: the pidfd's process is alive and still has `pid`, so what was read is
+// not a successor's (throws ESRCH otherwise). EPERM still proves the process exists.
+bool StillAlive(Napi::Env env, int pidfd, pid_t pid) {
+  if (PidfdSignal(pidfd, 0) < 0 && errno != EPERM) {
+    ThrowErrno(env, errno, "pidfd_send_signal");
+    return false;
+  }
+  pid_t again;
+  if (!PidOfPidfd(env, pidfd, &again)) return false;
+  if (again != pid) {
+    ThrowErrno(env, ESRCH, "fdinfo");
+    return false;
+  }
+  return true;
+}
+
 Napi::Value PidfdCgroup(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   int pidfd;
@@ -163,17 +179,7 @@ Napi::Value PidfdCgroup(const Napi::CallbackInfo& info) {
     ThrowErrno(env, ENOENT, "read");
     return Napi::Value();
   }
-  // EPERM still proves the process exists; only ESRCH means it is gone.
-  if (PidfdSignal(pidfd, 0) < 0 && errno != EPERM) {
-    ThrowErrno(env, errno, "pidfd_send_signal");
-    return Napi::Value();
-  }
-  pid_t again;
-  if (!PidOfPidfd(env, pidfd, &again)) return Napi::Value();
-  if (again != pid) {
-    ThrowErrno(env, ESRCH, "fdinfo");
-    return Napi::Value();
-  }
+  if (!StillAlive(env, pidfd, pid)) return Napi::Value();
   return Napi::String::New(env, path);
 }
 
@@ -203,16 +209,7 @@ Napi::Value PidfdIdentity(const Napi::CallbackInfo& info) {
     ThrowErrno(env, ENOENT, "read");
     return Napi::Value();
   }
-  if (PidfdSignal(pidfd, 0) < 0 && errno != EPERM) {
-    ThrowErrno(env, errno, "pidfd_send_signal");
-    return Napi::Value();
-  }
-  pid_t again;
-  if (!PidOfPidfd(env, pidfd, &again)) return Napi::Value();
-  if (again != pid) {
-    ThrowErrno(env, ESRCH, "fdinfo");
-    return Napi::Value();
-  }
+  if (!StillAlive(env, pidfd, pid)) return Napi::Value();
   Napi::Object result = Napi::Object::New(env);
   result.Set("pid", Napi::Number::New(env, pid));
   result.Set("cgroup", Napi::String::New(env, path));
