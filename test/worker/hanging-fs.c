@@ -105,7 +105,9 @@ int main(int argc, char **argv) {
     ssize_t got = read(fuse_fd, buffer, sizeof buffer);
     if (got < 0 && (errno == EINTR || errno == ENOENT)) continue;
     // Released by its last user: stay until killed, so the test sees that nobody waited for our end.
-    if (got < 0 && errno == ENODEV) pause();
+    // On 6.18 that release (the detached mount's last descriptor closed while a GETATTR of it is
+    // unanswered) read as ECONNABORTED instead of ENODEV in 3 of 6 runs: the same end.
+    if (got < 0 && (errno == ENODEV || errno == ECONNABORTED)) pause();
     if (got < (ssize_t)sizeof(struct in_header)) die("read /dev/fuse");
     const struct in_header *in = (const struct in_header *)buffer;
     switch (in->opcode) {
