@@ -17,6 +17,7 @@ import { native } from '../../src/native/binding.ts';
 import { ErrorCode } from '../../src/protocol/index.ts';
 import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
 import { installHelper, RawClient, sessionUnits, WorkerProcess, workerConfig } from './harness.ts';
+import { bounded } from './stall-report.ts';
 
 const SOURCE = fileURLToPath(new URL('./hanging-fs.c', import.meta.url));
 /** Bounds for what must happen promptly; a frozen worker fails the test here instead of hanging it. */
@@ -26,16 +27,8 @@ let sandbox: Sandbox;
 let scratch: string;
 let binary: string;
 
-/** Rejects with `what` if `promise` has not settled within BOUND_MS. */
-async function bounded<T>(promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} (nothing within ${BOUND_MS} ms)`)), BOUND_MS)));
-  try {
-    return await Promise.race([promise, bound]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+/** `promise`, or a failure saying `what` at BOUND_MS (stall-report.ts). */
+const within = <T>(promise: Promise<T>, what: string): Promise<T> => bounded(what, promise, async () => '', BOUND_MS);
 
 /** One hanging-fs server: its root directory, and the GETATTRs it leaves unanswered. */
 class HangingFs {
@@ -60,7 +53,7 @@ class HangingFs {
   async directory(): Promise<{ fd: number; dev: bigint; ino: bigint }> {
     try {
       const failed = this.exited.then(() => Promise.reject(new Error(`hanging-fs exited: ${this.stderr}`)));
-      const { data, fds } = await bounded(Promise.race([this.#socket.readExact(16, 1), failed]), 'hanging-fs sent no directory');
+      const { data, fds } = await within(Promise.race([this.#socket.readExact(16, 1), failed]), 'hanging-fs sent no directory');
       assert.is(fds.length, 1);
       return { fd: fds[0]!, dev: data.readBigUInt64LE(0), ino: data.readBigUInt64LE(8) };
     } finally {
@@ -106,7 +99,7 @@ async function hangingStart(body: (worker: WorkerProcess, client: RawClient, fs:
   const worker = new WorkerProcess(sandbox, workerConfig(sandbox));
   try {
     const dir = await fs.directory();
-    await bounded(worker.waitFor('ready'), 'the worker never got ready');
+    await within(worker.waitFor('ready'), 'the worker never got ready');
     const client = worker.connect();
     const { dev, ino } = ids ?? dir;
     client.send({ type: 'start', rows: 24, cols: 80, cwdDev: dev, cwdIno: ino, argv: ['/bin/true'], env: [] }, [dir.fd]);
@@ -121,9 +114,9 @@ async function hangingStart(body: (worker: WorkerProcess, client: RawClient, fs:
 /** The session is over: the client got its last frame and EOF, the worker exited by itself while the
  * file system still lives, it was never left waiting on a GETATTR, and no unit is left. */
 async function expectNotHeld(worker: WorkerProcess, client: RawClient, fs: HangingFs, reason: string): Promise<void> {
-  await bounded(client.closed(), `the worker never closed the connection; got ${client.frames.map((f) => f.type).join(',')}`);
-  assert.is((await bounded(worker.waitFor('ended'), 'the worker reported no end')).reason, reason);
-  assert.is(await bounded(worker.exited, 'the worker did not exit while its file system lived'), 0, worker.stderr);
+  await within(client.closed(), `the worker never closed the connection; got ${client.frames.map((f) => f.type).join(',')}`);
+  assert.is((await within(worker.waitFor('ended'), 'the worker reported no end')).reason, reason);
+  assert.is(await within(worker.exited, 'the worker did not exit while its file system lived'), 0, worker.stderr);
   assert.ok(fs.running, `hanging-fs died early: ${fs.stderr}`);
   assert.is(fs.hanging, 0, 'the worker (or something it called) waited on an unanswered GETATTR');
   assert.equal(await sessionUnits(sandbox), []);
@@ -132,7 +125,7 @@ async function expectNotHeld(worker: WorkerProcess, client: RawClient, fs: Hangi
 test('a START directory whose getattr never answers neither freezes the worker nor holds it', async () => {
   await hangingStart(async (worker, client, fs) => {
     // The check passes from the kernel's cached numbers; the session runs there and ends by itself.
-    await bounded(client.closed(), 'no answer: the worker is frozen');
+    await within(client.closed(), 'no answer: the worker is frozen');
     assert.equal(
       client.frames.map((frame) => frame.type),
       ['started', 'exit'],
@@ -146,7 +139,7 @@ test('a START directory whose getattr never answers neither freezes the worker n
 test('such a directory with other numbers than START names: BAD_START at once, without asking the file system', async () => {
   await hangingStart(
     async (worker, client, fs) => {
-      const error = await bounded(client.waitFor('error'), 'no ERROR: the worker is frozen');
+      const error = await within(client.waitFor('error'), 'no ERROR: the worker is frozen');
       assert.is(error.code, ErrorCode.BAD_START, error.message);
       assert.match(error.message, /does not match/);
       await expectNotHeld(worker, client, fs, 'error');

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { HELPER_MODE } from '../sandbox/deploy.ts';
 import type { Sandbox } from '../sandbox/index.ts';
 import { bootWorkerSandbox, sessionUnits, WorkerProcess, workerConfig } from './harness.ts';
+import { bounded } from './stall-report.ts';
 
 const SOURCE = fileURLToPath(new URL('./hostile-helper.c', import.meta.url));
 const HOSTILE_INSIDE = '/opt/opencode-pty/hostile-helper';
@@ -22,15 +23,8 @@ let sandbox: Sandbox;
 let workDir: string;
 let scratch: string;
 
-async function bounded<T>(promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} (nothing within ${BOUND_MS} ms)`)), BOUND_MS)));
-  try {
-    return await Promise.race([promise, bound]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+/** `promise`, or a failure saying `what` at BOUND_MS (stall-report.ts). */
+const within = <T>(promise: Promise<T>, what: string): Promise<T> => bounded(what, promise, async () => '', BOUND_MS);
 
 test.before(async () => {
   ({ sandbox, workDir } = await bootWorkerSandbox('worker-hostile-helper'));
@@ -53,9 +47,9 @@ async function hostileSession(mode: string, reuse = false) {
   worker.messages.splice(0);
   const client = worker.connect({ reuse });
   client.start(workDir, [mode]);
-  await bounded(client.waitFor('started'), 'STARTED');
+  await within(client.waitFor('started'), 'STARTED');
   // The worker reports its start once it has sent GO: the helper's messages flow from then on.
-  await bounded(worker.waitFor('started'), "the worker's start report");
+  await within(worker.waitFor('started'), "the worker's start report");
   return { worker, client };
 }
 
@@ -63,18 +57,18 @@ test('a helper that floods STOP messages has its channel failed at the second (t
   const { worker, client } = await hostileSession('stop-flood');
   // The helper sends one STOP for the client's one STOP; a second is a broken helper.
   client.close();
-  const ended = await bounded(worker.waitFor('ended'), `the worker's end; its log: ${worker.stderr.slice(-2000)}`);
+  const ended = await within(worker.waitFor('ended'), `the worker's end; its log: ${worker.stderr.slice(-2000)}`);
   assert.is(ended.reusable, false);
   assert.match(worker.stderr, 'a second STOP');
-  assert.is(await bounded(worker.exited, 'worker exit'), 0, worker.stderr);
+  assert.is(await within(worker.exited, 'worker exit'), 0, worker.stderr);
   assert.equal(await sessionUnits(sandbox), []);
 });
 
 test("a helper's end report cannot start a line of root's journal", async () => {
   const { worker, client } = await hostileSession('end-lines');
-  await bounded(client.closed(), 'the connection closed');
-  await bounded(worker.waitFor('ended'), 'the worker ended');
-  assert.is(await bounded(worker.exited, 'worker exit'), 0, worker.stderr);
+  await within(client.closed(), 'the connection closed');
+  await within(worker.waitFor('ended'), 'the worker ended');
+  assert.is(await within(worker.exited, 'worker exit'), 0, worker.stderr);
   const forged = worker.stderr.split('\n').filter((line) => /^<\d>worker\[\d+\]: session opencode-pty-session-0\.service/.test(line));
   assert.equal(forged, [], worker.stderr);
   assert.match(worker.stderr, 'END text');
@@ -83,11 +77,11 @@ test("a helper's end report cannot start a line of root's journal", async () => 
 
 test('a worker whose helper broke the control channel is not offered for another session', async () => {
   const { worker, client } = await hostileSession('junk', true);
-  await bounded(client.closed(), 'the connection closed');
-  const ended = await bounded(worker.waitFor('ended'), 'the worker ended');
+  await within(client.closed(), 'the connection closed');
+  const ended = await within(worker.waitFor('ended'), 'the worker ended');
   assert.match(worker.stderr, 'unknown message type 0x99');
   assert.equal(ended, { type: 'ended', reason: 'error', reusable: false });
-  assert.is(await bounded(worker.exited, 'worker exit'), 0, worker.stderr);
+  assert.is(await within(worker.exited, 'worker exit'), 0, worker.stderr);
   assert.equal(await sessionUnits(sandbox), []);
 });
 
