@@ -27,7 +27,10 @@ export function peerPidfd(fd: number, pid: number, acceptedAtTicks: number | (()
   try {
     return binding.peerPidfd(fd);
   } catch (error) {
-    if ((error as { code?: string }).code !== 'ENOPROTOOPT') throw error;
+    const code = (error as { code?: string }).code;
+    // Linux 6.5-6.14 fail SO_PEERPIDFD for a peer that has exited with EINVAL (pidfd_prepare), not ESRCH.
+    if (code === 'EINVAL') throw Object.assign(new Error(`peer process exited before accept (${(error as Error).message})`), { code: 'ESRCH' });
+    if (code !== 'ENOPROTOOPT') throw error;
   }
   // A function is read only here: the clock is needed by the fallback alone (a /proc read per connection otherwise).
   return pidfdStartedBy(binding, pid, typeof acceptedAtTicks === 'function' ? acceptedAtTicks() : acceptedAtTicks);

@@ -50,6 +50,18 @@ test('the accept time as a function: read by the fallback alone, and judged as t
   for (const fd of [a, b]) closeSync(fd);
 });
 
+test('SO_PEERPIDFD failing with EINVAL (a peer gone, on Linux 6.5 to 6.14) is a peer gone (ESRCH)', () => {
+  const [a, b] = native().socketpair();
+  const gone: PidfdBinding = {
+    ...oldKernel,
+    peerPidfd: () => {
+      throw Object.assign(new Error('getsockopt SO_PEERPIDFD: invalid argument'), { code: 'EINVAL' });
+    },
+  };
+  assert.is(code(() => peerPidfd(a, process.pid, ticksSinceBoot(), gone)), 'ESRCH');
+  for (const fd of [a, b]) closeSync(fd);
+});
+
 test('the forced fallback: a peer whose /proc entry is gone by the check is gone (ESRCH), not a fault of ours', () => {
   const [a, b] = native().socketpair();
   // A PID already reaped: its pidfd stands in as ours (opened just before it went), its /proc entry is gone.
