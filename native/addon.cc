@@ -5,11 +5,13 @@
 // OPENCODE_PTY_SEPARATE_SOURCES and the sources are compiled one by one instead.
 #ifndef OPENCODE_PTY_SEPARATE_SOURCES
 #include "args.cc"
+#include "close-pool.cc"
 #include "errors.cc"
 #include "fd-flags.cc"
 #include "fd-passing.cc"
 #include "fd-stat.cc"
 #include "peer.cc"
+#include "received-close.cc"
 #include "sockets.cc"
 #include "watch.cc"
 #endif
@@ -17,10 +19,12 @@
 namespace {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  opencode_pty::InitClosePool(env, exports);
   opencode_pty::InitFdFlags(env, exports);
   opencode_pty::InitFdPassing(env, exports);
   opencode_pty::InitFdStat(env, exports);
   opencode_pty::InitPeer(env, exports);
+  opencode_pty::InitReceivedClose(env, exports);
   opencode_pty::InitSockets(env, exports);
   opencode_pty::InitWatch(env, exports);
   return exports;

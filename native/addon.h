@@ -3,8 +3,13 @@
 #define OPENCODE_PTY_ADDON_H
 
 #include <napi.h>
+#include <sys/socket.h>
+
+#include <sys/types.h>
 
 #include <string>
+#include <unordered_set>
+#include <vector>
 
 namespace opencode_pty {
 
@@ -34,22 +39,61 @@ bool ArgBool(const Napi::CallbackInfo& info, size_t index, const char* name, boo
 // A Buffer or other Uint8Array and a checked [offset, offset + length) window inside it.
 bool ArgBytes(const Napi::CallbackInfo& info, size_t index, uint8_t** data, size_t* offset, size_t* length);
 
-// --- fd-stat.cc: close(fd) on a detached thread (for a descriptor whose close may never return).
-// At most kMaxCloseThreads at once per process; beyond, the descriptor is left open (false).
+// --- fd-passing.cc
+// One queued message at a time from a socket, every descriptor on it installed (close-on-exec) and its
+// linger disarmed (so its close cannot wait on the network): a drain of what a peer queued, in the
+// event loop (drainPeer) or on a close thread (close-pool.cc). Holds its own buffers: one per thread.
+class QueuedMessages {
+ public:
+  QueuedMessages();
+  // Reads one message (MSG_DONTWAIT), appending its descriptors; false once nothing is left (would
+  // block, end of stream, an error).
+  bool Next(int fd, std::vector<int>* fds);
+
+ private:
+  std::vector<unsigned char> data_;
+  std::vector<cmsghdr> control_;
+};
+
+// --- close-pool.cc: close(fd) on one of at most kMaxCloseThreads threads, fed from one queue (for a
+// descriptor whose close may never return). Queued descriptors stay open until a thread is free.
 constexpr int kMaxCloseThreads = 64;
-bool CloseOnThread(int fd);
-// Whether a socket is AF_UNIX (its last close frees its queue, a peer's descriptors in it, in our thread).
-bool IsUnixSocket(int fd);
-// Whether every close thread is taken: a caller stops taking descriptors from its peer.
-bool CloseThreadsFull();
-// Counts a descriptor left open on purpose (a peer's socket whose queue is left to the process's exit).
-void ParkFd();
+// A queue this long means threads are held (or a burst outran them): a drain takes no more for now.
+constexpr size_t kMaxQueuedCloses = 1024;
+void CloseOnThread(int fd);
+bool CloseQueueLong();
+struct CloseCounts {
+  int threads;  // running
+  int closing;  // inside close(2)
+  int queued;   // waiting for a thread
+};
+CloseCounts CloseCountsNow();
+
+// --- received-close.cc: closing a peer's descriptors, at once where that cannot wait, else on the pool.
+// Devices ("major:minor") of the mounts we see whose type is not FUSE, from /proc/self/mountinfo
+// (proc(5) "mountinfo": after the optional fields, " - " precedes the type; a device's last line
+// wins), read only when a received file needs it: a connection that queued no descriptor (every one,
+// where the kernel refuses them: SO_PASSRIGHTS) costs no read of the mount table. Or a caller's list.
+struct FastDevices {
+  bool known = false;
+  std::unordered_set<dev_t> devices;
+  const std::unordered_set<dev_t>& Get();
+  // An optional JS array of "major:minor" strings; false for anything else.
+  bool Parse(Napi::Value value);
+};
+struct ReceivedCloseCounts {
+  double closed = 0;    // here, at once
+  double detached = 0;  // handed to the close pool
+};
+void CloseReceived(const std::vector<int>& fds, FastDevices* fast, ReceivedCloseCounts* counts);
 
 // --- Registration of each module's functions on the exports object.
+void InitClosePool(Napi::Env env, Napi::Object exports);
 void InitFdFlags(Napi::Env env, Napi::Object exports);
 void InitFdPassing(Napi::Env env, Napi::Object exports);
 void InitFdStat(Napi::Env env, Napi::Object exports);
 void InitPeer(Napi::Env env, Napi::Object exports);
+void InitReceivedClose(Napi::Env env, Napi::Object exports);
 void InitSockets(Napi::Env env, Napi::Object exports);
 void InitWatch(Napi::Env env, Napi::Object exports);
 

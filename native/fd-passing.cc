@@ -2,18 +2,11 @@
 #include "addon.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
-#include <string>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 // SCM_PIDFD (Linux 6.5) installs a pidfd in the receiver; older headers lack it.
@@ -71,6 +64,32 @@ void CollectFds(msghdr* msg, std::vector<int>* fds, bool* foreign) {
     }
   }
 }
+
+}  // namespace
+
+QueuedMessages::QueuedMessages()
+    : data_(64 * 1024), control_(ControlBuffer(static_cast<size_t>(kMaxFdsPerMessage) + kForeignControlRoom)) {}
+
+bool QueuedMessages::Next(int fd, std::vector<int>* fds) {
+  const size_t room = static_cast<size_t>(kMaxFdsPerMessage) + kForeignControlRoom;
+  for (;;) {
+    iovec iov{data_.data(), data_.size()};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control_.data();
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * room);
+    const ssize_t received = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (received < 0 && errno == EINTR) continue;
+    if (received < 0) return false;
+    const size_t before = fds->size();
+    bool foreign = false;
+    CollectFds(&msg, fds, &foreign);
+    return received > 0 || fds->size() > before;
+  }
+}
+
+namespace {
 
 Napi::Value Recvmsg(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -131,71 +150,9 @@ Napi::Value Recvmsg(const Napi::CallbackInfo& info) {
   return result;
 }
 
-// Whether close(2) on a received descriptor returns at once, from the kernel's cached attributes and
-// /proc alone (no file system is asked): a socket other than a Unix one (its linger disarmed on receipt;
-// a Unix socket's last close frees its own queue here, a lingering TCP socket in it included), a pipe, a file
-// on one of `fast` (our mounts that are not FUSE), or an anonymous inode. Anything else (FUSE, a
-// mount we cannot see) is closed on a thread of its own (fds.ts closeReceived decides the same way).
-// Devices ("major:minor") of the mounts we see whose type is not FUSE, from /proc/self/mountinfo
-// (proc(5) "mountinfo": after the optional fields, " - " precedes the type; a device's last line
-// wins). Read only when a received file needs it: a connection that queued no descriptor (every one,
-// where the kernel refuses them: SO_PASSRIGHTS) costs no read of the mount table.
-struct FastDevices {
-  bool known = false;
-  std::unordered_set<dev_t> devices;
-
-  const std::unordered_set<dev_t>& Get() {
-    if (known) return devices;
-    known = true;
-    const int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return devices;  // no mount table: every file is closed on a thread of its own
-    std::string text;
-    char buffer[16384];
-    for (;;) {
-      const ssize_t got = read(fd, buffer, sizeof buffer);
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) break;
-      text.append(buffer, static_cast<size_t>(got));
-    }
-    close(fd);
-    std::unordered_map<dev_t, bool> fuse;
-    size_t start = 0;
-    while (start < text.size()) {
-      size_t end = text.find('\n', start);
-      if (end == std::string::npos) end = text.size();
-      const std::string line = text.substr(start, end - start);
-      start = end + 1;
-      unsigned major, minor;
-      if (sscanf(line.c_str(), "%*s %*s %u:%u", &major, &minor) != 2) continue;
-      const size_t dash = line.find(" - ");
-      if (dash == std::string::npos) continue;
-      fuse[makedev(major, minor)] = line.compare(dash + 3, 4, "fuse") == 0;
-    }
-    for (const auto& [device, isFuse] : fuse) {
-      if (!isFuse) devices.insert(device);
-    }
-    return devices;
-  }
-};
-
-bool ClosesAtOnce(int fd, FastDevices* fast) {
-  struct statx stx;
-  // EBADF: not open, nothing to wait for. Any other failure proves nothing: root's statx of a file on a
-  // user's FUSE mount without allow_other fails with EACCES (fs/fuse/dir.c fuse_getattr), while its
-  // close still sends FLUSH and waits for the answer.
-  if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0) return errno == EBADF;
-  if (S_ISSOCK(stx.stx_mode)) return !IsUnixSocket(fd);
-  if (S_ISFIFO(stx.stx_mode)) return true;
-  if (fast->Get().count(makedev(stx.stx_dev_major, stx.stx_dev_minor)) > 0) return true;
-  char link[64], target[16];
-  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-  const ssize_t n = readlink(link, target, sizeof target);
-  return n >= 11 && std::memcmp(target, "anon_inode:", 11) == 0;
-}
-
 // The last close of a peer's connection, in one call: shut our reading side (a Unix stream peer can
 // queue nothing more: its sends fail with EPIPE), then read away every queued message, closing each
-// descriptor on it as ClosesAtOnce says, so the kernel has none of the peer's left to release in the
+// descriptor on it as CloseReceived (received-close.cc) decides, so the kernel has none of the peer's left to release in the
 // closing thread (unix_release_sock frees unread messages there, and fput's task work runs a lingering
 // socket's close in it). Up to 253 descriptors a message and one socket buffer of messages: native,
 // so even a full queue of them costs little more than the kernel's own release.
@@ -205,70 +162,33 @@ Napi::Value DrainPeer(const Napi::CallbackInfo& info) {
   if (!ArgFd(info, 0, &fd)) return Napi::Value();
   // Without a list the mount table is read here, and only if a received file needs it.
   FastDevices fast;
-  if (!info[1].IsUndefined()) {
-    if (!info[1].IsArray()) {
-      ThrowType(env, "The \"fastDevices\" argument must be an array of \"major:minor\" strings");
-      return Napi::Value();
-    }
-    fast.known = true;
-    Napi::Array devices = info[1].As<Napi::Array>();
-    for (uint32_t i = 0; i < devices.Length(); i++) {
-      Napi::Value item = devices.Get(i);
-      unsigned major, minor;
-      if (!item.IsString() || sscanf(item.As<Napi::String>().Utf8Value().c_str(), "%u:%u", &major, &minor) != 2) {
-        ThrowType(env, "The \"fastDevices\" argument must be an array of \"major:minor\" strings");
-        return Napi::Value();
-      }
-      fast.devices.insert(makedev(major, minor));
-    }
+  if (!fast.Parse(info[1])) {
+    ThrowType(env, "The \"fastDevices\" argument must be an array of \"major:minor\" strings");
+    return Napi::Value();
   }
   shutdown(fd, SHUT_RD);  // ENOTCONN, EBADF: nothing can be queued behind it
-  static unsigned char data[64 * 1024];
-  const size_t room = static_cast<size_t>(kMaxFdsPerMessage) + kForeignControlRoom;
-  std::vector<cmsghdr> control = ControlBuffer(room);
-  double messages = 0, closed = 0, detached = 0, parked = 0;
+  static QueuedMessages reader;  // the event loop's thread only
+  double messages = 0;
+  ReceivedCloseCounts counts;
   bool complete = true;
   // After the shutdown the queue only shrinks: the bound is a guard, one socket buffer needs far fewer.
   for (int reads = 0; reads < 65536; reads++) {
-    // Every close thread taken (a FUSE file system that never answers FLUSH): no more descriptors are
-    // taken from this peer. What it still queues stays in flight, and the socket stays open (the caller
-    // keeps it): the process, no longer clean, releases it at its exit, where neither FLUSH (in-flight
-    // files are only released) nor a socket's linger (inet_release skips it for an exiting task) holds it.
-    if (CloseThreadsFull()) {
+    // The close pool's queue is long (its threads held by a file system that never answers FLUSH, or
+    // a burst they have not caught up with): no more is taken from this peer for now. What it queued
+    // stays in flight, charged to the sender, and the caller drains again later (peer-close.ts).
+    if (CloseQueueLong()) {
       complete = false;
-      ParkFd();
       break;
     }
-    iovec iov{data, sizeof data};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.data();
-    msg.msg_controllen = CMSG_SPACE(sizeof(int) * room);
-    const ssize_t received = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    if (received < 0 && errno == EINTR) continue;
-    if (received < 0) break;
     std::vector<int> fds;
-    bool foreign = false;
-    CollectFds(&msg, &fds, &foreign);
-    for (int received_fd : fds) {
-      if (ClosesAtOnce(received_fd, &fast)) {
-        close(received_fd);
-        closed++;
-      } else if (CloseOnThread(received_fd)) {
-        detached++;
-      } else {
-        parked++;
-      }
-    }
-    if (received == 0 && fds.empty()) break;
+    if (!reader.Next(fd, &fds)) break;
+    CloseReceived(fds, &fast, &counts);
     messages++;
   }
   Napi::Object result = Napi::Object::New(env);
   result.Set("messages", Napi::Number::New(env, messages));
-  result.Set("closed", Napi::Number::New(env, closed));
-  result.Set("detached", Napi::Number::New(env, detached));
-  result.Set("parked", Napi::Number::New(env, parked));
+  result.Set("closed", Napi::Number::New(env, counts.closed));
+  result.Set("detached", Napi::Number::New(env, counts.detached));
   result.Set("complete", Napi::Boolean::New(env, complete));
   return result;
 }

@@ -19,6 +19,14 @@ namespace opencode_pty {
 
 namespace {
 
+// SO_DOMAIN (socket(7)); a socket whose domain cannot be read is taken for one.
+bool IsUnixSocket(int fd) {
+  int domain = 0;
+  socklen_t size = sizeof domain;
+  if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &size) != 0) return true;
+  return domain == AF_UNIX;
+}
+
 // statx(AT_STATX_DONT_SYNC) answers from the attributes the kernel already holds: a network or FUSE
 // file system is not asked (fuse_update_get_attr and nfs_getattr honour the flag), so a file system
 // that never answers cannot hold this thread, and a peer's descriptor never makes root wait on it.
@@ -47,89 +55,10 @@ Napi::Value StatCached(const Napi::CallbackInfo& info) {
   return result;
 }
 
-
-// close(2) on a peer's file on FUSE sends FLUSH and waits for the answer without end (the kernel's
-// forced requests wait uninterruptibly): such a descriptor is closed on a thread of its own, so
-// only that thread can be held, never the event loop.
-// Closes on detached threads that have not returned yet: a worker with one is not clean to reuse.
-std::atomic<int> pendingCloses{0};
-// Descriptors left open at the bound (or when no thread could be had): never closed here, since a
-// close on this thread could hold it for good; the process is not clean to reuse, and its exit
-// releases them.
-std::atomic<int> parkedFds{0};
-
-void* CloseThread(void* arg) {
-  close(static_cast<int>(reinterpret_cast<intptr_t>(arg)));
-  pendingCloses--;
-  return nullptr;
-}
-
-}  // namespace
-
-// SO_DOMAIN (socket(7)); a socket whose domain cannot be read is taken for one, so it is closed on a thread.
-bool IsUnixSocket(int fd) {
-  int domain = 0;
-  socklen_t size = sizeof domain;
-  if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &size) != 0) return true;
-  return domain == AF_UNIX;
-}
-
-bool CloseThreadsFull() {
-  return pendingCloses.load() >= kMaxCloseThreads;
-}
-
-bool CloseOnThread(int fd) {
-  // A full socket buffer carries some 140,000 descriptors: one thread each would be a thread per
-  // descriptor the peer chose (and, at the system's limit, no thread for anyone). Bounded instead.
-  if (pendingCloses.fetch_add(1) >= kMaxCloseThreads) {
-    pendingCloses--;
-    parkedFds++;
-    return false;
-  }
-  pthread_attr_t attr;
-  pthread_t thread;
-  bool started = false;
-  if (pthread_attr_init(&attr) == 0) {
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 64 * 1024);
-    started = pthread_create(&thread, &attr, CloseThread, reinterpret_cast<void*>(static_cast<intptr_t>(fd))) == 0;
-    pthread_attr_destroy(&attr);
-  }
-  if (!started) {
-    // No thread to be had (EAGAIN): left open, as at the bound; a close here could hold the event loop.
-    pendingCloses--;
-    parkedFds++;
-  }
-  return started;
-}
-
-void ParkFd() {
-  parkedFds++;
-}
-
-namespace {
-
-Napi::Value CloseDetached(const Napi::CallbackInfo& info) {
-  int fd;
-  if (!ArgFd(info, 0, &fd)) return Napi::Value();
-  return Napi::Boolean::New(info.Env(), CloseOnThread(fd));
-}
-
 }  // namespace
 
 void InitFdStat(Napi::Env env, Napi::Object exports) {
   exports.Set("statCached", Napi::Function::New(env, StatCached, "statCached"));
-  exports.Set("closeDetached", Napi::Function::New(env, CloseDetached, "closeDetached"));
-  exports.Set("pendingCloses", Napi::Function::New(env, [](const Napi::CallbackInfo& info) -> Napi::Value {
-    return Napi::Number::New(info.Env(), pendingCloses.load() + parkedFds.load());
-  }, "pendingCloses"));
-  exports.Set("closeThreads", Napi::Function::New(env, [](const Napi::CallbackInfo& info) -> Napi::Value {
-    Napi::Object result = Napi::Object::New(info.Env());
-    result.Set("running", Napi::Number::New(info.Env(), pendingCloses.load()));
-    result.Set("parked", Napi::Number::New(info.Env(), parkedFds.load()));
-    result.Set("max", Napi::Number::New(info.Env(), kMaxCloseThreads));
-    return result;
-  }, "closeThreads"));
 }
 
 }  // namespace opencode_pty

@@ -10,7 +10,7 @@ import { ErrorCode, encodeFrame, type ErrorCodeValue } from '../protocol/index.t
 import type { Units } from '../systemd/bus-session.ts';
 import { SessionError } from '../protocol/session-error.ts';
 import { Admission, SessionSlots, type Slot } from './admission.ts';
-import { sendErrorNow } from './refuse.ts';
+import { refuseNow, sendError } from './refuse.ts';
 import { chooseVersion, handshakeRefusal, readHello } from './handshake.ts';
 import type { Listener } from './listener.ts';
 import { ClientService, pidfdCgroupNow } from '../identity/client-service.ts';
@@ -271,7 +271,7 @@ export class Broker {
         // A worker that got no session ends at its first message.
         worker?.shutdown();
         // Ours is the last copy: nothing the peer queued may be left for the kernel to release here.
-        if (!socket.closeDrained()) log('warning', `pid ${credentials.pid}: its connection still queues descriptors and every close thread is taken (a file system that never answers): left open until this process exits`);
+        if (!socket.closeDrained()) log('warning', `pid ${credentials.pid}: its connection queues more descriptors than the close threads keep up with (or a file system that never answers holds them): it is closed once they are read away`);
       }
       if (pidfd >= 0) closeQuietly(pidfd);
       this.#handshakes.delete(socket);
@@ -286,12 +286,13 @@ export class Broker {
   }
 
   #refuseFd(fd: number, code: ErrorCodeValue, message: string): void {
-    if (sendErrorNow(fd, code, message)) closeQuietly(fd);
+    refuseNow(fd, code, message);
   }
 
   #refuse(socket: FdSocket, code: ErrorCodeValue, message: string): void {
     if (socket.closed) return;
-    socket.close(!sendErrorNow(socket.fd, code, message));
+    sendError(socket.fd, code, message);
+    socket.closeDrained();
   }
 
   /** STATUS= once per turn of the event loop at most, however many connections changed in it. */

@@ -1,20 +1,23 @@
 // Refusing a connection without ever blocking: one ERROR frame, then what the peer sent is read away.
-import { closeQuietly } from '../io/fds.ts';
-import { drainPeer } from '../io/peer-close.ts';
+import { closePeer } from '../io/peer-close.ts';
 import { native } from '../native/binding.ts';
 import { encodeFrame, errorFrame, type ErrorCodeValue } from '../protocol/index.ts';
 
-/** Best effort and never blocking: a refused peer may not be reading. What it sent is read away
- * (drainPeer): closing a Unix socket with unread input resets the peer's side, which could then lose
- * the ERROR frame before reading it, and the kernel would release the descriptors on that input in
- * our thread, a lingering TCP socket among them holding the broker for its linger time. False when
- * the drain stopped at the bound of close threads: the caller must then leave `fd` open. */
-export function sendErrorNow(fd: number, code: ErrorCodeValue, message: string): boolean {
+/** Best effort and never blocking: a refused peer may not be reading. */
+export function sendError(fd: number, code: ErrorCodeValue, message: string): void {
   try {
     const frame = encodedError(code, message);
     native().sendmsg(fd, frame, 0, frame.length);
   } catch {}
-  return drainPeer(fd);
+}
+
+/** sendError, then the last close (closePeer): what the peer sent is read away first, since closing a
+ * Unix socket with unread input resets the peer's side, which could then lose the ERROR frame before
+ * reading it, and the kernel would release the descriptors on that input in our thread, a lingering
+ * TCP socket among them holding the broker for its linger time. `fd` is closePeer's from here on. */
+export function refuseNow(fd: number, code: ErrorCodeValue, message: string): void {
+  sendError(fd, code, message);
+  closePeer(fd);
 }
 
 /** A flood is refused with the same few frames over and over: each is encoded once (bounded). */
@@ -40,6 +43,6 @@ export function refuseQueued(listenFd: number, code: ErrorCodeValue, message: st
       return;
     }
     if (fd < 0) return;
-    if (sendErrorNow(fd, code, message)) closeQuietly(fd);
+    refuseNow(fd, code, message);
   }
 }

@@ -5,7 +5,7 @@ import { EventEmitter } from 'node:events';
 import { native, type FdWatcher, type PollEvents } from '../native/binding.ts';
 import { ExactRequest, type ExactRead } from './exact-read.ts';
 import { closeQuietly } from './fds.ts';
-import { drainPeer } from './peer-close.ts';
+import { closePeer } from './peer-close.ts';
 import { IoError, fromSystemError } from './io-error.ts';
 import { SocketWriter } from './socket-writer.ts';
 import { readChunk, type StreamRead } from './stream-read.ts';
@@ -178,13 +178,14 @@ export class FdSocket extends EventEmitter {
    * this socket (a dup handed on, a unit's stdout) is to read from it again. */
   closeDrained(): boolean {
     if (this.#fd < 0) return true;
-    const complete = drainPeer(this.#fd);
-    this.close(!complete);
-    return complete;
+    const fd = this.#fd;
+    this.close(true);
+    // False: the drain waits for the close pool, and closePeer closes `fd` once it is done.
+    return closePeer(fd);
   }
 
   /** Idempotent: stops the watcher, fails a pending readExact with CLOSED, closes queued and received fds
-   * and the socket (unless `leaveOpen`: a drain that stopped at the bound of close threads, peer-close.ts). */
+   * and the socket (unless `leaveOpen`: closeDrained hands it to peer-close.ts). */
   close(leaveOpen = false): void {
     if (this.#fd < 0) return;
     const fd = this.#fd;

@@ -7,14 +7,21 @@
 import { native } from '../native/binding.ts';
 import { closeQuietly } from './fds.ts';
 
+/** How often a drain the close pool stopped (its queue long) is tried again. */
+export const DRAIN_RETRY_MS = 100;
+
+/** Connections whose drain is not finished, by fd: each is closed once its drain completes. */
+const deferred = new Set<number>();
+let retryTimer: NodeJS.Timeout | undefined;
+
 /**
  * Shuts our reading side, so the peer cannot queue anything more (a Unix stream peer's sends then fail
  * with EPIPE), and reads away what it queued, closing every descriptor on it as received ones are
  * closed (fds.ts closeReceived), in the addon: a full socket buffer holds some 140,000 of them. The
  * socket itself stays open: the caller closes it (or goes on writing). Shutting down acts on the
  * socket, not the descriptor: only for a connection no holder reads again.
- * False when every close thread of this process was taken (fds.ts closeReceived): the rest of the
- * queue is left in flight and the caller must leave `fd` open for the process's exit to release.
+ * False when it stopped because the close pool's queue is long (its threads held by a file system
+ * that never answers, or a burst not caught up with): the rest is still queued on `fd`.
  */
 export function drainPeer(fd: number): boolean {
   try {
@@ -26,10 +33,35 @@ export function drainPeer(fd: number): boolean {
   }
 }
 
-/** drainPeer, then close: the kernel has nothing of the peer's left to release. False (and `fd` left
- * open) when the drain stopped at the bound of close threads. */
+/**
+ * drainPeer, then close: the kernel has nothing of the peer's left to release. A drain the close pool
+ * stopped goes on later (every DRAIN_RETRY_MS) and `fd` is closed when it is done: until then it costs
+ * one descriptor, and what is still queued stays in flight, charged to its sender (unix_inflight).
+ * True when `fd` is closed now.
+ */
 export function closePeer(fd: number): boolean {
-  if (!drainPeer(fd)) return false;
-  closeQuietly(fd);
-  return true;
+  if (drainPeer(fd)) {
+    closeQuietly(fd);
+    return true;
+  }
+  deferred.add(fd);
+  retryTimer ??= setInterval(retryDeferred, DRAIN_RETRY_MS).unref();
+  return false;
+}
+
+/** Connections closePeer has not closed yet: their drains wait for the close pool. */
+export function deferredDrains(): number {
+  return deferred.size;
+}
+
+function retryDeferred(): void {
+  for (const fd of deferred) {
+    if (!drainPeer(fd)) break; // the queue is long again: the rest waits for the next turn
+    deferred.delete(fd);
+    closeQuietly(fd);
+  }
+  if (deferred.size === 0) {
+    clearInterval(retryTimer);
+    retryTimer = undefined;
+  }
 }

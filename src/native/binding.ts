@@ -69,11 +69,15 @@ export interface NativeBinding {
    * Returns null when it would block. */
   recvmsg(fd: number, buffer: Buffer, offset: number, length: number, maxFds: number): ReceivedMessage | null;
   /** The last close's preparation of a peer's Unix socket (peer-close.ts): shutdown(SHUT_RD), then every
-   * queued message read away, each descriptor on it closed (on a thread of its own unless it is a
-   * socket, a pipe, an anonymous inode or on one of `fastDevices`, "major:minor" of non-FUSE mounts;
-   * without the list, the non-FUSE mounts of /proc/self/mountinfo, read only if a received file needs it).
-   * Once every close thread is taken it stops (`complete` false): the caller must leave `fd` open. */
-  drainPeer(fd: number, fastDevices?: string[]): { messages: number; closed: number; detached: number; parked: number; complete: boolean };
+   * queued message read away, its descriptors closed as closeReceived does. It stops while the close
+   * pool's queue is long (`complete` false): what is left stays queued, and the caller drains again later.
+   * `fastDevices`: as for closeReceived. */
+  drainPeer(fd: number, fastDevices?: string[]): { messages: number; closed: number; detached: number; complete: boolean };
+  /** Closes a peer's descriptors: at once a pipe, an anonymous inode or a file on one of `fastDevices`
+   * ("major:minor" of non-FUSE mounts; without the list, the non-FUSE mounts of /proc/self/mountinfo,
+   * read only if a file needs it); every other one (sockets, FUSE, mounts we cannot see) on the close
+   * pool, one copy of each socket (the others, not the last reference, at once). */
+  closeReceived(fds: number[], fastDevices?: string[]): { closed: number; detached: number };
   /** sendmsg with MSG_DONTWAIT | MSG_NOSIGNAL, attaching fds (SCM_RIGHTS) when given.
    * Returns bytes sent, or -1 when it would block. */
   sendmsg(fd: number, buffer: Buffer, offset: number, length: number, fds?: number[]): number;
@@ -95,13 +99,13 @@ export interface NativeBinding {
    * statx(AT_STATX_DONT_SYNC): the kernel's cached attributes, so the file system (FUSE, NFS) is never
    * asked and cannot make the caller wait. */
   statCached(fd: number): { dev: bigint; ino: bigint; directory: boolean; socketOrPipe: boolean; unixSocket: boolean; device: string };
-  /** close(fd) on a detached thread of its own: for a peer's descriptor whose close could block without end
-   * (FUSE). At most `closeThreads().max` at once per process: beyond, the fd is left open (false). */
-  closeDetached(fd: number): boolean;
-  /** Closes not done: threads whose close(2) has not returned yet, and descriptors left open at the bound. */
+  /** close(fd) on the close pool: at most `closeThreads().max` threads, fed from one queue, for a peer's
+   * descriptor whose close could block without end (FUSE). Queued ones stay open until a thread is free. */
+  closeDetached(fd: number): void;
+  /** Closes not done: inside close(2) on a pool thread, or queued for one. */
   pendingCloses(): number;
-  /** The close threads running, the descriptors left open (never closed by this process), and the bound. */
-  closeThreads(): { running: number; parked: number; max: number };
+  /** The close pool: threads running, of them inside close(2), descriptors queued, and the bound on threads. */
+  closeThreads(): { threads: number; closing: number; queued: number; max: number };
   /** socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK), bind(path), listen(backlog). */
   listenUnix(path: string, backlog: number): number;
   /** accept4 with SOCK_CLOEXEC | SOCK_NONBLOCK; -1 when nothing is pending. */

@@ -2,6 +2,7 @@
 // fd 3, runs the session to its end, reports, and waits for the next one or exits.
 import { native } from '../native/binding.ts';
 import { FdSocket } from '../io/fd-socket.ts';
+import { deferredDrains } from '../io/peer-close.ts';
 import { closeAll } from '../io/fds.ts';
 import type { Config } from '../config/schema.ts';
 import { ErrorCode, LATEST_VERSION, PROTOCOL_VERSION } from '../protocol/constants.ts';
@@ -105,7 +106,7 @@ async function main(): Promise<number> {
     // this process for good: it ends, and its slot stays taken until it has (broker.ts #adopt).
     // Nor after a helper that broke its control channel: nothing it sent is known to be harmless to the
     // next session of this process, and a fresh worker costs one start.
-    const reusable = ran.clean && !ran.helperFailed && native().pendingCloses() === 0 && !closing && served < config.limits.sessionsPerWorker && received.message.reuse === true;
+    const reusable = ran.clean && !ran.helperFailed && native().pendingCloses() === 0 && deferredDrains() === 0 && !closing && served < config.limits.sessionsPerWorker && received.message.reuse === true;
     sendControl(control, { type: 'ended', reason: ran.reason, reusable });
     if (!ran.clean) {
       manager.close();

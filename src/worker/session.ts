@@ -306,8 +306,7 @@ export class Session {
     // The session is over for every holder (the helper, PID 1's copy as the unit's stdout): what the
     // client left queued is read away here, or the last of them to close would release its fds.
     if (!this.#client.closeDrained()) {
-      const { max } = native().closeThreads();
-      this.#deps.log(`${this.unit}: the client's connection still queues descriptors and all ${max} close threads are taken (a file system that never answers): it is left to this process's exit, and the worker is not reused`);
+      this.#deps.log(`${this.unit}: the client's connection queues more descriptors than the close threads keep up with (or a file system that never answers holds them): it is closed once they are read away, and the worker is not reused`);
     }
     closeQuietly(this.#pidfd);
     const figures = this.#units.figures();

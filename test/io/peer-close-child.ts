@@ -1,25 +1,41 @@
 // Run by peer-close.test.ts: queues a lingering TCP socket on a socketpair, then closes the receiving
 // end as the last holder through closePeer; prints "closed" when that returned. With "nested", the
 // lingering socket is queued on a Unix socket that is itself what the peer queued: closing that one
-// frees its queue, and so the lingering socket, in the closing thread.
+// frees its queue, and so the lingering socket, in the closing thread. With "listener", it is queued
+// on a connection still pending on a listening Unix socket, which is what the peer queued: the
+// listener's close frees that connection and its queue. Then prints "settled" once no close is
+// pending on the close pool either, or "held" if one still is after 10 s (a close thread lingering).
+import { closeSync, rmSync } from 'node:fs';
 import { native } from '../../src/native/binding.ts';
 import { closePeer } from '../../src/io/peer-close.ts';
 import { lingeringSocket } from './lingering.ts';
-import { closeSync } from 'node:fs';
 
 const lingering = await lingeringSocket();
 const [a, b] = native().socketpair();
-if (process.argv[2] === 'nested') {
+const mode = process.argv[2];
+if (mode === 'nested') {
   const [x, y] = native().socketpair();
   native().sendmsg(x, Buffer.from('x'), 0, 1, [lingering.fd]);
   closeSync(x);
   native().sendmsg(a, Buffer.from('y'), 0, 1, [y]);
   closeSync(y); // the queue on `b` now holds the last reference to y, and y's queue the lingering socket
+} else if (mode === 'listener') {
+  const name = `/tmp/peer-close-${process.pid}.sock`;
+  const listener = native().listenUnix(name, 4);
+  const pending = native().connectUnix(name);
+  native().sendmsg(pending, Buffer.from('x'), 0, 1, [lingering.fd]);
+  closeSync(pending);
+  native().sendmsg(a, Buffer.from('y'), 0, 1, [listener]);
+  closeSync(listener); // the queue on `b` holds the listener, whose pending connection holds the lingering socket
+  rmSync(name, { force: true });
 } else {
   native().sendmsg(a, Buffer.from('x'), 0, 1, [lingering.fd]);
 }
 closeSync(lingering.fd); // ours was the last one outside the queue
 closePeer(b);
 closeSync(a);
-lingering.stop();
 process.stdout.write('closed\n');
+const deadline = Date.now() + 10_000;
+while (native().pendingCloses() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+process.stdout.write(native().pendingCloses() === 0 ? 'settled\n' : 'held\n');
+lingering.stop();

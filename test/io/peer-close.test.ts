@@ -9,9 +9,10 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { native } from '../../src/native/binding.ts';
-import { closePeer, drainPeer } from '../../src/io/peer-close.ts';
+import { closePeer, deferredDrains, drainPeer } from '../../src/io/peer-close.ts';
 import { passRights } from '../../src/io/pass-rights.ts';
 import { leakedSince, openFds } from '../native/fd-helpers.ts';
+import { lingeringSocket } from './lingering.ts';
 
 
 test('queued messages with files, sockets and pipes: all read away and closed, and the peer can send no more', async () => {
@@ -38,32 +39,80 @@ test('queued messages with files, sockets and pipes: all read away and closed, a
 test('without a device list the addon reads the mount table itself, only when a file arrives: a file on a mount we see is closed at once', () => {
   const [a, b] = native().socketpair();
   // Nothing queued: nothing to decide, no file read.
-  assert.equal(native().drainPeer(b), { messages: 0, closed: 0, detached: 0, parked: 0, complete: true });
+  assert.equal(native().drainPeer(b), { messages: 0, closed: 0, detached: 0, complete: true });
   closeAll([a, b]);
   const [c, d] = native().socketpair();
   const file = openSync('/proc/self/stat', 'r');
   assert.is(native().sendmsg(c, Buffer.from('x'), 0, 1, [file]), 1);
   // /proc is one of our mounts, and not FUSE: closed in this thread.
-  assert.equal(native().drainPeer(d), { messages: 1, closed: 1, detached: 0, parked: 0, complete: true });
+  assert.equal(native().drainPeer(d), { messages: 1, closed: 1, detached: 0, complete: true });
   // An empty list names no device: the same file is closed on a thread of its own.
   const [e, f] = native().socketpair();
   assert.is(native().sendmsg(e, Buffer.from('x'), 0, 1, [file]), 1);
-  assert.equal(native().drainPeer(f, []), { messages: 1, closed: 0, detached: 1, parked: 0, complete: true });
+  assert.equal(native().drainPeer(f, []), { messages: 1, closed: 0, detached: 1, complete: true });
   closeAll([c, d, e, f, file]);
 });
 
-test('a lingering TCP socket queued on the connection: the last close returns (in a child, killed if it hangs)', () => {
-  const script = fileURLToPath(new URL('./peer-close-child.ts', import.meta.url));
-  const child = spawnSync(process.execPath, ['--import', 'tsx', script], { encoding: 'utf8', timeout: 30_000 });
-  assert.is(child.signal, null, `the close hung: ${child.stderr}`);
-  assert.is(child.stdout.trim(), 'closed', child.stderr);
+test('a burst of copies of one Unix socket (253 a message): read away in one drain, one close-pool entry a message, nothing left open', async () => {
+  const before = openFds();
+  const [a, b] = native().socketpair(1 << 20);
+  const [s1, s2] = native().socketpair();
+  const copies = Array.from({ length: 253 }, () => s1);
+  const MESSAGES = 40;
+  for (let i = 0; i < MESSAGES; i += 1) assert.is(native().sendmsg(a, Buffer.from('x'), 0, 1, copies), 1);
+  closeAll([s1, s2]);
+  // A thread per descriptor outran its own ends and left the rest queued until the process exited.
+  const drained = native().drainPeer(b);
+  assert.equal(drained, { messages: MESSAGES, closed: MESSAGES * 252, detached: MESSAGES, complete: true });
+  closeAll([a, b]);
+  while (native().pendingCloses() > 0) await new Promise((resolve) => setImmediate(resolve));
+  assert.ok(native().closeThreads().threads <= native().closeThreads().max);
+  assert.equal(leakedSince(before), []);
 });
 
-test('a Unix socket queued on the connection with a lingering TCP socket queued on it: the last close returns (in a child, killed if it hangs)', () => {
+test('a TCP socket goes to the close pool: a sender that kept a copy can arm its linger again after our recvmsg disarmed it', async () => {
+  const [a, b] = native().socketpair();
+  const tcp = await lingeringSocket();
+  assert.is(native().sendmsg(a, Buffer.from('x'), 0, 1, [tcp.fd]), 1);
+  closeSync(tcp.fd);
+  // Before: closed here, at once, as any socket but a Unix one.
+  assert.equal(native().drainPeer(b, []), { messages: 1, closed: 0, detached: 1, complete: true });
+  closeAll([a, b]);
+  while (native().pendingCloses() > 0) await new Promise((resolve) => setImmediate(resolve));
+  tcp.stop();
+});
+
+test('closePeer closes at once when the drain is complete, and nothing is deferred', () => {
+  const [a, b] = native().socketpair();
+  assert.is(native().sendmsg(a, Buffer.from('x'), 0, 1, [a]), 1);
+  assert.is(closePeer(b), true);
+  assert.is(deferredDrains(), 0);
+  assert.throws(() => native().statCached(b), /EBADF/);
+  closeSync(a);
+});
+
+function lingeringChild(mode?: string): ReturnType<typeof spawnSync> {
   const script = fileURLToPath(new URL('./peer-close-child.ts', import.meta.url));
-  const child = spawnSync(process.execPath, ['--import', 'tsx', script, 'nested'], { encoding: 'utf8', timeout: 30_000, killSignal: 'SIGKILL' });
+  return spawnSync(process.execPath, ['--import', 'tsx', script, ...(mode ? [mode] : [])], { encoding: 'utf8', timeout: 30_000, killSignal: 'SIGKILL' });
+}
+
+test('a lingering TCP socket queued on the connection: the last close returns, and no close thread lingers (in a child, killed if it hangs)', () => {
+  const child = lingeringChild();
   assert.is(child.signal, null, `the close hung: ${child.stderr}`);
-  assert.is(child.stdout.trim(), 'closed', child.stderr);
+  assert.is(String(child.stdout).trim(), 'closed\nsettled', String(child.stderr));
+});
+
+test('a Unix socket queued on the connection with a lingering TCP socket queued on it: the last close returns, and no close thread lingers on it (in a child)', () => {
+  const child = lingeringChild('nested');
+  assert.is(child.signal, null, `the close hung: ${child.stderr}`);
+  // Before: the close thread's close of the Unix socket freed its queue, and lingered on the TCP socket.
+  assert.is(String(child.stdout).trim(), 'closed\nsettled', String(child.stderr));
+});
+
+test('a listening Unix socket queued on the connection, a pending connection on it holding a lingering TCP socket: no close thread lingers on it (in a child)', () => {
+  const child = lingeringChild('listener');
+  assert.is(child.signal, null, `the close hung: ${child.stderr}`);
+  assert.is(String(child.stdout).trim(), 'closed\nsettled', String(child.stderr));
 });
 
 test("a user's FUSE file root cannot stat (no allow_other): closed on a thread of its own, not in the caller's (in a child, killed if it hangs)", () => {

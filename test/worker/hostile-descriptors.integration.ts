@@ -110,7 +110,7 @@ test('a TCP socket with SO_LINGER and unsent data: BAD_START within the deadline
   assert.equal(client.frames.map((frame) => frame.type), ['error']);
 });
 
-test('a peer\'s queue of FUSE files whose FLUSH never returns (no SO_PASSRIGHTS): close threads stay bounded, the drain stops, the loop turns', async () => {
+test('a peer\'s queue of FUSE files whose FLUSH never returns (no SO_PASSRIGHTS): close threads stay bounded, the drain waits, the loop turns, and it finishes once the file system is gone', async () => {
   const fs = await mountHangfs();
   const fd = openSync(`${sandbox.root}/run/hangmnt/f`, constants.O_RDONLY);
   // The child is started (its exec done) before FLUSH hangs: exec closes our close-on-exec copy there.
@@ -118,27 +118,36 @@ test('a peer\'s queue of FUSE files whose FLUSH never returns (no SO_PASSRIGHTS)
   let stdout = '';
   let stderr = '';
   child.stderr!.on('data', (chunk) => (stderr += chunk));
+  child.stdout!.on('data', (chunk) => (stdout += chunk));
+  const exited = once(child, 'exit');
   const line = (n: number) =>
     new Promise<string>((resolve, reject) => {
       const check = () => (stdout.split('\n').length > n ? resolve(stdout.split('\n')[n - 1]!) : undefined);
-      child.stdout!.on('data', (chunk) => ((stdout += chunk), check()));
-      child.once('exit', () => reject(new Error(`child exited: ${stderr}`)));
+      child.stdout!.on('data', check);
+      check();
+      void exited.then(() => reject(new Error(`child exited: ${stderr}`)));
     });
-  const exited = once(child, 'exit');
   assert.is(await line(1), 'ready');
   fs.hang('flush');
-  child.stdin!.end('go\n');
+  child.stdin!.write('go\n');
   const seen = await within(line(2), GRACE_MS, 'nothing printed: the drain held the event loop');
-  await fs.unmount(); // every hung FLUSH fails now (ENOTCONN): the child's threads and exit can finish
+  await fs.unmount(); // every hung FLUSH fails now (ENOTCONN): the threads return, the queue moves
   try {
     closeSync(fd);
   } catch {}
+  child.stdin!.write('released\n');
+  const after = await within(line(3), GRACE_MS, 'the deferred drain never finished');
+  child.stdin!.end();
   await exited;
-  const result = JSON.parse(seen) as { closed: boolean; sent: number; newThreads: number; running: number; parked: number; max: number };
-  assert.is(result.closed, false, 'the drain stopped with the queue left in flight');
-  assert.ok(result.running <= result.max, `${result.running} close threads at once, bound ${result.max}`);
-  assert.ok(result.newThreads <= result.max, `${result.newThreads} new threads for ${result.sent} descriptors`);
-  assert.ok(result.parked > 0 && result.running + result.parked < result.sent, 'the rest never left the queue');
+  const held = JSON.parse(seen) as { closed: boolean; sent: number; newThreads: number; deferred: number; open: boolean; threads: number; closing: number; queued: number; max: number };
+  assert.is(held.closed, false, 'the drain stopped with the rest left in flight');
+  assert.equal([held.deferred, held.open], [1, true], 'the connection waits for its drain');
+  assert.ok(held.threads <= held.max, `${held.threads} close threads at once, bound ${held.max}`);
+  assert.ok(held.newThreads <= held.max, `${held.newThreads} new threads for ${held.sent} descriptors`);
+  assert.ok(held.queued > 0 && held.closing + held.queued < held.sent, 'the rest never left the connection');
+  // Before: the rest stayed queued and the connection open until the process exited.
+  const done = JSON.parse(after) as { deferred: number; open: boolean; closing: number; queued: number };
+  assert.equal([done.deferred, done.open, done.closing, done.queued], [0, false, 0, 0]);
 });
 
 test.run();
