@@ -1,5 +1,6 @@
 // Accepting from the listening socket: a bounded batch per readable event, so a flood cannot starve
 // the rest of the event loop, and accept-backoff.ts when accept(2) itself fails.
+import { deferredDrains } from '../io/peer-close.ts';
 import type { Logger } from '../log.ts';
 import { native, type FdWatcher } from '../native/binding.ts';
 import { AcceptBackoff } from './accept-backoff.ts';
@@ -13,6 +14,14 @@ import { AcceptBackoff } from './accept-backoff.ts';
  */
 const ACCEPTS_PER_EVENT = 8;
 
+/**
+ * Refused connections whose drain waits for the close pool (peer-close.ts) at which accepting pauses, as
+ * for EMFILE: each holds one descriptor until its drain is done, and only close threads held for good
+ * (a FUSE file system that never answers, kernels before 6.16) keep them waiting, so without a bound
+ * a peer could fill the broker's descriptor table with them.
+ */
+export const MAX_DEFERRED_DRAINS = 4096;
+
 export class AcceptLoop {
   #fd: number;
   #onConnection: (fd: number) => void;
@@ -20,8 +29,12 @@ export class AcceptLoop {
   #watcher: FdWatcher | undefined;
   #closed = false;
 
-  constructor(fd: number, onConnection: (fd: number) => void, log: Logger) {
+  #drainsWaiting: () => number;
+
+  /** `drainsWaiting`: peer-close.ts's deferredDrains, unless a test gives its own count. */
+  constructor(fd: number, onConnection: (fd: number) => void, log: Logger, drainsWaiting: () => number = deferredDrains) {
     this.#fd = fd;
+    this.#drainsWaiting = drainsWaiting;
     this.#onConnection = onConnection;
     this.#backoff = new AcceptBackoff(
       {
@@ -50,6 +63,8 @@ export class AcceptLoop {
     for (let i = 0; i < ACCEPTS_PER_EVENT && !this.#closed; i += 1) {
       let fd: number;
       try {
+        const waiting = this.#drainsWaiting();
+        if (waiting >= MAX_DEFERRED_DRAINS) throw drainsWaiting(waiting);
         fd = native().accept(this.#fd);
       } catch (error) {
         // EMFILE and the like leave the connection queued: pause and retry later, not at once.
@@ -61,4 +76,8 @@ export class AcceptLoop {
       this.#onConnection(fd);
     }
   }
+}
+
+function drainsWaiting(count: number): Error {
+  return Object.assign(new Error(`${count} closed connections wait for the descriptors they queued to be closed (every close thread held)`), { code: 'EDRAINWAIT' });
 }
