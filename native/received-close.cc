@@ -72,7 +72,7 @@ enum class CloseKind { kAtOnce, kSocket, kSlow };
 //   (unix_release_sock), a peer's lingering TCP socket or FUSE file in it included; a TCP socket's
 //   linger was disarmed on receipt, but a sender that kept a copy can arm it again before our close;
 // - anything else (FUSE, a mount we cannot see) too: close(2) sends FLUSH and waits for the answer.
-CloseKind Classify(int fd, FastDevices* fast, uint64_t* inode) {
+CloseKind Classify(int fd, FastDevices* fast, uint64_t* cookie) {
   struct statx stx;
   // EBADF: not open, nothing to wait for. Any other failure proves nothing: root's statx of a file on a
   // user's FUSE mount without allow_other fails with EACCES (fs/fuse/dir.c fuse_getattr), while its
@@ -80,8 +80,14 @@ CloseKind Classify(int fd, FastDevices* fast, uint64_t* inode) {
   if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_INO, &stx) < 0) {
     return errno == EBADF ? CloseKind::kAtOnce : CloseKind::kSlow;
   }
-  *inode = stx.stx_ino;
-  if (S_ISSOCK(stx.stx_mode)) return CloseKind::kSocket;
+  if (S_ISSOCK(stx.stx_mode)) {
+    // A socket is known by its cookie (SO_COOKIE: never reused), not its inode: an O_PATH open of
+    // /proc/<pid>/fd/N gives a second file on the same sockfs inode that is no socket and holds none,
+    // so the real socket beside it would be taken for a copy and closed here, its last reference.
+    socklen_t size = sizeof *cookie;
+    if (getsockopt(fd, SOL_SOCKET, SO_COOKIE, cookie, &size) != 0) return CloseKind::kSlow;
+    return CloseKind::kSocket;
+  }
   if (S_ISFIFO(stx.stx_mode)) return CloseKind::kAtOnce;
   if (fast->Get().count(makedev(stx.stx_dev_major, stx.stx_dev_minor)) > 0) return CloseKind::kAtOnce;
   char link[64], target[16];
@@ -93,17 +99,17 @@ CloseKind Classify(int fd, FastDevices* fast, uint64_t* inode) {
 }  // namespace
 
 void CloseReceived(const std::vector<int>& fds, FastDevices* fast, ReceivedCloseCounts* counts) {
-  // A socket has one file (sockfs: one inode per socket, one file per inode), and a socket's close
+  // A socket has one file (sock_alloc_file; its cookie names it), and a socket's close
   // does its work at the last reference only (socket_file_ops has no flush): while one copy of it is
   // held, closing another returns at once. Of the copies of one socket in a batch only one goes to
   // the pool. Not so for files: FUSE sends FLUSH at every close(2) of every copy (filp_close).
-  std::unordered_map<uint64_t, int> socketCopy;
+  std::unordered_map<uint64_t, int> socketCopy;  // by socket cookie
   for (int fd : fds) {
-    uint64_t inode = 0;
-    const CloseKind kind = Classify(fd, fast, &inode);
+    uint64_t cookie = 0;
+    const CloseKind kind = Classify(fd, fast, &cookie);
     if (kind == CloseKind::kSocket) {
       // The first copy is kept for the pool; a later one closes at once while that one is held.
-      if (socketCopy.emplace(inode, fd).second) continue;
+      if (socketCopy.emplace(cookie, fd).second) continue;
       close(fd);
       counts->closed++;
     } else if (kind == CloseKind::kAtOnce) {
@@ -114,7 +120,7 @@ void CloseReceived(const std::vector<int>& fds, FastDevices* fast, ReceivedClose
       counts->detached++;
     }
   }
-  for (const auto& [inode, fd] : socketCopy) {
+  for (const auto& [cookie, fd] : socketCopy) {
     CloseOnThread(fd);
     counts->detached++;
   }

@@ -109,6 +109,13 @@ test('a Unix socket queued on the connection with a lingering TCP socket queued 
   assert.is(String(child.stdout).trim(), 'closed\nsettled', String(child.stderr));
 });
 
+test('a Unix socket queued after an O_PATH file on its own inode (the same device and inode, no socket), a lingering TCP socket on its queue: not taken for a copy and closed in the caller (in a child)', () => {
+  const child = lingeringChild('alias');
+  assert.is(child.signal, null, `the close hung: ${child.stderr}`);
+  // Before: copies were told by inode, the socket was closed in the caller's thread, its last reference.
+  assert.is(String(child.stdout).trim(), 'closed\nsettled', String(child.stderr));
+});
+
 test('a listening Unix socket queued on the connection, a pending connection on it holding a lingering TCP socket: no close thread lingers on it (in a child)', () => {
   const child = lingeringChild('listener');
   assert.is(child.signal, null, `the close hung: ${child.stderr}`);
