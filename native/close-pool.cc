@@ -58,7 +58,10 @@ bool IsUnixSocket(int fd) {
 // or datagram sender then gets EPIPE, a connect ECONNREFUSED) and emptied, every descriptor on it
 // received (its linger disarmed) and queued here in turn; a listener's pending connections, whose own
 // queues its close would free, are accepted and go the same way. Its close then frees nothing.
-// False when it stopped because the queue is long: the socket goes back to the queue.
+// False when it stopped because the queue is long: the socket goes back to the queue. Asked only after
+// a read that took something: an emptied socket is always closed and every turn takes a message away,
+// so a queue of nothing but Unix sockets still drains (asked first, every thread put its socket back
+// unread while the queue held more than the threads do, and nothing was ever closed again).
 bool EmptyUnixSocket(int fd, std::unique_ptr<QueuedMessages>* reader) {
   shutdown(fd, SHUT_RD);
   int listening = 0;
@@ -73,7 +76,6 @@ bool EmptyUnixSocket(int fd, std::unique_ptr<QueuedMessages>* reader) {
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
   }
   for (;;) {
-    if (CloseQueueLong()) return false;
     std::vector<int> fds;
     if (listening) {
       const int connection = accept4(fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -85,6 +87,7 @@ bool EmptyUnixSocket(int fd, std::unique_ptr<QueuedMessages>* reader) {
       if (!(*reader)->Next(fd, &fds)) return true;
     }
     for (int received : fds) CloseOnThread(received);
+    if (CloseQueueLong()) return false;
   }
 }
 

@@ -70,6 +70,38 @@ test('a burst of copies of one Unix socket (253 a message): read away in one dra
   assert.equal(leakedSince(before), []);
 });
 
+test('a queue of nothing but Unix sockets, more than the close pool holds long: every one is still closed', async () => {
+  const before = openFds();
+  // Each loaded socket queues 4 messages of 253 distinct Unix sockets: emptying them puts thousands on
+  // the close pool's queue at once, all Unix sockets.
+  const loaded: number[] = [];
+  for (let i = 0; i < 12; i += 1) {
+    const [x, y] = native().socketpair();
+    for (let m = 0; m < 4; m += 1) {
+      const inner: number[] = [];
+      for (let j = 0; j < 253; j += 1) {
+        const [p, q] = native().socketpair();
+        closeSync(q);
+        inner.push(p);
+      }
+      assert.is(native().sendmsg(x, Buffer.from('x'), 0, 1, inner), 1);
+      closeAll(inner);
+    }
+    closeSync(x);
+    loaded.push(y);
+  }
+  const [a, b] = native().socketpair();
+  assert.is(native().sendmsg(a, Buffer.from('y'), 0, 1, loaded), 1);
+  closeAll([...loaded, a]);
+  assert.is(closePeer(b), true);
+  // Before: a close thread asked whether the queue was long before reading, and put its socket back
+  // unread; with more queued than the threads hold, every thread did so for good and none closed.
+  const deadline = Date.now() + 20_000;
+  while (native().pendingCloses() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.is(native().pendingCloses(), 0, JSON.stringify(native().closeThreads()));
+  assert.equal(leakedSince(before), []);
+});
+
 test('a TCP socket goes to the close pool: a sender that kept a copy can arm its linger again after our recvmsg disarmed it', async () => {
   const [a, b] = native().socketpair();
   const tcp = await lingeringSocket();
