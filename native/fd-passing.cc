@@ -44,6 +44,16 @@ void DisarmLinger(int fd) {
   setsockopt(fd, SOL_SOCKET, SO_LINGER, &off, sizeof off);
 }
 
+// A stream peer's MSG_OOB byte can carry descriptors (queue_oob, unix_scm_to_skb), and a plain read
+// that meets it drops it, releasing them in the reading thread (manage_oob: kfree_skb), a lingering
+// TCP socket among them holding that thread for its linger time. Read inline (SO_OOBINLINE), it is
+// a byte like any other and its descriptors arrive here. Set before every read: the flag is the
+// socket's, any of its holders may clear it.
+void InlineOob(int fd) {
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_OOBINLINE, &one, sizeof one);  // not a socket: nothing to read inline
+}
+
 // Collects every descriptor the kernel installed, bounded by what it says it wrote (msg_controllen).
 void CollectFds(msghdr* msg, std::vector<int>* fds, bool* foreign) {
   const auto* end = static_cast<const unsigned char*>(msg->msg_control) + msg->msg_controllen;
@@ -72,6 +82,7 @@ QueuedMessages::QueuedMessages()
 
 bool QueuedMessages::Next(int fd, std::vector<int>* fds) {
   const size_t room = static_cast<size_t>(kMaxFdsPerMessage) + kForeignControlRoom;
+  InlineOob(fd);
   for (;;) {
     iovec iov{data_.data(), data_.size()};
     msghdr msg{};
@@ -120,6 +131,7 @@ Napi::Value Recvmsg(const Napi::CallbackInfo& info) {
   msg.msg_iovlen = 1;
   msg.msg_control = control.data();
   msg.msg_controllen = CMSG_SPACE(sizeof(int) * room);
+  InlineOob(fd);
   ssize_t received;
   do {
     received = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);

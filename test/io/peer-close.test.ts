@@ -154,6 +154,20 @@ test('a listening Unix socket queued on the connection, a pending connection on 
   assert.is(String(child.stdout).trim(), 'closed\nsettled', String(child.stderr));
 });
 
+function oobChild(mode: string): ReturnType<typeof spawnSync> {
+  const script = fileURLToPath(new URL('./oob-child.ts', import.meta.url));
+  return spawnSync(process.execPath, ['--import', 'tsx', script, mode], { encoding: 'utf8', timeout: 30_000, killSignal: 'SIGKILL' });
+}
+
+for (const mode of ['read', 'drain']) {
+  test(`a lingering TCP socket on the peer's MSG_OOB byte: a ${mode === 'read' ? 'stream read' : 'drain'} meets it and returns, no close thread lingers (in a child, killed if it hangs)`, () => {
+    const child = oobChild(mode);
+    // Before: read out of line, the byte was dropped in the reading thread with the socket on it.
+    assert.is(child.signal, null, `the read hung: ${child.stderr}`);
+    assert.is(String(child.stdout).trim(), 'returned\nsettled', String(child.stderr));
+  });
+}
+
 test("a user's FUSE file root cannot stat (no allow_other): closed on a thread of its own, not in the caller's (in a child, killed if it hangs)", () => {
   if (!existsSync('/dev/fuse')) return; // no FUSE on this host: nothing such can be sent
   const build = mkdtempSync(join(tmpdir(), 'userfuse-build-'));
