@@ -69,8 +69,9 @@ bool EmptyUnixSocket(int fd, std::unique_ptr<QueuedMessages>* reader) {
   getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size);
   if (listening) {
     // accept(2) has no per-call non-blocking flag: the file's, and a receive timeout as a second guard
-    // (unix_accept waits sk_rcvtimeo). A sender that kept a copy and clears both again can hold one
-    // thread (it waits for a connection the shutdown refuses), never the event loop.
+    // (unix_accept waits sk_rcvtimeo). Neither is needed once shut: a blocking accept then fails with
+    // EINVAL at once (__skb_wait_for_more_packets sees RCV_SHUTDOWN), so a sender that kept a copy and
+    // clears both again holds nothing.
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     const timeval timeout{0, 1000};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
