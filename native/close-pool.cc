@@ -180,6 +180,7 @@ Napi::Value CloseThreads(const Napi::CallbackInfo& info) {
   result.Set("closing", Napi::Number::New(env, counts.closing));
   result.Set("queued", Napi::Number::New(env, counts.queued));
   result.Set("max", Napi::Number::New(env, kMaxCloseThreads));
+  result.Set("maxQueued", Napi::Number::New(env, static_cast<double>(kMaxQueuedCloses)));
   return result;
 }
 

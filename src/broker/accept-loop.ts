@@ -15,12 +15,23 @@ import { AcceptBackoff } from './accept-backoff.ts';
 const ACCEPTS_PER_EVENT = 8;
 
 /**
- * Refused connections whose drain waits for the close pool (peer-close.ts) at which accepting pauses, as
- * for EMFILE: each holds one descriptor until its drain is done, and only close threads held for good
- * (a FUSE file system that never answers, kernels before 6.16) keep them waiting, so without a bound
- * a peer could fill the broker's descriptor table with them.
+ * Closed connections whose drain waits for the close pool (peer-close.ts) at which accepting pauses, as
+ * for EMFILE: each holds one descriptor until its drain is done. Accepting pauses too while the pool's
+ * queue is long (closeThreads().maxQueued): every descriptor in it is open in our table, and the
+ * reads of new connections would add to it. Only close threads held for good (a FUSE file system that
+ * never answers) keep either growing; without the bound a peer could fill the descriptor table, where
+ * a read releases what it cannot install in the reading thread (scm_detach_fds).
  */
 export const MAX_DEFERRED_DRAINS = 4096;
+
+/** Why accepting must wait for the close pool, or undefined. */
+export function closeBacklog(): string | undefined {
+  const drains = deferredDrains();
+  if (drains >= MAX_DEFERRED_DRAINS) return `${drains} closed connections wait for the descriptors they queued to be closed (the close threads are held)`;
+  const { queued, maxQueued } = native().closeThreads();
+  if (queued >= maxQueued) return `${queued} received descriptors wait for a close thread (the close threads are held)`;
+  return undefined;
+}
 
 export class AcceptLoop {
   #fd: number;
@@ -29,12 +40,12 @@ export class AcceptLoop {
   #watcher: FdWatcher | undefined;
   #closed = false;
 
-  #drainsWaiting: () => number;
+  #backlog: () => string | undefined;
 
-  /** `drainsWaiting`: peer-close.ts's deferredDrains, unless a test gives its own count. */
-  constructor(fd: number, onConnection: (fd: number) => void, log: Logger, drainsWaiting: () => number = deferredDrains) {
+  /** `backlog`: closeBacklog, unless a test gives its own. */
+  constructor(fd: number, onConnection: (fd: number) => void, log: Logger, backlog: () => string | undefined = closeBacklog) {
     this.#fd = fd;
-    this.#drainsWaiting = drainsWaiting;
+    this.#backlog = backlog;
     this.#onConnection = onConnection;
     this.#backoff = new AcceptBackoff(
       {
@@ -63,8 +74,8 @@ export class AcceptLoop {
     for (let i = 0; i < ACCEPTS_PER_EVENT && !this.#closed; i += 1) {
       let fd: number;
       try {
-        const waiting = this.#drainsWaiting();
-        if (waiting >= MAX_DEFERRED_DRAINS) throw drainsWaiting(waiting);
+        const backlog = this.#backlog();
+        if (backlog !== undefined) throw Object.assign(new Error(backlog), { code: 'ECLOSEBACKLOG' });
         fd = native().accept(this.#fd);
       } catch (error) {
         // EMFILE and the like leave the connection queued: pause and retry later, not at once.
@@ -76,8 +87,4 @@ export class AcceptLoop {
       this.#onConnection(fd);
     }
   }
-}
-
-function drainsWaiting(count: number): Error {
-  return Object.assign(new Error(`${count} closed connections wait for the descriptors they queued to be closed (every close thread held)`), { code: 'EDRAINWAIT' });
 }

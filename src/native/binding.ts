@@ -104,8 +104,9 @@ export interface NativeBinding {
   closeDetached(fd: number): void;
   /** Closes not done: inside close(2) on a pool thread, or queued for one. */
   pendingCloses(): number;
-  /** The close pool: threads running, of them inside close(2), descriptors queued, and the bound on threads. */
-  closeThreads(): { threads: number; closing: number; queued: number; max: number };
+  /** The close pool: threads running, of them inside close(2), descriptors queued, the bound on threads,
+   * and the queue's length at which a drain takes no more (drainPeer). */
+  closeThreads(): { threads: number; closing: number; queued: number; max: number; maxQueued: number };
   /** socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK), bind(path), listen(backlog). */
   listenUnix(path: string, backlog: number): number;
   /** accept4 with SOCK_CLOEXEC | SOCK_NONBLOCK; -1 when nothing is pending. */

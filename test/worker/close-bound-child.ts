@@ -8,6 +8,7 @@ import { readdirSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { native } from '../../src/native/binding.ts';
 import { closePeer, deferredDrains } from '../../src/io/peer-close.ts';
+import { closeBacklog } from '../../src/broker/accept-loop.ts';
 
 const FUSE_FD = 3;
 const MESSAGES = 8;
@@ -32,10 +33,10 @@ for (let i = 0; i < MESSAGES; i++) native().sendmsg(ours, Buffer.from('x'), 0, 1
 const closed = closePeer(theirs);
 // The event loop still turns: a timer fires.
 await new Promise((resolve) => setTimeout(resolve, 1));
-const held = { closed, sent: MESSAGES * PER_MESSAGE, newThreads: threads() - before, deferred: deferredDrains(), open: isOpen(theirs), ...native().closeThreads() };
+const held = { closed, sent: MESSAGES * PER_MESSAGE, newThreads: threads() - before, deferred: deferredDrains(), open: isOpen(theirs), backlog: closeBacklog() ?? null, ...native().closeThreads() };
 process.stdout.write(`${JSON.stringify(held)}\n`);
 await lines.next();
 // The retry is a timer: poll the counts on a timer too (the test bounds the wait).
 while (deferredDrains() > 0 || native().pendingCloses() > 0) await new Promise((resolve) => setTimeout(resolve, 20));
-process.stdout.write(`${JSON.stringify({ deferred: deferredDrains(), open: isOpen(theirs), ...native().closeThreads() })}\n`);
+process.stdout.write(`${JSON.stringify({ deferred: deferredDrains(), open: isOpen(theirs), backlog: closeBacklog() ?? null, ...native().closeThreads() })}\n`);
 process.stdin.destroy();

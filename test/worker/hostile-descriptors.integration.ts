@@ -139,15 +139,17 @@ test('a peer\'s queue of FUSE files whose FLUSH never returns (no SO_PASSRIGHTS)
   const after = await within(line(3), GRACE_MS, 'the deferred drain never finished');
   child.stdin!.end();
   await exited;
-  const held = JSON.parse(seen) as { closed: boolean; sent: number; newThreads: number; deferred: number; open: boolean; threads: number; closing: number; queued: number; max: number };
+  const held = JSON.parse(seen) as { closed: boolean; sent: number; newThreads: number; deferred: number; open: boolean; backlog: string | null; threads: number; closing: number; queued: number; max: number };
   assert.is(held.closed, false, 'the drain stopped with the rest left in flight');
   assert.equal([held.deferred, held.open], [1, true], 'the connection waits for its drain');
   assert.ok(held.threads <= held.max, `${held.threads} close threads at once, bound ${held.max}`);
   assert.ok(held.newThreads <= held.max, `${held.newThreads} new threads for ${held.sent} descriptors`);
   assert.ok(held.queued > 0 && held.closing + held.queued < held.sent, 'the rest never left the connection');
+  // A broker would stop accepting now (accept-loop.ts): every queued descriptor is open in its table.
+  assert.match(held.backlog ?? '', /wait for a close thread/);
   // Before: the rest stayed queued and the connection open until the process exited.
-  const done = JSON.parse(after) as { deferred: number; open: boolean; closing: number; queued: number };
-  assert.equal([done.deferred, done.open, done.closing, done.queued], [0, false, 0, 0]);
+  const done = JSON.parse(after) as { deferred: number; open: boolean; backlog: string | null; closing: number; queued: number };
+  assert.equal([done.deferred, done.open, done.backlog, done.closing, done.queued], [0, false, null, 0, 0]);
 });
 
 test.run();
