@@ -2,7 +2,7 @@
 // node_modules beside them; the native addon, dbus-next's usocket addon and the session
 // helper are copied next to them and loaded by path; dist/manifest.json hashes all of it.
 import { build } from 'esbuild';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { buildManifest } from './scripts/manifest.mjs';
 import { dirname, join } from 'node:path';
@@ -58,15 +58,7 @@ const banner = [
   'const __bundleDir = __dirname_of(__fileURLToPath(import.meta.url));',
 ].join('\n');
 
-const entries = {
-  broker: 'src/broker/main.ts',
-  worker: 'src/worker/main.ts',
-  cli: 'src/cli.ts',
-};
-
-await build({
-  entryPoints: Object.fromEntries(Object.entries(entries).map(([name, path]) => [name, join(root, path)])),
-  outdir: out,
+const common = {
   // Paths in the bundle's comments are relative to this, so the output is the same from any directory.
   absWorkingDir: root,
   // …and a node_modules reached through a symlink is named by that link, not by where it points.
@@ -74,13 +66,43 @@ await build({
   bundle: true,
   platform: 'node',
   target: 'node20',
-  format: 'esm',
-  outExtension: { '.js': '.js' },
-  banner: { js: `#!/usr/bin/env node\n${banner}` },
   external: ['x11'],
   plugins: [usocketByPath, noIntrospection],
   logLevel: 'warning',
   legalComments: 'none',
+};
+
+// The CLI (ESM: it awaits at its top level).
+await build({
+  ...common,
+  entryPoints: { cli: join(root, 'src/cli.ts') },
+  outdir: out,
+  format: 'esm',
+  outExtension: { '.js': '.js' },
+  banner: { js: `#!/usr/bin/env node\n${banner}` },
+});
+
+// The broker and the worker are CommonJS: a Node start that runs an ES module first sets up the ESM
+// loader (≈15 ms here), and V8's code cache (src/boot/code-cache.ts) takes a classic script only.
+// Each runs from a small entry (broker.cjs, worker.cjs) that evaluates its bundle (*-main.cjs) from
+// the cache made below. Strict, as the ES modules they are written as.
+const rootSide = { broker: 'src/broker/main.ts', worker: 'src/worker/main.ts' };
+await build({
+  ...common,
+  entryPoints: Object.fromEntries(Object.entries(rootSide).map(([name, path]) => [`${name}-main`, join(root, path)])),
+  outdir: out,
+  format: 'cjs',
+  outExtension: { '.js': '.cjs' },
+  banner: { js: ['"use strict";', "const __importMetaUrl = require('node:url').pathToFileURL(__filename).href;", 'const __bundleDir = __dirname;'].join('\n') },
+  define: { 'import.meta.url': '__importMetaUrl' },
+});
+await build({
+  ...common,
+  entryPoints: Object.fromEntries(Object.keys(rootSide).map((name) => [name, join(root, `src/boot/${name}.ts`)])),
+  outdir: out,
+  format: 'cjs',
+  outExtension: { '.js': '.cjs' },
+  banner: { js: '#!/usr/bin/env node' },
 });
 
 // The client library for agents (`.`, `./client`, `./node-pty`): ESM that runs on Node and on Bun with
@@ -129,10 +151,24 @@ for (const [from, to] of copies) copyFileSync(join(root, from), join(out, to));
 // The units ship with the bundle: the installer writes them from here.
 mkdirSync(join(out, 'units'));
 for (const name of readdirSync(join(root, 'units'))) copyFileSync(join(root, 'units', name), join(out, 'units', name));
-for (const name of ['cli.js', 'broker.js', 'worker.js']) chmodSync(join(out, name), 0o755);
+for (const name of ['cli.js', 'broker.cjs', 'worker.cjs']) chmodSync(join(out, name), 0o755);
+await codeCaches(Object.keys(rootSide).map((name) => join(out, `${name}-main.cjs`)));
 // Not readable by others: the kernel makes it non-dumpable from exec on (see unsafeHelper).
 chmodSync(join(out, 'opencode-pty-session'), 0o711);
-for (const name of ['opencode_pty.node', 'uwrap.node']) chmodSync(join(out, name), 0o644);
+for (const name of ['opencode_pty.node', 'uwrap.node', 'broker-main.cjs', 'worker-main.cjs']) chmodSync(join(out, name), 0o644);
 for (const name of readdirSync(join(out, 'units'))) chmodSync(join(out, 'units', name), 0o644);
 writeFileSync(join(out, 'manifest.json'), `${JSON.stringify(buildManifest(root, out), null, 2)}\n`, { mode: 0o644 });
-console.error(`built ${Object.keys(entries).map((name) => `dist/${name}.js`).join(', ')}, dist/lib/, dist/types/, dist/manifest.json`);
+console.error('built dist/broker.cjs, dist/worker.cjs (with their bundles and code caches), dist/cli.js, dist/lib/, dist/types/, dist/manifest.json');
+
+/** V8's code cache of each bundle, made by this Node (a start on another V8 ignores it and compiles). */
+async function codeCaches(bundles) {
+  const producer = join(root, 'build', 'produce-cache.cjs');
+  await build({ ...common, entryPoints: [join(root, 'src/boot/produce-cache.ts')], outfile: producer, format: 'cjs' });
+  for (const bundle of bundles) {
+    // No environment: the bundle's main fails first thing (produce-cache.ts), with nothing to serve, so
+    // the exit status says nothing; the cache file does.
+    spawnSync(process.execPath, ['--predictable', producer, bundle], { env: {}, stdio: ['ignore', 'ignore', 'pipe'] });
+    if (!statSync(`${bundle}.cache`, { throwIfNoEntry: false })?.size) throw new Error(`no code cache for ${bundle}`);
+  }
+  rmSync(producer);
+}

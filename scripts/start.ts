@@ -30,7 +30,7 @@ function newestMtime(dir: string): number {
 /** Rebuilds the bundles when a source is newer than them (the addon is built by npm ci). */
 function buildIfNeeded(): void {
   if (!existsSync(join(root, 'build/Release/opencode_pty.node'))) throw new Error('the native addon is not built: run npm ci');
-  const bundle = join(root, 'dist/broker.js');
+  const bundle = join(root, 'dist/broker.cjs');
   const stale = !existsSync(bundle) || newestMtime(join(root, 'src')) > statSync(bundle).mtimeMs;
   if (!stale) return;
   const built = spawnSync(process.execPath, [join(root, 'build.mjs')], { stdio: ['ignore', 2, 2] });

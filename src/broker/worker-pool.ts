@@ -19,7 +19,7 @@ import { ControlDecoder, encodeControl, type PeerIdentity, type WorkerMessage } 
 export function workerCommand(): string[] {
   const here = import.meta.url;
   if (here.endsWith('.ts')) return ['--import', 'tsx', fileURLToPath(new URL('../worker/main.ts', here))];
-  return [fileURLToPath(new URL('./worker.js', here))];
+  return [fileURLToPath(new URL('./worker.cjs', here))];
 }
 
 /** The environment a worker gets: nothing systemd meant for the broker alone. */

@@ -101,12 +101,13 @@ export function readRecord(layout: Layout): InstallRecord | undefined {
   }
 }
 
-/** The directory of the broker.js a running broker was started with (its ExecStart's script). */
+/** The directory of the broker a running broker was started with (its ExecStart's script: broker.cjs,
+ * or broker.js for a broker of a version before the code cache). */
 function brokerDir(run: Runner, mainPid: string | undefined): string | undefined {
   if (!mainPid || mainPid === '0') return undefined;
   try {
     const argv = readFileSync(`/proc/${mainPid}/cmdline`, 'utf8').split('\0');
-    const script = argv.find((arg) => arg.endsWith('/broker.js'));
+    const script = argv.find((arg) => arg.endsWith('/broker.cjs') || arg.endsWith('/broker.js'));
     return script ? dirname(script) : undefined;
   } catch {
     return undefined;

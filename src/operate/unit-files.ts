@@ -38,13 +38,13 @@ export function sliceUnit(limits: SliceLimits = SLICE_DEFAULTS): string {
 
 /**
  * The broker's template with the Node that install found and the versioned bundle directory: a
- * running broker keeps its own directory (its workers start from beside its broker.js) while an
+ * running broker keeps its own directory (its workers start from beside its broker.cjs) while an
  * upgrade points the unit at the next one.
  */
 export function serviceUnit(template: string, nodePath: string, bundleDir: string, configPath: string): string {
   if (!/^ExecStart=/m.test(template)) throw new Error('the service template has no ExecStart= line');
   return template
-    .replace(/^ExecStart=.*$/m, `ExecStart=${nodePath} ${bundleDir}/broker.js`)
+    .replace(/^ExecStart=.*$/m, `ExecStart=${nodePath} ${bundleDir}/broker.cjs`)
     .replace(/^Environment=OPENCODE_PTY_CONFIG=.*$/m, `Environment=OPENCODE_PTY_CONFIG=${configPath}`);
 }
 

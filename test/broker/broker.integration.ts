@@ -44,7 +44,7 @@ test('socket activation: a session through the real supervisor as the agent serv
   const brokerPid = await brokerProperty(sandbox, 'MainPID');
   const listening = (await sandbox.exec(['readlink', `/proc/${brokerPid}/fd/3`])).stdout.trim();
   assert.match(listening, /^socket:\[\d+\]$/);
-  const workers = (await sandbox.exec(['pgrep', '-f', '/opt/opencode-pty/worker.js'])).stdout.trim().split('\n').filter(Boolean);
+  const workers = (await sandbox.exec(['pgrep', '-f', '/opt/opencode-pty/worker.cjs'])).stdout.trim().split('\n').filter(Boolean);
   assert.ok(workers.length >= 1, 'a warm spare is running');
   for (const pid of workers) {
     const fds = await sandbox.exec(['sh', '-c', `for f in /proc/${pid}/fd/*; do readlink "$f"; done`]);
@@ -151,7 +151,7 @@ test('the 17th session is refused; SIGTERM with 16 live sessions leaves no sessi
 test('a worker killed mid-session leaves no unit', async () => {
   await agent.session(['sleep', '1000'], true);
   await until(async () => (await sessionUnits(sandbox)).length === 1, 10_000, 'one session unit');
-  const workers = await sandbox.exec(['pgrep', '-f', '/opt/opencode-pty/worker.js']);
+  const workers = await sandbox.exec(['pgrep', '-f', '/opt/opencode-pty/worker.cjs']);
   // The busy worker is the one whose session exists: kill every worker; the spare is replaced.
   for (const pid of workers.stdout.trim().split('\n').filter(Boolean)) await sandbox.exec(['kill', '-KILL', pid]);
   await until(async () => (await sessionUnits(sandbox)).length === 0, 10_000, 'the session unit to be stopped');

@@ -97,7 +97,7 @@ test('systemd passes the socket only to the PID it names; LISTEN_* are cleared e
 });
 
 test('the broker refuses to run as anyone but root', () => {
-  const broker = fileURLToPath(new URL('../../dist/broker.js', import.meta.url));
+  const broker = fileURLToPath(new URL('../../dist/broker.cjs', import.meta.url));
   const run = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, broker], { encoding: 'utf8' });
   assert.is(run.status, 1);
   assert.match(run.stderr, 'supervisor must run as root');

@@ -42,7 +42,7 @@ test('three sessions in a row are served by one worker process, each slot freed 
   assert.is(workers.length, 3, workers.join(' '));
   assert.is(new Set(workers).size, 1, `one worker served all three: ${workers.join(' ')}`);
   // Idle now: the broker keeps that worker warm and at most one spare beside it.
-  const processes = (await sandbox.exec(['pgrep', '-f', '/opt/opencode-pty/worker.js'])).stdout.trim().split('\n').filter(Boolean);
+  const processes = (await sandbox.exec(['pgrep', '-f', '/opt/opencode-pty/worker.cjs'])).stdout.trim().split('\n').filter(Boolean);
   assert.ok(processes.includes(workers[0]!), 'the worker waits for the next session');
   assert.ok(processes.length <= 2, `idle workers: ${processes.join(' ')}`);
 });

@@ -13,7 +13,7 @@ const bundle: Bundle = {
   manifest: JSON.parse(manifestText),
   manifestText,
   socketTemplate: '[Socket]\nListenStream=/run/opencode-pty/supervisor.sock\n',
-  serviceTemplate: '[Service]\nEnvironment=OPENCODE_PTY_CONFIG=/etc/opencode-pty/config.json\nExecStart=/usr/bin/node /usr/lib/opencode-pty/broker.js\n',
+  serviceTemplate: '[Service]\nEnvironment=OPENCODE_PTY_CONFIG=/etc/opencode-pty/config.json\nExecStart=/usr/bin/node /usr/lib/opencode-pty/broker.cjs\n',
 };
 const version = versionName(manifestText, bundle.manifest);
 const host: HostFacts = {
@@ -63,7 +63,7 @@ test('a fresh host: group, bundle, config, units, reload, socket enabled and sta
   assert.is(lines[0], 'groupadd --system opencode-pty');
   assert.ok(lines.some((l) => l.startsWith(`install 3 files from /src/dist to /usr/lib/opencode-pty/${version}`)));
   const unit = plan.steps.find((s) => s.step.op === 'write' && s.step.path.endsWith('supervisor@.service'))!.step as { content: string };
-  assert.match(unit.content, new RegExp(`^ExecStart=/usr/local/bin/node /usr/lib/opencode-pty/${version}/broker\\.js$`, 'm'));
+  assert.match(unit.content, new RegExp(`^ExecStart=/usr/local/bin/node /usr/lib/opencode-pty/${version}/broker\\.cjs$`, 'm'));
   const dropIn = plan.steps.find((s) => s.step.op === 'write' && s.step.path === '/etc/systemd/system/opencode.service.d/opencode-pty-socket.conf')!.step as { content: string };
   assert.match(dropIn.content, /^\[Service\]\nSupplementaryGroups=opencode-pty$/m);
   assert.ok(lines.includes('systemctl daemon-reload'));

@@ -98,7 +98,7 @@ test('install: group, bundle, config, units and drop-ins; the socket listens wit
   const group = await sandbox.exec(['getent', 'group', 'opencode-pty']);
   assert.match(group.stdout, /^opencode-pty:x:\d+:$/m, 'created, with no members');
   const unit = await sandbox.exec(['cat', '/etc/systemd/system/opencode-pty-supervisor@.service']);
-  assert.match(unit.stdout, /^ExecStart=\/usr\/bin\/node \/usr\/lib\/opencode-pty\/0\.1\.0-[0-9a-f]{12}\/broker\.js$/m);
+  assert.match(unit.stdout, /^ExecStart=\/usr\/bin\/node \/usr\/lib\/opencode-pty\/0\.1\.0-[0-9a-f]{12}\/broker\.cjs$/m);
   const socket = await sandbox.exec(['stat', '-c', '%a %G', '/run/opencode-pty/supervisor.sock']);
   assert.is(socket.stdout, '660 opencode-pty\n');
   const dropIn = await sandbox.exec(['cat', `/etc/systemd/system/${AGENT}.d/opencode-pty-socket.conf`]);
@@ -170,10 +170,10 @@ test('session end accounting reaches the journal with the session fields', async
 test('verify names a tampered file and a changed mode; install repairs them', async () => {
   const now = await status();
   const dir = `/usr/lib/opencode-pty/${now.version}`;
-  await sandbox.exec(['sh', '-c', `echo '// changed' >>${dir}/worker.js && chmod 0666 ${dir}/uwrap.node`]);
+  await sandbox.exec(['sh', '-c', `echo '// changed' >>${dir}/worker-main.cjs && chmod 0666 ${dir}/uwrap.node`]);
   const result = await opencodePty(['verify'], CLI);
   assert.is(result.code, 4);
-  assert.match(result.stdout, new RegExp(`differs: ${dir}/worker\\.js: content differs`));
+  assert.match(result.stdout, new RegExp(`differs: ${dir}/worker-main\\.cjs: content differs`));
   assert.match(result.stdout, new RegExp(`differs: ${dir}/uwrap\\.node: mode 0666, expected 0644`));
   const repair = await opencodePty(['install', '--client-user', sandbox.client.user, '--client-unit', AGENT]);
   assert.is(repair.code, 0, repair.stderr);

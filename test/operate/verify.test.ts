@@ -66,8 +66,8 @@ test('Node ranges and versions', () => {
 });
 
 test('the unit gets the Node and the versioned directory; the slice states its limits', () => {
-  const unit = serviceUnit('A=1\nExecStart=/usr/bin/node /usr/lib/opencode-pty/broker.js\nEnvironment=OPENCODE_PTY_CONFIG=/etc/x\n', '/opt/node/bin/node', '/usr/lib/opencode-pty/1-a', '/etc/opencode-pty/config.json');
-  assert.is(unit, 'A=1\nExecStart=/opt/node/bin/node /usr/lib/opencode-pty/1-a/broker.js\nEnvironment=OPENCODE_PTY_CONFIG=/etc/opencode-pty/config.json\n');
+  const unit = serviceUnit('A=1\nExecStart=/usr/bin/node /usr/lib/opencode-pty/broker.cjs\nEnvironment=OPENCODE_PTY_CONFIG=/etc/x\n', '/opt/node/bin/node', '/usr/lib/opencode-pty/1-a', '/etc/opencode-pty/config.json');
+  assert.is(unit, 'A=1\nExecStart=/opt/node/bin/node /usr/lib/opencode-pty/1-a/broker.cjs\nEnvironment=OPENCODE_PTY_CONFIG=/etc/opencode-pty/config.json\n');
   assert.throws(() => serviceUnit('[Service]\n', '/n', '/d', '/c'), /no ExecStart/);
   assert.match(sliceUnit(), /^MemoryMax=50%\nTasksMax=4096\nCPUWeight=50$/m);
 });

@@ -17,7 +17,7 @@ export const BROKER_UNIT = 'opencode-pty-supervisor@broker.service';
 export const AGENT_SERVICE = 'opencode-pty-agent.service';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const BUNDLE = ['broker.js', 'worker.js', 'cli.js', 'opencode_pty.node', 'uwrap.node', 'opencode-pty-session'];
+const BUNDLE = ['broker.cjs', 'broker-main.cjs', 'broker-main.cjs.cache', 'worker.cjs', 'worker-main.cjs', 'worker-main.cjs.cache', 'cli.js', 'opencode_pty.node', 'uwrap.node', 'opencode-pty-session'];
 
 /** The config file a deployment gets: the sandbox's client account, its agent service, and overrides. */
 export function deployConfig(sandbox: Sandbox, overrides: Record<string, unknown> = {}): Record<string, unknown> {
@@ -28,7 +28,7 @@ export async function deploy(sandbox: Sandbox, config: Record<string, unknown> |
   const missing = BUNDLE.filter((name) => !existsSync(`${root}dist/${name}`));
   if (missing.length) throw new Error(`dist/ lacks ${missing.join(', ')}: run node build.mjs`);
   await sandbox.install([
-    ...BUNDLE.map((name) => ({ from: `${root}dist/${name}`, to: `${INSTALL_DIR}/${name}`, mode: name.endsWith('.js') || name.endsWith('.node') ? 0o644 : HELPER_MODE })),
+    ...BUNDLE.map((name) => ({ from: `${root}dist/${name}`, to: `${INSTALL_DIR}/${name}`, mode: name === 'opencode-pty-session' ? HELPER_MODE : 0o644 })),
     { content: `${JSON.stringify(config, null, 2)}\n`, to: CONFIG_PATH, mode: 0o644 },
   ]);
   // /usr is the host's, read-only: the bundle lives in /opt here, so a drop-in points the unit at it.
@@ -39,7 +39,7 @@ export async function deploy(sandbox: Sandbox, config: Record<string, unknown> |
     'opencode-pty-supervisor@.service.d/paths.conf': [
       '[Service]',
       'ExecStart=',
-      `ExecStart=/usr/bin/node ${INSTALL_DIR}/broker.js`,
+      `ExecStart=/usr/bin/node ${INSTALL_DIR}/broker.cjs`,
       `Environment=OPENCODE_PTY_CONFIG=${CONFIG_PATH}`,
       '',
     ].join('\n'),

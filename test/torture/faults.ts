@@ -42,7 +42,7 @@ const FLOW = 9;
 
 /** Resident memory of the session's helper and of every worker, in KiB. */
 async function sessionRssKb(ctx: TortureContext): Promise<number> {
-  const pidsNow = [...(await helperPids(ctx)), ...(await pids(ctx, '/opt/opencode-pty/worker.js'))];
+  const pidsNow = [...(await helperPids(ctx)), ...(await pids(ctx, '/opt/opencode-pty/worker.cjs'))];
   let total = 0;
   for (const pid of pidsNow) {
     const status = await ctx.sandbox.exec(['cat', `/proc/${pid}/status`]);
@@ -87,7 +87,7 @@ export async function runFaults(ctx: TortureContext): Promise<FaultOutcome & { d
 
   await step('kill -9 the worker mid-session', async () => {
     const { running } = await oneRunning();
-    const busy = await pids(ctx, '/opt/opencode-pty/worker.js');
+    const busy = await pids(ctx, '/opt/opencode-pty/worker.cjs');
     for (const pid of busy) await sandbox.exec(['kill', '-KILL', String(pid)]);
     const [result] = await running;
     if (result!.ok) throw new Error(`the session survived its worker: ${JSON.stringify(result)}`);

@@ -19,7 +19,7 @@ async function supervisorState(ctx: TortureContext): Promise<string> {
   // their units logged.
   const stale = processes
     .split('\n')
-    .filter((line) => line.includes('worker.js'))
+    .filter((line) => line.includes('worker.cjs'))
     .map((line) => line.trim().split(/\s+/))
     .filter((fields) => Number(fields[3]) > 5)
     .map((fields) => fields[0]!);
