@@ -15,6 +15,7 @@ import { sessionUnitProperties, type SessionUnitSpec } from './unit-properties.t
 import { programRan } from './start-outcome.ts';
 import { readExit, readProperties, readReferenced, readSnapshot, SERVICE_INTERFACE, UNIT_INTERFACE, unitPath } from './unit-state.ts';
 import { unitPhase, watchUnit, type ExitStatus, type WatchOptions } from './unit-watch.ts';
+import { signalledExit } from './exit-from-signals.ts';
 
 export interface ManagerOptions extends OpenOptions {
   /** Deadline for a start job to finish; Type=exec jobs end once the helper has exec'd. */
@@ -224,6 +225,14 @@ export class UnitManager {
    */
   waitForExit(name: string, options: WatchOptions = {}): Promise<ExitStatus> {
     validateUnitName(name);
+    // A unit we reference ends as its signals say, without a read after them (the reads queue behind
+    // PID 1's work on the unit's end: ≈10 ms of a session's EXIT here).
+    const fromSignals = this.#referenced.has(name) ? signalledExit(unitObjectPath(name)) : undefined;
+    const decide = fromSignals && ((signal: SystemdSignal) => {
+      const exit = fromSignals(signal);
+      if (exit) this.#finished.add(name);
+      return exit;
+    });
     return this.#withSignals(name, () =>
       watchUnit(
         this.#connection,
@@ -239,7 +248,7 @@ export class UnitManager {
           if (phase === 'gone') throw new SystemdError('NO_SUCH_UNIT', `${name} is not loaded`, { unit: name });
           return phase === 'finished' ? readExit(this.#connection, name) : undefined;
         },
-        options,
+        { ...options, decide },
       ),
     );
   }

@@ -51,9 +51,15 @@ export interface WatchOptions {
   timeoutMs?: number;
 }
 
+export interface WatchDriverOptions<T> extends WatchOptions {
+  /** Decides from a signal's own content, before any read: a value ends the watch at once, even
+   * while an evaluation is still waiting for its reads (exit-from-signals.ts). */
+  decide?: (signal: SystemdSignal) => T | undefined;
+}
+
 /**
  * Calls `evaluate` now and again after every signal about the unit, one evaluation at a time (a
- * signal during one schedules exactly one more), until it returns a value. The connection's match
+ * signal during one schedules exactly one more), until it or `decide` returns a value. The connection's match
  * rule and Subscribe are in place before any unit starts, so a change cannot slip between reads:
  * each evaluation reads fresh state, and any change after it arrives as a signal.
  */
@@ -61,7 +67,7 @@ export function watchUnit<T>(
   connection: SignalSource,
   name: string,
   evaluate: () => Promise<T | undefined>,
-  options: WatchOptions = {},
+  options: WatchDriverOptions<T> = {},
 ): Promise<T> {
   const path = unitObjectPath(name);
   return new Promise<T>((resolve, reject) => {
@@ -96,7 +102,10 @@ export function watchUnit<T>(
       }
     };
     const stopSignals = connection.onSignal((signal) => {
-      if (!finished && concernsUnit(signal, name, path)) void run();
+      if (finished || !concernsUnit(signal, name, path)) return;
+      const decided = options.decide?.(signal);
+      if (decided !== undefined) return finish(undefined, decided);
+      void run();
     });
     const stopClose = connection.onClose((error) => finish(error));
     const timer =

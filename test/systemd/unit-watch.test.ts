@@ -118,4 +118,19 @@ test('watchUnit with a deadline rejects with UNIT_WAIT_TIMEOUT when nothing chan
   assert.is(source.listeners.size, 0);
 });
 
+test('watchUnit: a value from decide ends the watch at once, though an evaluation still waits', async () => {
+  const source = new FakeSource();
+  const pending = deferred<string | undefined>();
+  let calls = 0;
+  const result = watchUnit(source, NAME, () => (calls++, pending.promise), { decide: (signal) => (signal.kind === 'unit-removed' ? 'decided' : undefined) });
+  source.emit(changed());
+  assert.is(await Promise.race([result, Promise.resolve('open')]), 'open', 'a signal decide gives nothing for only schedules a read');
+  source.emit({ kind: 'unit-removed', unit: NAME, path: PATH });
+  assert.is(await result, 'decided');
+  assert.is(source.listeners.size, 0);
+  pending.resolve('late');
+  await new Promise(setImmediate);
+  assert.is(calls, 1, 'the late evaluation is not followed by another');
+});
+
 test.run();
