@@ -13,9 +13,12 @@ import { unitMatchRules } from './match-rules.ts';
 import { unitObjectPath, validatePrefix, validateUnitName } from './unit-names.ts';
 import { sessionUnitProperties, type SessionUnitSpec } from './unit-properties.ts';
 import { programRan } from './start-outcome.ts';
-import { readExit, readProperties, readReferenced, readSnapshot, SERVICE_INTERFACE, UNIT_INTERFACE, unitPath } from './unit-state.ts';
+import { readEach, readExit, readProperties, readReferenced, readServiceState, readSnapshot, SERVICE_INTERFACE, unitPath, type ServiceState } from './unit-state.ts';
+
+export type { ServiceState } from './unit-state.ts';
 import { unitPhase, watchUnit, type ExitStatus, type WatchOptions } from './unit-watch.ts';
 import { signalledExit } from './exit-from-signals.ts';
+import { awaitJob } from './job-wait.ts';
 
 export interface ManagerOptions extends OpenOptions {
   /** Deadline for a start job to finish; Type=exec jobs end once the helper has exec'd. */
@@ -25,14 +28,6 @@ export interface ManagerOptions extends OpenOptions {
 export interface StartedSession {
   /** PID of the helper (ExecMainPID: still set when a fast program has already exited). */
   mainPid: number;
-}
-
-export interface ServiceState {
-  activeState: string;
-  subState: string;
-  mainPid: number;
-  controlGroup: string;
-  invocationId: Buffer;
 }
 
 const DEFAULT_START_TIMEOUT_MS = 30_000;
@@ -96,7 +91,7 @@ export class UnitManager {
     this.#started.get(name)?.();
     this.#started.set(name, subscribed.release);
     // Listen before asking, so the job's end cannot arrive before we look for it.
-    const job = this.#awaitJob(name);
+    const job = awaitJob(this.#connection, name, this.#startTimeoutMs);
     let jobPath: string;
     try {
       // Mode "fail": never replace or queue behind another job on a unit of the same name.
@@ -168,50 +163,6 @@ export class UnitManager {
     } finally {
       subscribed.release();
     }
-  }
-
-  /**
-   * The JobRemoved result of the unit's job at `jobPath`, remembering results that came early, and
-   * the helper's PID from the unit's change signals: systemd sends those before JobRemoved
-   * (dbus-job.c, bus_job_send_removed_signal), and ExecMainPID is set at the fork.
-   */
-  #awaitJob(name: string): { result(jobPath: string): Promise<string>; cancel(): void; mainPid(): number | undefined } {
-    const seen = new Map<string, string>();
-    const path = unitObjectPath(name);
-    let mainPid: number | undefined;
-    let wanted: { path: string; resolve: (result: string) => void } | undefined;
-    const stop = this.#connection.onSignal((signal: SystemdSignal) => {
-      if (signal.kind === 'properties-changed' && signal.path === path && signal.interface === SERVICE_INTERFACE) {
-        const pid = signal.changed.ExecMainPID;
-        if (typeof pid === 'number' && Number.isInteger(pid) && pid > 0) mainPid = pid;
-        return;
-      }
-      if (signal.kind !== 'job-removed' || signal.unit !== name) return;
-      if (wanted?.path === signal.job) wanted.resolve(signal.result);
-      else seen.set(signal.job, signal.result);
-    });
-    return {
-      cancel: stop,
-      mainPid: () => mainPid,
-      result: (jobPath) =>
-        new Promise<string>((resolve, reject) => {
-          const finish = (error: unknown, result?: string): void => {
-            stop();
-            stopClose();
-            clearTimeout(timer);
-            if (error) reject(error);
-            else resolve(result!);
-          };
-          const stopClose = this.#connection.onClose((error) => finish(error));
-          const timer = setTimeout(
-            () => finish(new SystemdError('UNIT_START_FAILED', `${name}: start job not finished within ${this.#startTimeoutMs} ms`, { jobResult: 'timeout', unit: name })),
-            this.#startTimeoutMs,
-          );
-          const early = seen.get(jobPath);
-          if (early !== undefined) finish(undefined, early);
-          else wanted = { path: jobPath, resolve: (result) => finish(undefined, result) };
-        }),
-    };
   }
 
   /** Best-effort removal after a failed start; the start error is what the caller needs to see. */
@@ -319,19 +270,7 @@ export class UnitManager {
   /** State of any service (e.g. the client's), to match a peer against its MainPID and cgroup. */
   async serviceState(unit: string): Promise<ServiceState> {
     validateUnitName(unit);
-    const path = await unitPath(this.#connection, unit);
-    if (path === undefined) throw new SystemdError('NO_SUCH_UNIT', `${unit} is not loaded`, { unit });
-    const [[activeState, subState, invocationId], [mainPid, controlGroup]] = await Promise.all([
-      readProperties(this.#connection, path, UNIT_INTERFACE, ['ActiveState', 'SubState', 'InvocationID']),
-      readProperties(this.#connection, path, SERVICE_INTERFACE, ['MainPID', 'ControlGroup']),
-    ]);
-    return {
-      activeState: String(activeState),
-      subState: String(subState),
-      mainPid: Number(mainPid),
-      controlGroup: String(controlGroup),
-      invocationId: Buffer.from(invocationId as Buffer),
-    };
+    return readServiceState(this.#connection, unit);
   }
 
   /** Takes a reference on the unit for this connection (RefUnit), so it stays loaded once finished. */
@@ -351,16 +290,9 @@ export class UnitManager {
    */
   async unitProperties(unit: string, names: { unit?: readonly string[]; service?: readonly string[] }): Promise<Record<string, unknown> | undefined> {
     validateUnitName(unit);
-    const path = await unitPath(this.#connection, unit);
-    if (path === undefined) return undefined;
-    const values: Record<string, unknown> = {};
-    const read = (iface: string, name: string) =>
-      this.#connection.getProperty(path, iface, name).then(
-        (value) => void (values[name] = value),
-        () => undefined,
-      );
-    await Promise.all([...(names.unit ?? []).map((n) => read(UNIT_INTERFACE, n)), ...(names.service ?? []).map((n) => read(SERVICE_INTERFACE, n))]);
-    return values;
+    // A unit we reference is loaded: read on its own path, without GetUnit's round trip first (see unitPath).
+    const path = this.#referenced.has(unit) ? unitObjectPath(unit) : await unitPath(this.#connection, unit);
+    return path === undefined ? undefined : readEach(this.#connection, path, names);
   }
 
   /** Closes the connection; systemd drops every reference it held. Idempotent. */

@@ -76,3 +76,40 @@ export async function readReferenced(connection: DbusConnection, name: string): 
     exit: { code: Number(code), status: Number(status), result: String(result) },
   };
 }
+
+export interface ServiceState {
+  activeState: string;
+  subState: string;
+  mainPid: number;
+  controlGroup: string;
+  invocationId: Buffer;
+}
+
+/** State of a loaded service by name (any service: the client's, to match a peer against its MainPID and cgroup). */
+export async function readServiceState(connection: DbusConnection, unit: string): Promise<ServiceState> {
+  const path = await unitPath(connection, unit);
+  if (path === undefined) throw new SystemdError('NO_SUCH_UNIT', `${unit} is not loaded`, { unit });
+  const [[activeState, subState, invocationId], [mainPid, controlGroup]] = await Promise.all([
+    readProperties(connection, path, UNIT_INTERFACE, ['ActiveState', 'SubState', 'InvocationID']),
+    readProperties(connection, path, SERVICE_INTERFACE, ['MainPID', 'ControlGroup']),
+  ]);
+  return {
+    activeState: String(activeState),
+    subState: String(subState),
+    mainPid: Number(mainPid),
+    controlGroup: String(controlGroup),
+    invocationId: Buffer.from(invocationId as Buffer),
+  };
+}
+
+/** Properties at `path`, each read on its own, so one that fails (or that this systemd lacks) leaves only that one unset. */
+export async function readEach(connection: DbusConnection, path: string, names: { unit?: readonly string[]; service?: readonly string[] }): Promise<Record<string, unknown>> {
+  const values: Record<string, unknown> = {};
+  const read = (iface: string, name: string) =>
+    connection.getProperty(path, iface, name).then(
+      (value) => void (values[name] = value),
+      () => undefined,
+    );
+  await Promise.all([...(names.unit ?? []).map((n) => read(UNIT_INTERFACE, n)), ...(names.service ?? []).map((n) => read(SERVICE_INTERFACE, n))]);
+  return values;
+}

@@ -149,4 +149,23 @@ test('a start job "failed" by a program that ran and exited at once counts as st
   }
 });
 
+test("a started unit's properties are read on its path, without GetUnit first", async () => {
+  const bus = await scriptedBus((b) => {
+    serviceChanged(b, { ExecMainPID: new dbus.Variant('u', 4321) });
+    jobRemoved(b);
+  });
+  finishedUnit(bus);
+  const fd = openSync('/dev/null', 'r');
+  const manager = await UnitManager.connect(bus.address, { timeoutMs: 2000 });
+  try {
+    await manager.startSession(NAME, spec(fd));
+    assert.equal(await manager.unitProperties(NAME, { service: ['ExecMainStatus'] }), { ExecMainStatus: 0 });
+    assert.not.ok(bus.calls.some((call) => call.member === 'GetUnit'), bus.calls.map((call) => call.member).join(' '));
+  } finally {
+    manager.close();
+    closeSync(fd);
+    await bus.stop();
+  }
+});
+
 test.run();
