@@ -51,3 +51,9 @@ export function signalledExit(path: string): SignalledExit {
     return unitPhase({ loadState: 'loaded', ...state }) === 'finished' ? last : undefined;
   };
 }
+
+/** A Service signal of the unit: the Unit signal of the same change comes right after it (see above),
+ * so a watch reads nothing for it and decides on that one. */
+export function precedesUnitSignal(signal: SystemdSignal, path: string): boolean {
+  return signal.kind === 'properties-changed' && signal.path === path && signal.interface === SERVICE_INTERFACE;
+}

@@ -17,7 +17,7 @@ import { readEach, readExit, readProperties, readReferenced, readServiceState, r
 
 export type { ServiceState } from './unit-state.ts';
 import { unitPhase, watchUnit, type ExitStatus, type WatchOptions } from './unit-watch.ts';
-import { signalledExit } from './exit-from-signals.ts';
+import { precedesUnitSignal, signalledExit } from './exit-from-signals.ts';
 import { awaitJob } from './job-wait.ts';
 
 export interface ManagerOptions extends OpenOptions {
@@ -178,7 +178,8 @@ export class UnitManager {
     validateUnitName(name);
     // A unit we reference ends as its signals say, without a read after them (the reads queue behind
     // PID 1's work on the unit's end: ≈10 ms of a session's EXIT here).
-    const fromSignals = this.#referenced.has(name) ? signalledExit(unitObjectPath(name)) : undefined;
+    const path = unitObjectPath(name);
+    const fromSignals = this.#referenced.has(name) ? signalledExit(path) : undefined;
     const decide = fromSignals && ((signal: SystemdSignal) => {
       const exit = fromSignals(signal);
       if (exit) this.#finished.add(name);
@@ -199,7 +200,7 @@ export class UnitManager {
           if (phase === 'gone') throw new SystemdError('NO_SUCH_UNIT', `${name} is not loaded`, { unit: name });
           return phase === 'finished' ? readExit(this.#connection, name) : undefined;
         },
-        { ...options, decide },
+        { ...options, decide, ignore: fromSignals && ((signal) => precedesUnitSignal(signal, path)) },
       ),
     );
   }

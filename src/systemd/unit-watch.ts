@@ -55,6 +55,8 @@ export interface WatchDriverOptions<T> extends WatchOptions {
   /** Decides from a signal's own content, before any read: a value ends the watch at once, even
    * while an evaluation is still waiting for its reads (exit-from-signals.ts). */
   decide?: (signal: SystemdSignal) => T | undefined;
+  /** Signals that wake no evaluation of their own, because another signal follows them at once. */
+  ignore?: (signal: SystemdSignal) => boolean;
 }
 
 /**
@@ -105,7 +107,7 @@ export function watchUnit<T>(
       if (finished || !concernsUnit(signal, name, path)) return;
       const decided = options.decide?.(signal);
       if (decided !== undefined) return finish(undefined, decided);
-      void run();
+      if (!options.ignore?.(signal)) void run();
     });
     const stopClose = connection.onClose((error) => finish(error));
     const timer =

@@ -73,7 +73,7 @@ async function calls(bus: FakeBus, member: string, count: number): Promise<void>
   }
 }
 
-test('waitForExit of a started unit ends on its signals, with no read after them', async () => {
+test('waitForExit of a started unit ends on its signals, with no read for them', async () => {
   const bus = await FakeBus.start();
   const job = '/org/freedesktop/systemd1/job/42';
   bus.replies.set('Subscribe', (call) => bus.methodReturn(call));
@@ -100,12 +100,18 @@ test('waitForExit of a started unit ends on its signals, with no read after them
     await manager.startSession(NAME, spec(fd));
     const exit = manager.waitForExit(NAME);
     await calls(bus, 'Get', 6);
+    // A call answered after the first look's has that look done (the bus handles calls in order).
+    bus.replies.set('ListUnitsByPatterns', (call) => bus.methodReturn(call, 'a(ssssssouso)', [[]]));
+    await manager.listUnitsByPrefix('opencode-pty-');
     // From here no read is ever answered: only the signals can end the wait.
     bus.replies.delete('Get');
     emit(bus, SERVICE, { MainPID: new dbus.Variant('u', 0), ExecMainCode: new dbus.Variant('i', 1), ExecMainStatus: new dbus.Variant('i', 3), Result: new dbus.Variant('s', 'exit-code') });
     emit(bus, UNIT, { ActiveState: new dbus.Variant('s', 'failed'), SubState: new dbus.Variant('s', 'failed'), Job: new dbus.Variant('(uo)', [0, '/']) });
     const bound = new Promise((resolve) => setTimeout(() => resolve('still waiting'), 10_000).unref());
     assert.equal(await Promise.race([exit, bound]), { code: 1, status: 3, result: 'exit-code' });
+    // Nor was a read asked for on the Service signal: the Unit signal was known to follow.
+    await manager.listUnitsByPrefix('opencode-pty-');
+    assert.is(bus.calls.filter((call) => call.member === 'Get' || call.member === '?').length, 6, bus.calls.map((call) => call.member).join(' '));
   } finally {
     manager.close();
     closeSync(fd);

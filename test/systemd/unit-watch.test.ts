@@ -133,4 +133,16 @@ test('watchUnit: a value from decide ends the watch at once, though an evaluatio
   assert.is(calls, 1, 'the late evaluation is not followed by another');
 });
 
+test('watchUnit: a signal ignore names wakes no evaluation', async () => {
+  const source = new FakeSource();
+  let calls = 0;
+  const result = watchUnit(source, NAME, async () => (calls++ === 0 ? undefined : 'done'), { ignore: (signal) => signal.kind === 'properties-changed' });
+  await new Promise(setImmediate);
+  source.emit(changed());
+  await new Promise(setImmediate);
+  assert.is(calls, 1, 'only the first look');
+  source.emit({ kind: 'unit-removed', unit: NAME, path: PATH });
+  assert.is(await result, 'done');
+});
+
 test.run();
