@@ -1,4 +1,5 @@
 // The one error class of the systemd side: callers branch on `code`, never on the message.
+import { constants as osConstants } from 'node:os';
 
 export type SystemdErrorCode =
   /** No bus connection could be made (socket missing, authentication refused…). */
@@ -69,4 +70,20 @@ export function isUnitGone(error: unknown): boolean {
     error.code === 'DBUS_ERROR' &&
     (error.dbusName === DbusErrorName.NO_SUCH_UNIT || error.dbusName === DbusErrorName.UNKNOWN_OBJECT)
   );
+}
+
+/** Awaits an optional step whose D-Bus error only means "nothing to do" (unit gone, not referenced…). */
+export async function ignoreDbusError(step: Promise<unknown>): Promise<void> {
+  try {
+    await step;
+  } catch (error) {
+    if (!(error instanceof SystemdError) || error.code !== 'DBUS_ERROR') throw error;
+  }
+}
+
+/** A signal by name or number as KillUnit takes it; anything else is refused before it reaches the bus. */
+export function signalNumber(signal: number | NodeJS.Signals): number {
+  const value = typeof signal === 'number' ? signal : osConstants.signals[signal];
+  if (!Number.isInteger(value) || value <= 0 || value > 64) throw new SystemdError('PROPERTY_INVALID', `not a signal: ${signal}`);
+  return value;
 }

@@ -1,19 +1,13 @@
-// A referenced unit's end as its own change signals tell it, so the watch need not read it back.
+// A started unit's state and end as its own change signals tell them, so its watch need not read it.
 // systemd sends PropertiesChanged for the type's interface first, then for the Unit interface, each
 // with every property that emits changes, so that "clients may rely on this order to get atomic
 // behavior" (src/core/dbus-unit.c, send_changed_signal): a Unit signal saying inactive (or failed)
 // with no job comes right after the Service signal of the same change, which holds ExecMainCode,
-// ExecMainStatus and Result as they are then. Without both, since the watch began, nothing is decided
-// here and the watch reads the unit as before (a signal lost to a bus restart, a systemd that sends
-// less, or one that names no state).
+// ExecMainStatus and Result as they are then. What the signals do not settle (none seen, a systemd
+// that sends less, a state with no exit beside it) is left to a read, as before.
 import type { SystemdSignal } from './dbus-connection.ts';
 import { SERVICE_INTERFACE, UNIT_INTERFACE } from './unit-state.ts';
 import { unitPhase, type ExitStatus } from './unit-watch.ts';
-
-export interface SignalledExit {
-  /** Feeds one signal about the unit; the exit once the signals say the unit is finished. */
-  (signal: SystemdSignal): ExitStatus | undefined;
-}
 
 const isInt = (value: unknown): value is number => typeof value === 'number' && Number.isInteger(value);
 
@@ -31,25 +25,40 @@ function unitState(changed: Record<string, unknown>): { activeState: string; job
 }
 
 /**
- * For one watch of the unit at `path`, which the caller references (AddRef): loaded for as long as
- * the reference lasts, so only its active state and job decide (unitPhase), as a read would.
+ * Every change signal of the unit at `path`, fed from before its start was asked for (the match rules
+ * are in force by then), by the one who references it (AddRef): loaded for as long as the reference
+ * lasts, so only its active state and job decide (unitPhase), as a read would.
  */
-export function signalledExit(path: string): SignalledExit {
-  let exit: ExitStatus | undefined;
-  return (signal) => {
-    if (signal.kind !== 'properties-changed' || signal.path !== path) return undefined;
+export class UnitSignals {
+  readonly path: string;
+  /** How the unit ended, once a Unit signal said it finished right after its Service signal; final,
+   * since a transient unit never starts again. */
+  exit: ExitStatus | undefined;
+  /** The latest Unit signal said the unit is not finished (starting, running or stopping). */
+  running = false;
+  #serviceExit: ExitStatus | undefined;
+
+  constructor(path: string) {
+    this.path = path;
+  }
+
+  /** Takes one signal; the exit when this one settled it. */
+  feed(signal: SystemdSignal): ExitStatus | undefined {
+    if (this.exit || signal.kind !== 'properties-changed' || signal.path !== this.path) return undefined;
     if (signal.interface === SERVICE_INTERFACE) {
-      exit = serviceExit(signal.changed);
+      this.#serviceExit = serviceExit(signal.changed);
       return undefined;
     }
     if (signal.interface !== UNIT_INTERFACE) return undefined;
     // The Service signal of this change came just before; one from an older change does not count.
-    const last = exit;
-    exit = undefined;
+    const last = this.#serviceExit;
+    this.#serviceExit = undefined;
     const state = unitState(signal.changed);
-    if (!last || !state) return undefined;
-    return unitPhase({ loadState: 'loaded', ...state }) === 'finished' ? last : undefined;
-  };
+    const finished = state !== undefined && unitPhase({ loadState: 'loaded', ...state }) === 'finished';
+    this.running = state !== undefined && !finished;
+    if (finished && last) this.exit = last;
+    return this.exit;
+  }
 }
 
 /** A Service signal of the unit: the Unit signal of the same change comes right after it (see above),

@@ -1,14 +1,12 @@
 // Session units through systemd's Manager over D-Bus: start, wait for exit, signal, stop, list, inspect.
-import { constants as osConstants } from 'node:os';
 import {
   DbusConnection,
   MANAGER_INTERFACE,
   MANAGER_PATH,
   toVariantProperties,
   type OpenOptions,
-  type SystemdSignal,
 } from './dbus-connection.ts';
-import { isUnitGone, SystemdError } from './errors.ts';
+import { ignoreDbusError, isUnitGone, signalNumber, SystemdError } from './errors.ts';
 import { unitMatchRules } from './match-rules.ts';
 import { unitObjectPath, validatePrefix, validateUnitName } from './unit-names.ts';
 import { sessionUnitProperties, type SessionUnitSpec } from './unit-properties.ts';
@@ -17,7 +15,7 @@ import { readEach, readExit, readProperties, readReferenced, readServiceState, r
 
 export type { ServiceState } from './unit-state.ts';
 import { unitPhase, watchUnit, type ExitStatus, type WatchOptions } from './unit-watch.ts';
-import { precedesUnitSignal, signalledExit } from './exit-from-signals.ts';
+import { precedesUnitSignal, UnitSignals } from './exit-from-signals.ts';
 import { awaitJob } from './job-wait.ts';
 
 export interface ManagerOptions extends OpenOptions {
@@ -36,26 +34,13 @@ function manager(member: string, signature: string, body: unknown[]) {
   return { path: MANAGER_PATH, interface: MANAGER_INTERFACE, member, signature, body };
 }
 
-/** Awaits an optional step whose D-Bus error only means "nothing to do" (unit gone, not referenced…). */
-async function ignoreDbusError(step: Promise<unknown>): Promise<void> {
-  try {
-    await step;
-  } catch (error) {
-    if (!(error instanceof SystemdError) || error.code !== 'DBUS_ERROR') throw error;
-  }
-}
-
-function signalNumber(signal: number | NodeJS.Signals): number {
-  const value = typeof signal === 'number' ? signal : osConstants.signals[signal];
-  if (!Number.isInteger(value) || value <= 0 || value > 64) throw new SystemdError('PROPERTY_INVALID', `not a signal: ${signal}`);
-  return value;
-}
-
 export class UnitManager {
   #connection: DbusConnection;
   #startTimeoutMs: number;
   /** Signal subscriptions of the units this manager started, held until stopAndWait sees them gone. */
   #started = new Map<string, () => void>();
+  /** What the change signals of those units said, fed from before each start (exit-from-signals.ts). */
+  #signals = new Map<string, UnitSignals>();
   /** Units started here whose AddRef we still hold: loaded for sure, so read by path in one round trip. */
   #referenced = new Set<string>();
   /** Units of ours that waitForExit saw finished: a transient unit does not start again, so no stop job is needed. */
@@ -89,7 +74,14 @@ export class UnitManager {
     // The unit's signals from now until stopAndWait sees it gone; the rules go out before the start.
     const subscribed = this.#subscribe(name);
     this.#started.get(name)?.();
-    this.#started.set(name, subscribed.release);
+    const signals = new UnitSignals(unitObjectPath(name));
+    const stopFeeding = this.#connection.onSignal((signal) => void signals.feed(signal));
+    this.#signals.set(name, signals);
+    this.#started.set(name, () => {
+      subscribed.release();
+      stopFeeding();
+      if (this.#signals.get(name) === signals) this.#signals.delete(name);
+    });
     // Listen before asking, so the job's end cannot arrive before we look for it.
     const job = awaitJob(this.#connection, name, this.#startTimeoutMs);
     let jobPath: string;
@@ -176,14 +168,18 @@ export class UnitManager {
    */
   waitForExit(name: string, options: WatchOptions = {}): Promise<ExitStatus> {
     validateUnitName(name);
-    // A unit we reference ends as its signals say, without a read after them (the reads queue behind
-    // PID 1's work on the unit's end: ≈10 ms of a session's EXIT here).
-    const path = unitObjectPath(name);
-    const fromSignals = this.#referenced.has(name) ? signalledExit(path) : undefined;
-    const decide = fromSignals && ((signal: SystemdSignal) => {
-      const exit = fromSignals(signal);
-      if (exit) this.#finished.add(name);
-      return exit;
+    // A unit we started is known from its signals since before its start: no read after them, which
+    // would queue behind PID 1's work on the unit (≈10 ms of a session's EXIT here), and none at first
+    // while they say it runs.
+    const signals = this.#referenced.has(name) ? this.#signals.get(name) : undefined;
+    if (signals?.exit) {
+      this.#finished.add(name);
+      return Promise.resolve(signals.exit);
+    }
+    // Called after the signals' own listener has taken each signal (listeners run in the order added).
+    const decide = signals && (() => {
+      if (signals.exit) this.#finished.add(name);
+      return signals.exit;
     });
     return this.#withSignals(name, () =>
       watchUnit(
@@ -200,7 +196,7 @@ export class UnitManager {
           if (phase === 'gone') throw new SystemdError('NO_SUCH_UNIT', `${name} is not loaded`, { unit: name });
           return phase === 'finished' ? readExit(this.#connection, name) : undefined;
         },
-        { ...options, decide, ignore: fromSignals && ((signal) => precedesUnitSignal(signal, path)) },
+        { ...options, decide, ignore: signals && ((signal) => precedesUnitSignal(signal, signals.path)), known: signals?.running === true },
       ),
     );
   }

@@ -57,6 +57,8 @@ export interface WatchDriverOptions<T> extends WatchOptions {
   decide?: (signal: SystemdSignal) => T | undefined;
   /** Signals that wake no evaluation of their own, because another signal follows them at once. */
   ignore?: (signal: SystemdSignal) => boolean;
+  /** The caller knows the unit is not finished (its signals said so): no evaluation until a signal. */
+  known?: boolean;
 }
 
 /**
@@ -117,6 +119,6 @@ export function watchUnit<T>(
             () => finish(new SystemdError('UNIT_WAIT_TIMEOUT', `${name}: not done within ${options.timeoutMs} ms`, { unit: name })),
             options.timeoutMs,
           );
-    void run();
+    if (!options.known) void run();
   });
 }

@@ -1,11 +1,11 @@
-// A referenced unit's end from its own change signals (the Service signal, then the Unit signal of
-// the same change), and the watch that takes it without reading the unit after them.
+// A started unit's state and end from its own change signals (the Service signal, then the Unit signal
+// of the same change), and the watch that takes them without reading the unit.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import dbus from 'dbus-next';
 import { closeSync, openSync } from 'node:fs';
 import type { SystemdSignal } from '../../src/systemd/dbus-connection.ts';
-import { signalledExit } from '../../src/systemd/exit-from-signals.ts';
+import { UnitSignals } from '../../src/systemd/exit-from-signals.ts';
 import { UnitManager } from '../../src/systemd/unit-manager.ts';
 import { unitObjectPath } from '../../src/systemd/unit-names.ts';
 import type { SessionUnitSpec } from '../../src/systemd/unit-properties.ts';
@@ -21,24 +21,33 @@ const service = (code: number, status: number, result: string) => changed(SERVIC
 const unit = (activeState: string, jobId = 0) => changed(UNIT, { ActiveState: activeState, SubState: 'dead', Job: [jobId, jobId ? `/org/freedesktop/systemd1/job/${jobId}` : '/'] });
 
 test('inactive or failed with no job, right after the Service signal: its exit', () => {
-  const feed = signalledExit(PATH);
+  const signals = new UnitSignals(PATH);
+  const feed = (signal: SystemdSignal) => signals.feed(signal);
   assert.is(feed(service(1, 0, 'success')), undefined);
   assert.equal(feed(unit('inactive')), { code: 1, status: 0, result: 'success' });
-  const failed = signalledExit(PATH);
-  failed(service(2, 9, 'signal'));
-  assert.equal(failed(unit('failed')), { code: 2, status: 9, result: 'signal' });
+  assert.not.ok(signals.running);
+  feed(unit('active'));
+  assert.equal(signals.exit, { code: 1, status: 0, result: 'success' }, 'an end is final');
+  const failed = new UnitSignals(PATH);
+  failed.feed(service(2, 9, 'signal'));
+  assert.equal(failed.feed(unit('failed')), { code: 2, status: 9, result: 'signal' });
 });
 
 test('still running, or a job pending on it: nothing decided', () => {
-  const feed = signalledExit(PATH);
+  const signals = new UnitSignals(PATH);
+  const feed = (signal: SystemdSignal) => signals.feed(signal);
   for (const state of [unit('active'), unit('deactivating'), unit('inactive', 57), unit('activating', 50)]) {
     feed(service(0, 0, 'success'));
     assert.is(feed(state), undefined, JSON.stringify(state));
+    assert.ok(signals.running, 'known to run');
   }
+  feed(changed(UNIT, { ActiveState: 'inactive' }));
+  assert.not.ok(signals.running, 'a state without its job is not known');
 });
 
 test("a Service signal counts for the next Unit signal only, and only with all three figures", () => {
-  const feed = signalledExit(PATH);
+  const signals = new UnitSignals(PATH);
+  const feed = (signal: SystemdSignal) => signals.feed(signal);
   feed(service(1, 0, 'success'));
   feed(unit('active'));
   assert.is(feed(unit('inactive')), undefined, 'the Service signal belonged to the change before');
@@ -49,7 +58,8 @@ test("a Service signal counts for the next Unit signal only, and only with all t
 });
 
 test('signals of another unit, other interfaces and other kinds are ignored', () => {
-  const feed = signalledExit(PATH);
+  const signals = new UnitSignals(PATH);
+  const feed = (signal: SystemdSignal) => signals.feed(signal);
   feed(service(1, 0, 'success'));
   assert.is(feed(changed(UNIT, { ActiveState: 'inactive', Job: [0, '/'] }, unitObjectPath('other.service'))), undefined);
   assert.is(feed(changed('org.freedesktop.systemd1.Scope', { ActiveState: 'inactive', Job: [0, '/'] })), undefined);
@@ -73,48 +83,78 @@ async function calls(bus: FakeBus, member: string, count: number): Promise<void>
   }
 }
 
-test('waitForExit of a started unit ends on its signals, with no read for them', async () => {
+const JOB = '/org/freedesktop/systemd1/job/42';
+const RUNNING: Record<string, InstanceType<typeof dbus.Variant>> = {
+  LoadState: new dbus.Variant('s', 'loaded'),
+  ActiveState: new dbus.Variant('s', 'active'),
+  Job: new dbus.Variant('(uo)', [0, '/']),
+  ExecMainCode: new dbus.Variant('i', 0),
+  ExecMainStatus: new dbus.Variant('i', 0),
+  Result: new dbus.Variant('s', 'success'),
+};
+
+/** A bus that starts the unit with the signals systemd sends (the Unit one saying active when `withState`),
+ * answers reads as a running unit until told not to, and lists no units (an answered call to sync on). */
+async function startingBus(withState: boolean): Promise<FakeBus> {
   const bus = await FakeBus.start();
-  const job = '/org/freedesktop/systemd1/job/42';
   bus.replies.set('Subscribe', (call) => bus.methodReturn(call));
+  bus.replies.set('ListUnitsByPatterns', (call) => bus.methodReturn(call, 'a(ssssssouso)', [[]]));
   bus.replies.set('StartTransientUnit', (call) => {
     setImmediate(() => {
-      emit(bus, SERVICE, { ExecMainPID: new dbus.Variant('u', 4321) });
-      bus.signal('/org/freedesktop/systemd1', 'org.freedesktop.systemd1.Manager', 'JobRemoved', 'uoss', [42, job, NAME, 'done']);
+      emit(bus, SERVICE, { ExecMainPID: new dbus.Variant('u', 4321), ExecMainCode: new dbus.Variant('i', 0), ExecMainStatus: new dbus.Variant('i', 0), Result: new dbus.Variant('s', 'success') });
+      if (withState) emit(bus, UNIT, { ActiveState: new dbus.Variant('s', 'active'), Job: new dbus.Variant('(uo)', [0, '/']) });
+      bus.signal('/org/freedesktop/systemd1', 'org.freedesktop.systemd1.Manager', 'JobRemoved', 'uoss', [42, JOB, NAME, 'done']);
     });
-    return bus.methodReturn(call, 'o', [job]);
+    return bus.methodReturn(call, 'o', [JOB]);
   });
-  // The watch's first look sees the unit running.
-  const running: Record<string, InstanceType<typeof dbus.Variant>> = {
-    LoadState: new dbus.Variant('s', 'loaded'),
-    ActiveState: new dbus.Variant('s', 'active'),
-    Job: new dbus.Variant('(uo)', [0, '/']),
-    ExecMainCode: new dbus.Variant('i', 0),
-    ExecMainStatus: new dbus.Variant('i', 0),
-    Result: new dbus.Variant('s', 'success'),
-  };
-  bus.replies.set('Get', (call) => bus.methodReturn(call, 'v', [running[Object.keys(running).find((name) => call.text.includes(`${name}\0`))!]]));
+  bus.replies.set('Get', (call) => bus.methodReturn(call, 'v', [RUNNING[Object.keys(RUNNING).find((name) => call.text.includes(`${name}\0`))!]]));
+  return bus;
+}
+
+/** Starts the unit, waits for its exit while the bus answers no read after `reads` of them, and ends it by signals. */
+async function endBySignals(bus: FakeBus, reads: number): Promise<unknown> {
   const fd = openSync('/dev/null', 'r');
   const manager = await UnitManager.connect(bus.address, { timeoutMs: 60_000 });
   try {
     await manager.startSession(NAME, spec(fd));
     const exit = manager.waitForExit(NAME);
-    await calls(bus, 'Get', 6);
+    await calls(bus, 'Get', reads);
     // A call answered after the first look's has that look done (the bus handles calls in order).
-    bus.replies.set('ListUnitsByPatterns', (call) => bus.methodReturn(call, 'a(ssssssouso)', [[]]));
     await manager.listUnitsByPrefix('opencode-pty-');
     // From here no read is ever answered: only the signals can end the wait.
     bus.replies.delete('Get');
     emit(bus, SERVICE, { MainPID: new dbus.Variant('u', 0), ExecMainCode: new dbus.Variant('i', 1), ExecMainStatus: new dbus.Variant('i', 3), Result: new dbus.Variant('s', 'exit-code') });
     emit(bus, UNIT, { ActiveState: new dbus.Variant('s', 'failed'), SubState: new dbus.Variant('s', 'failed'), Job: new dbus.Variant('(uo)', [0, '/']) });
     const bound = new Promise((resolve) => setTimeout(() => resolve('still waiting'), 10_000).unref());
-    assert.equal(await Promise.race([exit, bound]), { code: 1, status: 3, result: 'exit-code' });
-    // Nor was a read asked for on the Service signal: the Unit signal was known to follow.
+    const result = await Promise.race([exit, bound]);
+    // Every call before this one has reached the bus.
     await manager.listUnitsByPrefix('opencode-pty-');
-    assert.is(bus.calls.filter((call) => call.member === 'Get' || call.member === '?').length, 6, bus.calls.map((call) => call.member).join(' '));
+    return result;
   } finally {
     manager.close();
     closeSync(fd);
+  }
+}
+
+const reads = (bus: FakeBus) => bus.calls.filter((call) => call.member === 'Get' || call.member === '?').length;
+
+test('waitForExit of a unit whose start signals said it runs reads nothing, and ends on its signals', async () => {
+  const bus = await startingBus(true);
+  try {
+    assert.equal(await endBySignals(bus, 0), { code: 1, status: 3, result: 'exit-code' });
+    assert.is(reads(bus), 0, bus.calls.map((call) => call.member).join(' '));
+  } finally {
+    await bus.stop();
+  }
+});
+
+test('without a state in its start signals, one first look; none for the signals of its end', async () => {
+  const bus = await startingBus(false);
+  try {
+    assert.equal(await endBySignals(bus, 6), { code: 1, status: 3, result: 'exit-code' });
+    // Nor was a read asked for on the Service signal: the Unit signal was known to follow.
+    assert.is(reads(bus), 6, bus.calls.map((call) => call.member).join(' '));
+  } finally {
     await bus.stop();
   }
 });
