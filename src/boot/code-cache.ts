@@ -56,11 +56,13 @@ export function bundleScript(source: Buffer, filename: string, cachedData?: Buff
   return new Script(WRAP_HEAD + source.toString('utf8') + WRAP_TAIL, { filename, cachedData });
 }
 
-/** Runs the script's function as Node runs a CommonJS module's. */
-export function evaluate(script: Script, path: string, parent: NodeJS.Module | undefined): void {
+/** Runs the script's function as Node runs a CommonJS module's; its module.exports. */
+export function evaluate(script: Script, path: string, parent: NodeJS.Module | undefined): unknown {
   const run = script.runInThisContext() as (...args: unknown[]) => void;
   const exports = {};
-  run.call(exports, exports, createRequire(path), { exports, id: path, filename: path, parent, loaded: false, children: [] }, path, dirname(path));
+  const module = { exports, id: path, filename: path, parent, loaded: false, children: [] };
+  run.call(exports, exports, createRequire(path), module, path, dirname(path));
+  return module.exports;
 }
 
 /** Evaluates the bundle at `path` as `node path` would, from its cache when one fits. */

@@ -159,3 +159,7 @@ main().then(
     process.exit(1);
   },
 );
+
+/** For the build's code cache alone (src/boot/produce-cache.ts): the pure part of a start, run once
+ * there, so the code it compiles is in the cache and a spare's own warm-up finds it compiled. */
+export { warmUp as warmUpForCodeCache };

@@ -3,7 +3,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bundleScript, cacheFile, cachedDataFor, CACHE_SUFFIX, runBundle } from '../../src/boot/code-cache.ts';
@@ -80,6 +80,24 @@ test('the cache of one bundle is the same bytes from any directory (the manifest
     return readFileSync(join(here, `worker-main.cjs${CACHE_SUFFIX}`));
   });
   assert.ok(made[0]!.equals(made[1]!));
+});
+
+test("the build's worker cache is made after the worker's warm-up has run (its code compiled): a failed warm-up fails it", () => {
+  const here = join(scratch, 'warm');
+  mkdirSync(here);
+  const produce = (body: string) => {
+    const path = join(here, 'bundle.cjs');
+    writeFileSync(path, `exports.warmUpForCodeCache = (config, helper) => { ${body} };\n`);
+    rmSync(path + CACHE_SUFFIX, { force: true });
+    const run = spawnSync(process.execPath, ['--predictable', '--import', 'tsx', join(root, 'src/boot/produce-cache.ts'), path], { env: {}, cwd: root, encoding: 'utf8' });
+    return { run, made: existsSync(path + CACHE_SUFFIX) };
+  };
+  const ran = produce(`require('node:fs').writeFileSync(__dirname + '/ran', config.unitPrefix + ' ' + helper); return undefined;`);
+  assert.ok(ran.made, ran.run.stderr);
+  assert.is(readFileSync(join(here, 'ran'), 'utf8'), 'opencode-pty- /usr/lib/opencode-pty/opencode-pty-session');
+  const failed = produce(`return 'no codec';`);
+  assert.not.ok(failed.made);
+  assert.match(failed.run.stderr, 'the warm-up failed: no codec');
 });
 
 test.after(() => rmSync(scratch, { recursive: true }));
