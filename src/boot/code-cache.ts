@@ -65,15 +65,16 @@ export function evaluate(script: Script, path: string, parent: NodeJS.Module | u
   return module.exports;
 }
 
-/** Evaluates the bundle at `path` as `node path` would, from its cache when one fits. */
-export function runBundle(path: string, parent: NodeJS.Module | undefined): Compiled {
+/** Evaluates the bundle at `path` as `node path` would, from its cache when one fits; `quiet`: a
+ * cache not used goes unsaid (a worker: its broker, from the same directory, has said it). */
+export function runBundle(path: string, parent: NodeJS.Module | undefined, quiet = false): Compiled {
   const source = readFileSync(path);
   const file = readOptional(path + CACHE_SUFFIX);
   const cachedData = cachedDataFor(source, file);
   const script = bundleScript(source, path, cachedData);
   const cache = !file ? 'absent' : !cachedData ? 'other-source' : script.cachedDataRejected === true ? 'rejected' : 'used';
   // Said once per start, before the bundle runs: every start now compiles (a Node other than the build's).
-  if (cache === 'other-source' || cache === 'rejected') process.stderr.write(`<5>${basename(path)}: code cache not used (${cache === 'rejected' ? 'made by another Node' : 'made from other source'}); the bundle is compiled at each start\n`);
+  if (!quiet && (cache === 'other-source' || cache === 'rejected')) process.stderr.write(`<5>${basename(path)}: code cache not used (${cache === 'rejected' ? 'made by another Node' : 'made from other source'}); the bundle is compiled at each start\n`);
   evaluate(script, path, parent);
   return { script, cache };
 }

@@ -2,4 +2,5 @@
 import { join } from 'node:path';
 import { runBundle } from './code-cache.ts';
 
-runBundle(join(__dirname, 'worker-main.cjs'), module);
+// Quiet: one spare starts per session, and its broker has said once whether the cache fits.
+runBundle(join(__dirname, 'worker-main.cjs'), module, true);

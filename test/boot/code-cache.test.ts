@@ -54,6 +54,22 @@ test('a cache made from other source of the same length is ignored (V8 checks on
   assert.is(ran()?.value, 'AAAA');
 });
 
+test('a cache not used is said once on stderr (the journal), not by a quiet entry (a worker)', () => {
+  const path = bundle('unused.cjs', 'CCCC');
+  writeFileSync(path + CACHE_SUFFIX, cacheOf(Buffer.from(readFileSync(path, 'utf8').replace('CCCC', 'DDDD'))));
+  const said: string[] = [];
+  const write = process.stderr.write;
+  process.stderr.write = ((chunk: string) => said.push(String(chunk)) > 0) as typeof process.stderr.write;
+  try {
+    runBundle(path, undefined, true);
+    assert.equal(said, []);
+    runBundle(path, undefined);
+  } finally {
+    process.stderr.write = write;
+  }
+  assert.equal(said, ['<5>unused.cjs: code cache not used (made from other source); the bundle is compiled at each start\n']);
+});
+
 test('a cut or empty cache is ignored', () => {
   const source = Buffer.from('1');
   assert.is(cachedDataFor(source, Buffer.alloc(0)), undefined);
