@@ -34,6 +34,8 @@ export class UnitSignals {
   /** How the unit ended, once a Unit signal said it finished right after its Service signal; final,
    * since a transient unit never starts again. */
   exit: ExitStatus | undefined;
+  /** The active state the unit finished in (inactive or failed), with `exit`. */
+  finalState: string | undefined;
   /** The latest Unit signal said the unit is not finished (starting, running or stopping). */
   running = false;
   #serviceExit: ExitStatus | undefined;
@@ -56,7 +58,10 @@ export class UnitSignals {
     const state = unitState(signal.changed);
     const finished = state !== undefined && unitPhase({ loadState: 'loaded', ...state }) === 'finished';
     this.running = state !== undefined && !finished;
-    if (finished && last) this.exit = last;
+    if (finished && last) {
+      this.exit = last;
+      this.finalState = state.activeState;
+    }
     return this.exit;
   }
 }

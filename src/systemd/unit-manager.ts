@@ -234,11 +234,13 @@ export class UnitManager {
       }
     }
     let released = false;
+    // Finished as its signals said, with no job since: released without reading it first.
+    const settled = this.#finished.has(name) ? this.#signals.get(name)?.finalState : undefined;
     await watchUnit(
       this.#connection,
       name,
       async () => {
-        const snapshot = await readSnapshot(this.#connection, name);
+        const snapshot = settled && !released ? { loadState: 'loaded', activeState: settled, jobId: 0 } : await readSnapshot(this.#connection, name);
         const phase = unitPhase(snapshot);
         if (phase === 'gone') return true;
         if (phase === 'finished' && !released) {

@@ -112,7 +112,7 @@ async function startingBus(withState: boolean): Promise<FakeBus> {
 }
 
 /** Starts the unit, waits for its exit while the bus answers no read after `reads` of them, and ends it by signals. */
-async function endBySignals(bus: FakeBus, reads: number): Promise<unknown> {
+async function endBySignals(bus: FakeBus, reads: number, after?: (manager: UnitManager) => Promise<void>): Promise<unknown> {
   const fd = openSync('/dev/null', 'r');
   const manager = await UnitManager.connect(bus.address, { timeoutMs: 60_000 });
   try {
@@ -129,6 +129,7 @@ async function endBySignals(bus: FakeBus, reads: number): Promise<unknown> {
     const result = await Promise.race([exit, bound]);
     // Every call before this one has reached the bus.
     await manager.listUnitsByPrefix('opencode-pty-');
+    await after?.(manager);
     return result;
   } finally {
     manager.close();
@@ -154,6 +155,22 @@ test('without a state in its start signals, one first look; none for the signals
     assert.equal(await endBySignals(bus, 6), { code: 1, status: 3, result: 'exit-code' });
     // Nor was a read asked for on the Service signal: the Unit signal was known to follow.
     assert.is(reads(bus), 6, bus.calls.map((call) => call.member).join(' '));
+  } finally {
+    await bus.stop();
+  }
+});
+
+test('a unit its signals saw finished is released with no read first: reset (it failed), unref, then gone', async () => {
+  const bus = await startingBus(true);
+  bus.replies.set('ResetFailedUnit', (call) => bus.methodReturn(call));
+  bus.replies.set('UnrefUnit', (call) => bus.methodReturn(call));
+  bus.replies.set('GetUnit', (call) => bus.error(call, 'org.freedesktop.systemd1.NoSuchUnit', 'not loaded'));
+  try {
+    await endBySignals(bus, 0, async (manager) => {
+      const before = bus.calls.length;
+      await manager.stopAndWait(NAME, 10_000);
+      assert.equal(bus.calls.slice(before).map((call) => call.member), ['ResetFailedUnit', 'UnrefUnit', 'GetUnit']);
+    });
   } finally {
     await bus.stop();
   }
