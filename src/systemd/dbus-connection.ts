@@ -14,12 +14,18 @@ export const MANAGER_INTERFACE = 'org.freedesktop.systemd1.Manager';
 const PROPERTIES_INTERFACE = 'org.freedesktop.DBus.Properties';
 const UNIT_PATH_PREFIX = '/org/freedesktop/systemd1/unit/';
 const DEFAULT_CALL_TIMEOUT_MS = 10_000;
+const BUS_DRIVER = 'org.freedesktop.DBus';
+/** The bus driver's word on who owns systemd's name: after a re-exec PID 1 reconnects under a new unique name. */
+const SYSTEMD_OWNER_RULE = `type='signal',sender='${BUS_DRIVER}',path='/org/freedesktop/DBus',interface='${BUS_DRIVER}',member='NameOwnerChanged',arg0='${SYSTEMD_BUS_NAME}'`;
 
 /** The systemd signals we act on, already unpacked (Variants unwrapped). */
 export type SystemdSignal =
   | { kind: 'properties-changed'; path: string; interface: string; changed: Record<string, unknown>; invalidated: string[] }
   | { kind: 'job-removed'; id: number; job: string; unit: string; result: string }
-  | { kind: 'unit-removed'; unit: string; path: string };
+  | { kind: 'unit-removed'; unit: string; path: string }
+  /** systemd took its bus name again under a new connection (daemon-reexec): signals sent meanwhile
+   * are lost, so whatever a watch knows from them is to be read again. */
+  | { kind: 'systemd-reconnected'; owner: string };
 
 export interface CallSpec {
   path: string;
@@ -117,6 +123,9 @@ export class DbusConnection {
         throw new SystemdError('DBUS_NO_FD_PASSING', `the bus at ${address} did not agree to pass file descriptors (is usocket built?)`);
       }
       // Anyone on the bus may send us a directed signal; only ones from systemd's own connection count.
+      // Its owner changes when systemd re-executes (systemctl daemon-reexec, run by its package's
+      // upgrade): the driver's NameOwnerChanged says so, and the rule is in force before the question.
+      void connection.addMatch(SYSTEMD_OWNER_RULE);
       const [owner] = await connection.call({
         destination: 'org.freedesktop.DBus',
         path: '/org/freedesktop/DBus',
@@ -295,9 +304,22 @@ export class DbusConnection {
   }
 
   #dispatch(message: Message): void {
-    if (message.type !== dbus.MessageType.SIGNAL || message.sender !== this.#systemdOwner) return;
+    if (message.type !== dbus.MessageType.SIGNAL) return;
+    if (message.sender === BUS_DRIVER) return this.#ownerChanged(message);
+    if (!this.#systemdOwner || message.sender !== this.#systemdOwner) return;
     const signal = parseSignal(message);
     if (!signal) return;
+    for (const listener of [...this.#listeners]) listener(signal);
+  }
+
+  /** NameOwnerChanged (s name, s old, s new) from the bus driver itself, which no other client can send as. */
+  #ownerChanged(message: Message): void {
+    if (message.path !== '/org/freedesktop/DBus' || message.interface !== BUS_DRIVER || message.member !== 'NameOwnerChanged' || message.signature !== 'sss') return;
+    const [name, , owner] = (message.body as unknown[]).map(String);
+    if (name !== SYSTEMD_BUS_NAME) return;
+    this.#systemdOwner = owner ?? '';
+    if (!this.#systemdOwner) return;
+    const signal: SystemdSignal = { kind: 'systemd-reconnected', owner: this.#systemdOwner };
     for (const listener of [...this.#listeners]) listener(signal);
   }
 }

@@ -46,7 +46,14 @@ export class UnitSignals {
 
   /** Takes one signal; the exit when this one settled it. */
   feed(signal: SystemdSignal): ExitStatus | undefined {
-    if (this.exit || signal.kind !== 'properties-changed' || signal.path !== this.path) return undefined;
+    if (this.exit) return undefined;
+    if (signal.kind === 'systemd-reconnected') {
+      // What changed while systemd re-executed was sent to no one: the next watch reads.
+      this.#serviceExit = undefined;
+      this.running = false;
+      return undefined;
+    }
+    if (signal.kind !== 'properties-changed' || signal.path !== this.path) return undefined;
     if (signal.interface === SERVICE_INTERFACE) {
       this.#serviceExit = serviceExit(signal.changed);
       return undefined;

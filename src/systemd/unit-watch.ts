@@ -40,6 +40,8 @@ export function concernsUnit(signal: SystemdSignal, name: string, path: string =
     case 'job-removed':
     case 'unit-removed':
       return signal.unit === name;
+    case 'systemd-reconnected':
+      return true;
   }
 }
 

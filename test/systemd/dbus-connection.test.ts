@@ -59,15 +59,16 @@ test('a call without a reply fails with DBUS_TIMEOUT', async () => {
   }
 });
 
-test('no match rule at open; a rule is sent once however many use it, removed after the last', async () => {
+test("one match rule at open (systemd's name changing hands); a rule is sent once however many use it, removed after the last", async () => {
   const bus = await FakeBus.start();
   bus.replies.set('RemoveMatch', (call) => bus.methodReturn(call));
   const connection = await DbusConnection.open(bus.address, { timeoutMs: 5000 });
   const count = (member: string) => bus.calls.filter((call) => call.member === member).length;
   try {
-    assert.is(count('AddMatch'), 0, 'open() subscribes to nothing');
+    assert.is(count('AddMatch'), 1, "open() subscribes to systemd's NameOwnerChanged alone");
+    assert.match(bus.calls.find((call) => call.member === 'AddMatch')!.text, "member='NameOwnerChanged',arg0='org.freedesktop.systemd1'");
     await Promise.all([connection.addMatch("type='signal',path='/a'"), connection.addMatch("type='signal',path='/a'")]);
-    assert.is(count('AddMatch'), 1);
+    assert.is(count('AddMatch'), 2);
     connection.removeMatch("type='signal',path='/a'");
     connection.removeMatch("type='signal',path='/b'");
     // A round trip after the removals: the bus has seen whatever they sent.
@@ -76,7 +77,7 @@ test('no match rule at open; a rule is sent once however many use it, removed af
     connection.removeMatch("type='signal',path='/a'");
     await connection.addMatch("type='signal',path='/d'");
     assert.is(count('RemoveMatch'), 1);
-    assert.is(count('AddMatch'), 3);
+    assert.is(count('AddMatch'), 4);
   } finally {
     connection.close();
     await bus.stop();
@@ -130,6 +131,30 @@ test('signals are dispatched unpacked, and only when sent by systemd\'s connecti
     const removed = nextSignal(connection);
     bus.signal('/org/freedesktop/systemd1', 'org.freedesktop.systemd1.Manager', 'UnitRemoved', 'so', ['x.service', UNIT_PATH]);
     assert.equal(await removed, { kind: 'unit-removed', unit: 'x.service', path: UNIT_PATH });
+  } finally {
+    connection.close();
+    await bus.stop();
+  }
+});
+
+test("systemd's new connection after a re-exec: its signals count, from the driver's NameOwnerChanged alone (a forged one changes nothing), and listeners are told", async () => {
+  const bus = await FakeBus.start();
+  const connection = await DbusConnection.open(bus.address, { timeoutMs: 5000 });
+  const owner = (name: string, sender: string) => bus.signal('/org/freedesktop/DBus', 'org.freedesktop.DBus', 'NameOwnerChanged', 'sss', ['org.freedesktop.systemd1', ':1.0', name], sender);
+  const removed = (unit: string, sender: string) => bus.signal('/org/freedesktop/systemd1', 'org.freedesktop.systemd1.Manager', 'UnitRemoved', 'so', [unit, UNIT_PATH], sender);
+  try {
+    // Another client claims, in a directed signal, that it now owns systemd's name, then speaks as systemd.
+    owner(':1.66', ':1.66');
+    removed('forged.service', ':1.66');
+    // systemd re-executed: the driver says who owns the name now; the old connection is heard no more.
+    const reconnected = nextSignal(connection);
+    owner(':1.9', 'org.freedesktop.DBus');
+    assert.equal(await reconnected, { kind: 'systemd-reconnected', owner: ':1.9' });
+    const next = nextSignal(connection);
+    removed('old.service', ':1.0');
+    removed('forged.service', ':1.66');
+    removed('x.service', ':1.9');
+    assert.equal(await next, { kind: 'unit-removed', unit: 'x.service', path: UNIT_PATH });
   } finally {
     connection.close();
     await bus.stop();

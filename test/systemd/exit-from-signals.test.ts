@@ -57,6 +57,16 @@ test("a Service signal counts for the next Unit signal only, and only with all t
   assert.is(feed(changed(UNIT, { ActiveState: 'inactive' })), undefined, 'no Job');
 });
 
+test('systemd reconnected (a re-exec, whose own changes reached no one): nothing known runs, and a Service signal before it counts for nothing', () => {
+  const signals = new UnitSignals(PATH);
+  signals.feed(unit('active'));
+  assert.ok(signals.running);
+  signals.feed(service(1, 0, 'success'));
+  signals.feed({ kind: 'systemd-reconnected', owner: ':1.9' });
+  assert.not.ok(signals.running, 'the next watch reads');
+  assert.is(signals.feed(unit('inactive')), undefined, 'no exit without its Service signal');
+});
+
 test('signals of another unit, other interfaces and other kinds are ignored', () => {
   const signals = new UnitSignals(PATH);
   const feed = (signal: SystemdSignal) => signals.feed(signal);

@@ -230,7 +230,7 @@ if (unavailable) {
       // Subscribed (systemd sends unit signals to the bus) but watching no unit: the bus delivers nothing.
       await listener.call({ path: MANAGER_PATH, interface: MANAGER_INTERFACE, member: 'Subscribe' });
       const heard: string[] = [];
-      listener.onSignal((signal) => heard.push(signal.kind === 'properties-changed' ? signal.path : signal.unit));
+      listener.onSignal((signal) => heard.push(signal.kind === 'properties-changed' ? signal.path : signal.kind === 'systemd-reconnected' ? signal.owner : signal.unit));
       // The manager's stop needs the unit's signals: it would hang without them.
       const session = await start(['/bin/sleep', '1000']);
       await manager.stopAndWait(session.name, STOP_MS);

@@ -145,4 +145,15 @@ test('watchUnit: a signal ignore names wakes no evaluation', async () => {
   assert.is(await result, 'done');
 });
 
+test('watchUnit: systemd reconnected under a new name (a re-exec) wakes a read of every watch, also one that knew its unit runs', async () => {
+  const source = new FakeSource();
+  let calls = 0;
+  const result = watchUnit(source, NAME, async () => (calls++, 'done'), { known: true, ignore: () => false });
+  await new Promise(setImmediate);
+  assert.is(calls, 0, 'known to run: no first look');
+  source.emit({ kind: 'systemd-reconnected', owner: ':1.9' });
+  assert.is(await result, 'done');
+  assert.ok(concernsUnit({ kind: 'systemd-reconnected', owner: ':1.9' }, NAME));
+});
+
 test.run();
