@@ -5,7 +5,7 @@
 // (`cachedDataRejected`), which then compiles as usual.
 //
 // The cache is code: whoever can write it runs code as root. It is made once by the build
-// (scripts/code-cache.ts), ships beside the bundle under the manifest's sha256 like every artifact,
+// (src/boot/produce-cache.ts, run by build.mjs), ships beside the bundle under the manifest's sha256 like every artifact,
 // and is never written at run time. V8 checks only the source's length, so the cache opens with the
 // sha256 of the source it was made from, and a cache for other source is ignored.
 import { createHash } from 'node:crypto';
