@@ -2,4 +2,4 @@
 import { join } from 'node:path';
 import { runBundle } from './code-cache.ts';
 
-runBundle(join(__dirname, 'broker-main.cjs'), module);
+(runBundle(join(__dirname, 'broker-main.cjs'), module).exports as { run(): void }).run();

@@ -25,6 +25,8 @@ export interface Compiled {
   script: Script;
   /** `used`, or why the bundle was compiled from source instead. */
   cache: 'used' | 'absent' | 'other-source' | 'rejected';
+  /** What the bundle exports: evaluating it runs nothing, its entry calls `run`. */
+  exports: unknown;
 }
 
 function digest(source: Buffer): Buffer {
@@ -75,6 +77,5 @@ export function runBundle(path: string, parent: NodeJS.Module | undefined, quiet
   const cache = !file ? 'absent' : !cachedData ? 'other-source' : script.cachedDataRejected === true ? 'rejected' : 'used';
   // Said once per start, before the bundle runs: every start now compiles (a Node other than the build's).
   if (!quiet && (cache === 'other-source' || cache === 'rejected')) process.stderr.write(`<5>${basename(path)}: code cache not used (${cache === 'rejected' ? 'made by another Node' : 'made from other source'}); the bundle is compiled at each start\n`);
-  evaluate(script, path, parent);
-  return { script, cache };
+  return { script, cache, exports: evaluate(script, path, parent) };
 }

@@ -1,9 +1,9 @@
 // Build step, never shipped: `node produce-cache.cjs BUNDLE` evaluates the bundle once (and runs the
 // worker's warm-up when the bundle exports it) and writes V8's cache of what that compiled to
 // BUNDLE.cache (see code-cache.ts): a spare then starts and warms up with that code compiled
-// (its warm-up 16 → 8 ms here). The bundle's main must do
-// nothing here: the build runs this with an empty environment (a worker without its config fails
-// first thing) and with geteuid() answering non-root (the broker refuses before any other step).
+// (its warm-up 16 → 8 ms here). Evaluating a bundle runs no main: its entry calls the `run` it
+// exports (src/boot/broker.ts, worker.ts), and the build runs as root. With an empty environment,
+// so that nothing the warm-up reads can come from the build's.
 // The same bytes from every build of one source (the manifest's promise): V8 is run with
 // --predictable, which a start without it accepts, and the script is named by its base name alone,
 // since the data holds that name: a copy, as a slice of the path would carry the whole path along
@@ -27,12 +27,10 @@ const SAMPLE_CONFIG: Config = {
 
 const path = process.argv[2];
 if (!path || Object.keys(process.env).length > 0) throw new Error('usage: env -i node produce-cache.cjs BUNDLE');
-process.geteuid = () => 65534;
 const source = readFileSync(path);
 const script = bundleScript(source, Buffer.from(basename(path)).toString('utf8'));
 const exports = evaluate(script, path, module) as { warmUpForCodeCache?: (config: Config, helperPath: string) => string | undefined };
 // The worker's warm-up, with a configuration of defaults: what it compiles is cached too.
 const failed = exports.warmUpForCodeCache?.(SAMPLE_CONFIG, '/usr/lib/opencode-pty/opencode-pty-session');
 if (failed) throw new Error(`the warm-up failed: ${failed}`);
-// Written at once, before the bundle's failing main() ends the process.
 writeFileSync(path + CACHE_SUFFIX, cacheFile(source, script.createCachedData()), { mode: 0o644 });

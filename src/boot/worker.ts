@@ -3,4 +3,4 @@ import { join } from 'node:path';
 import { runBundle } from './code-cache.ts';
 
 // Quiet: one spare starts per session, and its broker has said once whether the cache fits.
-runBundle(join(__dirname, 'worker-main.cjs'), module, true);
+(runBundle(join(__dirname, 'worker-main.cjs'), module, true).exports as { run(): void }).run();

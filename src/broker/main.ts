@@ -87,10 +87,14 @@ async function main(): Promise<number> {
   return code;
 }
 
-main().then(
-  (code) => process.exit(code),
-  (error: Error) => {
-    log('error', error.message);
-    process.exit(1);
-  },
-);
+/** Runs the broker and exits with its code. Called by its entry (src/boot/broker.ts), never by
+ * evaluating the bundle: the build evaluates it, as root, to make its code cache (produce-cache.ts). */
+export function run(): void {
+  main().then(
+    (code) => process.exit(code),
+    (error: Error) => {
+      log('error', error.message);
+      process.exit(1);
+    },
+  );
+}

@@ -18,7 +18,7 @@ import { ControlDecoder, encodeControl, type PeerIdentity, type WorkerMessage } 
 /** How a worker is started: the bundle beside this one, or the TypeScript entry through tsx in a checkout. */
 export function workerCommand(): string[] {
   const here = import.meta.url;
-  if (here.endsWith('.ts')) return ['--import', 'tsx', fileURLToPath(new URL('../worker/main.ts', here))];
+  if (here.endsWith('.ts')) return ['--import', 'tsx', fileURLToPath(new URL('../worker/entry.ts', here))];
   return [fileURLToPath(new URL('./worker.cjs', here))];
 }
 

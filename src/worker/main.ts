@@ -152,13 +152,17 @@ async function runSession(
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (error) => {
-    log(`fatal: ${(error as Error).message}`, undefined, 'error');
-    process.exit(1);
-  },
-);
+/** Runs the worker and exits with its code. Called by its entries (src/boot/worker.ts; entry.ts from
+ * source), never by evaluating the bundle: the build evaluates it, as root, to make its code cache. */
+export function run(): void {
+  main().then(
+    (code) => process.exit(code),
+    (error) => {
+      log(`fatal: ${(error as Error).message}`, undefined, 'error');
+      process.exit(1);
+    },
+  );
+}
 
 /** For the build's code cache alone (src/boot/produce-cache.ts): the pure part of a start, run once
  * there, so the code it compiles is in the cache and a spare's own warm-up finds it compiled. */

@@ -28,6 +28,15 @@ function cacheOf(source: Buffer): Buffer {
 
 const ran = () => (globalThis as { ran?: Record<string, unknown> }).ran;
 
+test('evaluating a built root bundle (as the build does, as root, for its cache) runs nothing: its entry calls the run it exports', () => {
+  const child = fileURLToPath(new URL('./evaluate-child.ts', import.meta.url));
+  for (const name of ['broker-main.cjs', 'worker-main.cjs']) {
+    const run = spawnSync('env', ['-i', process.execPath, '--import', 'tsx', child, join(root, 'dist', name)], { encoding: 'utf8', cwd: root, timeout: 20_000 });
+    // Before: the bundle ran its main, which failed (exit status 1, its error on stderr).
+    assert.equal([run.status, run.stdout.trim(), run.stderr], [0, 'function', ''], name);
+  }
+});
+
 test('a bundle with no cache is compiled and runs as node would run it', () => {
   const path = bundle('plain.cjs', 'plain');
   const compiled = runBundle(path, undefined);

@@ -17,7 +17,7 @@ import { HELPER_MODE } from '../sandbox/deploy.ts';
 import { bounded, descriptorReport, processState, workerReportArgs } from './stall-report.ts';
 
 export const HELPER_INSIDE = '/opt/opencode-pty/opencode-pty-session';
-const WORKER_MAIN = fileURLToPath(new URL('../../src/worker/main.ts', import.meta.url));
+const WORKER_MAIN = fileURLToPath(new URL('../../src/worker/entry.ts', import.meta.url));
 const HELPER_BUILT = fileURLToPath(new URL('../../build/Release/opencode-pty-session', import.meta.url));
 
 /** A sandbox with the helper installed and a work directory owned by the client (host path and path inside). */
