@@ -30,7 +30,7 @@ test('LISTEN_*, NOTIFY_SOCKET and WATCHDOG_* are not passed on; the config and b
 test('in a checkout the worker runs from its TypeScript entry through tsx', () => {
   const command = workerCommand();
   assert.equal(command.slice(0, 2), ['--import', 'tsx']);
-  assert.match(command[2]!, /src\/worker\/main\.ts$/);
+  assert.match(command[2]!, /src\/worker\/entry\.ts$/);
 });
 
 /** A worker whose readiness and session start the test decides. */
