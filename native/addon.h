@@ -36,6 +36,10 @@ bool ArgFd(const Napi::CallbackInfo& info, size_t index, int* out);
 // A string without NUL bytes.
 bool ArgString(const Napi::CallbackInfo& info, size_t index, const char* name, std::string* out);
 bool ArgBool(const Napi::CallbackInfo& info, size_t index, const char* name, bool* out);
+// SCM_MAX_FD in the kernel (include/net/scm.h): no message carries more descriptors.
+constexpr int64_t kMaxFdsPerMessage = 253;
+// Optional (undefined or null: none): an array of at most kMaxFdsPerMessage descriptors.
+bool ArgFdList(const Napi::CallbackInfo& info, size_t index, std::vector<int>* out);
 // A Buffer or other Uint8Array and a checked [offset, offset + length) window inside it.
 bool ArgBytes(const Napi::CallbackInfo& info, size_t index, uint8_t** data, size_t* offset, size_t* length);
 
@@ -61,6 +65,8 @@ constexpr int kMaxCloseThreads = 64;
 // A queue this long means threads are held (or a burst outran them): a drain takes no more for now.
 constexpr size_t kMaxQueuedCloses = 1024;
 void CloseOnThread(int fd);
+// SO_DOMAIN (socket(7)) is AF_UNIX: its last close frees its queue in the closing thread.
+bool IsUnixSocket(int fd);
 bool CloseQueueLong();
 struct CloseCounts {
   int threads;  // running

@@ -77,4 +77,35 @@ bool ArgBytes(const Napi::CallbackInfo& info, size_t index, uint8_t** data, size
   return true;
 }
 
+// Reads the optional fds argument: undefined/null for none, else an array of at most
+// kMaxFdsPerMessage descriptors.
+bool ArgFdList(const Napi::CallbackInfo& info, size_t index, std::vector<int>* out) {
+  Napi::Value value = info[index];
+  if (value.IsUndefined() || value.IsNull()) return true;
+  if (!value.IsArray()) {
+    ThrowType(info.Env(), "The \"fds\" argument must be an array of numbers");
+    return false;
+  }
+  Napi::Array list = value.As<Napi::Array>();
+  if (list.Length() > kMaxFdsPerMessage) {
+    ThrowRange(info.Env(), "The \"fds\" argument may hold at most 253 descriptors");
+    return false;
+  }
+  for (uint32_t i = 0; i < list.Length(); i++) {
+    Napi::Value item = list.Get(i);
+    if (info.Env().IsExceptionPending()) return false;
+    if (!item.IsNumber()) {
+      ThrowType(info.Env(), "The \"fds\" argument must be an array of numbers");
+      return false;
+    }
+    const double number = item.As<Napi::Number>().DoubleValue();
+    if (!(number >= 0 && number <= INT32_MAX) || static_cast<double>(static_cast<int>(number)) != number) {
+      ThrowRange(info.Env(), "The \"fds\" argument must hold integers >= 0");
+      return false;
+    }
+    out->push_back(static_cast<int>(number));
+  }
+  return true;
+}
+
 }  // namespace opencode_pty

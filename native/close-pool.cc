@@ -46,12 +46,6 @@ ClosePool& Pool() {
   return *pool;
 }
 
-bool IsUnixSocket(int fd) {
-  int domain = 0;
-  socklen_t size = sizeof domain;
-  return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &size) == 0 && domain == AF_UNIX;
-}
-
 // A Unix socket's last close frees what is queued on it in the closing thread (unix_release_sock): a
 // peer's lingering TCP socket in that queue, whose linger nobody disarmed, would hold this thread for
 // its linger time, and a burst of such sockets every thread. So it is sealed first (SHUT_RD: a stream
@@ -137,6 +131,12 @@ void StartThreadIfNeeded(ClosePool& pool) {
 }
 
 }  // namespace
+
+bool IsUnixSocket(int fd) {
+  int domain = 0;
+  socklen_t size = sizeof domain;
+  return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &size) == 0 && domain == AF_UNIX;
+}
 
 void CloseOnThread(int fd) {
   ClosePool& pool = Pool();

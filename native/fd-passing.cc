@@ -18,8 +18,6 @@ namespace opencode_pty {
 
 namespace {
 
-// SCM_MAX_FD in the kernel (include/net/scm.h): no message carries more.
-constexpr int64_t kMaxFdsPerMessage = 253;
 // In ints: room for one SCM_CREDENTIALS (a struct ucred) and one SCM_PIDFD beside the descriptors.
 constexpr size_t kForeignControlRoom = 16;
 
@@ -203,36 +201,6 @@ Napi::Value DrainPeer(const Napi::CallbackInfo& info) {
   result.Set("detached", Napi::Number::New(env, counts.detached));
   result.Set("complete", Napi::Boolean::New(env, complete));
   return result;
-}
-
-// Reads the optional fds argument: undefined/null for none, else an array of descriptors.
-bool ArgFdList(const Napi::CallbackInfo& info, size_t index, std::vector<int>* out) {
-  Napi::Value value = info[index];
-  if (value.IsUndefined() || value.IsNull()) return true;
-  if (!value.IsArray()) {
-    ThrowType(info.Env(), "The \"fds\" argument must be an array of numbers");
-    return false;
-  }
-  Napi::Array list = value.As<Napi::Array>();
-  if (list.Length() > kMaxFdsPerMessage) {
-    ThrowRange(info.Env(), "The \"fds\" argument may hold at most 253 descriptors");
-    return false;
-  }
-  for (uint32_t i = 0; i < list.Length(); i++) {
-    Napi::Value item = list.Get(i);
-    if (info.Env().IsExceptionPending()) return false;
-    if (!item.IsNumber()) {
-      ThrowType(info.Env(), "The \"fds\" argument must be an array of numbers");
-      return false;
-    }
-    const double number = item.As<Napi::Number>().DoubleValue();
-    if (!(number >= 0 && number <= INT32_MAX) || static_cast<double>(static_cast<int>(number)) != number) {
-      ThrowRange(info.Env(), "The \"fds\" argument must hold integers >= 0");
-      return false;
-    }
-    out->push_back(static_cast<int>(number));
-  }
-  return true;
 }
 
 Napi::Value Sendmsg(const Napi::CallbackInfo& info) {

@@ -19,14 +19,6 @@ namespace opencode_pty {
 
 namespace {
 
-// SO_DOMAIN (socket(7)); a socket whose domain cannot be read is taken for one.
-bool IsUnixSocket(int fd) {
-  int domain = 0;
-  socklen_t size = sizeof domain;
-  if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &size) != 0) return true;
-  return domain == AF_UNIX;
-}
-
 // statx(AT_STATX_DONT_SYNC) answers from the attributes the kernel already holds: a network or FUSE
 // file system is not asked (fuse_update_get_attr and nfs_getattr honour the flag), so a file system
 // that never answers cannot hold this thread, and a peer's descriptor never makes root wait on it.

@@ -130,21 +130,8 @@ namespace {
 
 Napi::Value CloseReceivedJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (!info[0].IsArray()) {
-    ThrowType(env, "The \"fds\" argument must be an array of descriptors");
-    return Napi::Value();
-  }
   std::vector<int> fds;
-  Napi::Array list = info[0].As<Napi::Array>();
-  for (uint32_t i = 0; i < list.Length(); i++) {
-    Napi::Value item = list.Get(i);
-    const double number = item.IsNumber() ? item.As<Napi::Number>().DoubleValue() : -1;
-    if (!(number >= 0 && number <= INT32_MAX) || static_cast<double>(static_cast<int>(number)) != number) {
-      ThrowType(env, "The \"fds\" argument must be an array of descriptors");
-      return Napi::Value();
-    }
-    fds.push_back(static_cast<int>(number));
-  }
+  if (!ArgFdList(info, 0, &fds)) return Napi::Value();
   FastDevices fast;
   if (!fast.Parse(info[1])) {
     ThrowType(env, "The \"fastDevices\" argument must be an array of \"major:minor\" strings");

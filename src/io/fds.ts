@@ -14,6 +14,9 @@ export function closeAll(fds: readonly number[]): void {
   for (const fd of fds) closeQuietly(fd);
 }
 
+/** SCM_MAX_FD: what one message carries at most, and what the addon takes at once. */
+const MAX_FDS_PER_MESSAGE = 253;
+
 /**
  * Closes descriptors a peer sent, so that no close can hold this thread (native/received-close.cc): a
  * pipe, an anonymous inode or a file on one of our non-FUSE mounts at once; a socket (a Unix one's last
@@ -22,5 +25,6 @@ export function closeAll(fds: readonly number[]): void {
  * bounded per process; while one is held, the process is not clean (pendingCloses).
  */
 export function closeReceived(fds: readonly number[]): void {
-  if (fds.length > 0) native().closeReceived([...fds]);
+  // The addon takes one message's worth at a time (253, SCM_MAX_FD); a read may have gathered several.
+  for (let i = 0; i < fds.length; i += MAX_FDS_PER_MESSAGE) native().closeReceived(fds.slice(i, i + MAX_FDS_PER_MESSAGE));
 }

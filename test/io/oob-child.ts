@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import { closeSync } from 'node:fs';
 import { native } from '../../src/native/binding.ts';
 import { closePeer } from '../../src/io/peer-close.ts';
+import { closesSettled } from './closes-settled.ts';
 import { readChunk } from '../../src/io/stream-read.ts';
 
 const script = [
@@ -37,7 +38,5 @@ if (process.argv[2] === 'read') {
   closePeer(mine);
   process.stdout.write('returned\n');
 }
-const deadline = Date.now() + 10_000;
-while (native().pendingCloses() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-process.stdout.write(native().pendingCloses() === 0 ? 'settled\n' : 'held\n');
+process.stdout.write(`${await closesSettled()}\n`);
 python.kill('SIGKILL');

@@ -10,6 +10,7 @@ import { closeSync, openSync, rmSync } from 'node:fs';
 import { closeAll } from '../../src/io/fds.ts';
 import { native } from '../../src/native/binding.ts';
 import { closePeer } from '../../src/io/peer-close.ts';
+import { closesSettled } from './closes-settled.ts';
 import { lingeringSocket } from './lingering.ts';
 
 const lingering = await lingeringSocket();
@@ -47,7 +48,5 @@ closeSync(lingering.fd); // ours was the last one outside the queue
 closePeer(b);
 closeSync(a);
 process.stdout.write('closed\n');
-const deadline = Date.now() + 10_000;
-while (native().pendingCloses() > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-process.stdout.write(native().pendingCloses() === 0 ? 'settled\n' : 'held\n');
+process.stdout.write(`${await closesSettled()}\n`);
 lingering.stop();

@@ -10,6 +10,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { native } from '../../src/native/binding.ts';
 import { closePeer, deferredDrains, drainPeer } from '../../src/io/peer-close.ts';
+import { closeReceived } from '../../src/io/fds.ts';
 import { passRights } from '../../src/io/pass-rights.ts';
 import { leakedSince, openFds } from '../native/fd-helpers.ts';
 import { lingeringSocket } from './lingering.ts';
@@ -205,6 +206,13 @@ test('SO_PASSRIGHTS off: the sender of a descriptor gets EPERM and nothing is qu
 function closeAll(fds: number[]): void {
   for (const fd of fds) closeSync(fd);
 }
+
+test('closeReceived of more descriptors than one message holds (a read that gathered several): every one closed, nothing left open', () => {
+  const before = openFds();
+  const files = Array.from({ length: 300 }, () => openSync('/dev/null', 'r'));
+  closeReceived(files);
+  assert.equal(leakedSince(before), []);
+});
 
 test('closePeer on a descriptor already closed does not throw', () => {
   const [a, b] = native().socketpair();
