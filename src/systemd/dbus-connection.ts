@@ -87,6 +87,8 @@ export class DbusConnection {
   #bus: MessageBus;
   #timeoutMs: number;
   #systemdOwner = '';
+  /** The driver's NameOwnerChanged was heard: its word is newer than any answer to GetNameOwner read after it. */
+  #ownerHeard = false;
   #listeners = new Set<(signal: SystemdSignal) => void>();
   #closeListeners = new Set<(error: SystemdError) => void>();
   /** Rejecters of calls in flight, so a lost connection fails them at once rather than at their timeout. */
@@ -134,7 +136,8 @@ export class DbusConnection {
         signature: 's',
         body: [SYSTEMD_BUS_NAME],
       });
-      connection.#systemdOwner = String(owner);
+      // A NameOwnerChanged parsed in the same read as the answer runs before this line: it is newer.
+      if (!connection.#ownerHeard) connection.#systemdOwner = String(owner);
     } catch (error) {
       connection.close();
       throw error;
@@ -318,6 +321,7 @@ export class DbusConnection {
     const [name, , owner] = (message.body as unknown[]).map(String);
     if (name !== SYSTEMD_BUS_NAME) return;
     this.#systemdOwner = owner ?? '';
+    this.#ownerHeard = true;
     if (!this.#systemdOwner) return;
     const signal: SystemdSignal = { kind: 'systemd-reconnected', owner: this.#systemdOwner };
     for (const listener of [...this.#listeners]) listener(signal);

@@ -161,6 +161,28 @@ test("systemd's new connection after a re-exec: its signals count, from the driv
   }
 });
 
+test("systemd's name changing hands right behind the answer to open()'s GetNameOwner: the newer word, the driver's, stands", async () => {
+  const bus = await FakeBus.start();
+  // The answer names the connection systemd had; the re-exec's NameOwnerChanged follow in the same write.
+  bus.replies.set('GetNameOwner', (call) => {
+    queueMicrotask(() => {
+      bus.signal('/org/freedesktop/DBus', 'org.freedesktop.DBus', 'NameOwnerChanged', 'sss', ['org.freedesktop.systemd1', ':1.0', ''], 'org.freedesktop.DBus');
+      bus.signal('/org/freedesktop/DBus', 'org.freedesktop.DBus', 'NameOwnerChanged', 'sss', ['org.freedesktop.systemd1', '', ':1.9'], 'org.freedesktop.DBus');
+    });
+    return bus.methodReturn(call, 's', [':1.0']);
+  });
+  const connection = await DbusConnection.open(bus.address, { timeoutMs: 5000 });
+  try {
+    const next = nextSignal(connection);
+    bus.signal('/org/freedesktop/systemd1', 'org.freedesktop.systemd1.Manager', 'UnitRemoved', 'so', ['old.service', UNIT_PATH], ':1.0');
+    bus.signal('/org/freedesktop/systemd1', 'org.freedesktop.systemd1.Manager', 'UnitRemoved', 'so', ['x.service', UNIT_PATH], ':1.9');
+    assert.equal(await next, { kind: 'unit-removed', unit: 'x.service', path: UNIT_PATH });
+  } finally {
+    connection.close();
+    await bus.stop();
+  }
+});
+
 test('losing the connection fails calls in flight with DBUS_CLOSED and tells onClose', async () => {
   const bus = await FakeBus.start();
   const connection = await DbusConnection.open(bus.address, { timeoutMs: 60_000 });
