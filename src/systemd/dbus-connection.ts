@@ -127,8 +127,10 @@ export class DbusConnection {
       // Anyone on the bus may send us a directed signal; only ones from systemd's own connection count.
       // Its owner changes when systemd re-executes (systemctl daemon-reexec, run by its package's
       // upgrade): the driver's NameOwnerChanged says so, and the rule is in force before the question.
-      void connection.addMatch(SYSTEMD_OWNER_RULE);
-      const [owner] = await connection.call({
+      // Both in flight at once: the bus handles them in order, and a refused rule (its match quota)
+      // fails the connection here instead of leaving a re-exec unseen.
+      const ownerRule = connection.addMatch(SYSTEMD_OWNER_RULE);
+      const ownerCall = connection.call({
         destination: 'org.freedesktop.DBus',
         path: '/org/freedesktop/DBus',
         interface: 'org.freedesktop.DBus',
@@ -136,6 +138,7 @@ export class DbusConnection {
         signature: 's',
         body: [SYSTEMD_BUS_NAME],
       });
+      const [[owner]] = await Promise.all([ownerCall, ownerRule]);
       // A NameOwnerChanged parsed in the same read as the answer runs before this line: it is newer.
       if (!connection.#ownerHeard) connection.#systemdOwner = String(owner);
     } catch (error) {

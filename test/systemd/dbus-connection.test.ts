@@ -161,6 +161,21 @@ test("systemd's new connection after a re-exec: its signals count, from the driv
   }
 });
 
+test("a bus that refuses the rule for systemd's owner changes (its match quota): open() fails, rather than a re-exec going unseen", async () => {
+  const bus = await FakeBus.start();
+  bus.replies.set('AddMatch', (call) =>
+    call.text.includes('NameOwnerChanged') ? bus.error(call, 'org.freedesktop.DBus.Error.LimitsExceeded', 'Connection has too many match rules') : bus.methodReturn(call),
+  );
+  try {
+    let failure: unknown;
+    await DbusConnection.open(bus.address, { timeoutMs: 5000 }).then((connection) => connection.close(), (error) => (failure = error));
+    // Before: the refusal went unheard and open() succeeded.
+    assert.match(String((failure as Error)?.message), /too many match rules/);
+  } finally {
+    await bus.stop();
+  }
+});
+
 test("systemd's name changing hands right behind the answer to open()'s GetNameOwner: the newer word, the driver's, stands", async () => {
   const bus = await FakeBus.start();
   // The answer names the connection systemd had; the re-exec's NameOwnerChanged follow in the same write.
