@@ -165,10 +165,9 @@ async function codeCaches(bundles) {
   const producer = join(root, 'build', 'produce-cache.cjs');
   await build({ ...common, entryPoints: [join(root, 'src/boot/produce-cache.ts')], outfile: producer, format: 'cjs' });
   for (const bundle of bundles) {
-    // No environment: the bundle's main fails first thing (produce-cache.ts), with nothing to serve, so
-    // the exit status says nothing; the cache file does.
-    spawnSync(process.execPath, ['--predictable', producer, bundle], { env: {}, stdio: ['ignore', 'ignore', 'pipe'] });
-    if (!statSync(`${bundle}.cache`, { throwIfNoEntry: false })?.size) throw new Error(`no code cache for ${bundle}`);
+    // No environment (produce-cache.ts): evaluating a bundle runs nothing, so a failure is the producer's own.
+    const made = spawnSync(process.execPath, ['--predictable', producer, bundle], { env: {}, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+    if (made.status !== 0 || !statSync(`${bundle}.cache`, { throwIfNoEntry: false })?.size) throw new Error(`no code cache for ${bundle}: ${made.stderr || `exit ${made.status ?? made.signal}`}`);
   }
   rmSync(producer);
 }
