@@ -92,7 +92,8 @@ export class AcceptGate {
       if (!service.plausible(peer.cgroup)) {
         return refusal(ErrorCode.AUTHENTICATION, AUTHENTICATION_FAILED, peer.cgroup, `not inside ${service.service}`, who);
       }
-      const looked = await this.#lookup(() => service.contains(peer.cgroup, peer.startTicks));
+      // A provisional yes (an old snapshot) is confirmed after HELLO, before anything is started.
+      const looked = await this.#lookup(() => service.containsProvisionally(peer.cgroup, peer.startTicks));
       if (looked === 'busy') return busy(peer);
       if (!looked.inside) {
         const cause = looked.snapshot?.error ? `; its state could not be read: ${looked.snapshot.error.message}` : '';

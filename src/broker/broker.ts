@@ -13,7 +13,7 @@ import { Admission, SessionSlots, type Slot } from './admission.ts';
 import { refuseNow, sendError } from './refuse.ts';
 import { chooseVersion, handshakeRefusal, readHello } from './handshake.ts';
 import type { Listener } from './listener.ts';
-import { ClientService, pidfdCgroupNow } from '../identity/client-service.ts';
+import { ClientService, pidfdCgroupNow, type Look } from '../identity/client-service.ts';
 import { AcceptGate, AUTHENTICATION_FAILED, type PeerAtAccept } from './accept-gate.ts';
 import { RefusalReporter } from './refusal-reporter.ts';
 import type { WorkerHandle, WorkerPool } from './worker-pool.ts';
@@ -208,31 +208,32 @@ export class Broker {
       const version = chooseVersion(hello);
       if (version === undefined) throw new SessionError(ErrorCode.VERSION, 'unsupported protocol version');
       // The seeds' check after HELLO, through the same pidfd: the peer is still inside the live unit.
-      let cgroup: string | null = null;
+      // An answer from an old snapshot is provisional: WELCOME goes out meanwhile, and the fresh look
+      // decides below, before the hand-off (nothing is started for the peer until then).
+      let identity: Promise<Look> | undefined;
       if (config.requireClientUnit && this.#service) {
-        const { inside, snapshot } = await this.#service.contains(pidfdCgroupNow(pidfd), peer.startTicks);
-        if (!inside || !snapshot?.state) {
-          const cause = snapshot?.error ? `; its state could not be read: ${snapshot.error.message}` : '';
-          this.#refusals.note(peer.cgroup, `not inside ${config.client.service}${cause}`, `pid ${credentials.pid}`);
-          throw new SessionError(ErrorCode.AUTHENTICATION, AUTHENTICATION_FAILED);
-        }
-        cgroup = snapshot.state.controlGroup;
+        const look = await this.#service.containsProvisionally(pidfdCgroupNow(pidfd), peer.startTicks);
+        this.#insideOrRefuse(look, peer);
+        identity = look.confirmed;
       }
-      this.#admission.release(slot);
-      admissionHeld = false;
       if (!this.#slots.tryTake()) throw new SessionError(ErrorCode.SESSION_LIMIT, 'session limit reached');
       sessionSlot = true;
-      // The deadline pauses while we wait for a worker: with many starts at once, spare workers
-      // (a Node start each) can take longer than the whole deadline, and that is not the client's
-      // doing; without the pause those clients got HANDSHAKE_TIMEOUT, or a worker with no time left.
-      clearTimeout(deadline);
-      clientMs = Date.now() - acceptedAt;
       // WELCOME before the worker: the client's START is on its way while a spare still starts. Its
       // descriptor may come from now on (the worker takes that right away again once START is in).
       passRights(socket.fd, true);
       socket.writeUrgent(encodeFrame({ type: 'welcome', version }));
       // A fresh socket takes seven bytes at once; anything else means the peer is already gone.
       if (socket.writableLength > 0) throw new SessionError(ErrorCode.INTERNAL, 'could not send WELCOME');
+      // Within the client's deadline still: a bus that does not answer is not a wait without end.
+      const cgroup = identity ? this.#insideOrRefuse(await identity, peer) : null;
+      if (socket.closed) return;
+      this.#admission.release(slot);
+      admissionHeld = false;
+      // The deadline pauses while we wait for a worker: with many starts at once, spare workers
+      // (a Node start each) can take longer than the whole deadline, and that is not the client's
+      // doing; without the pause those clients got HANDSHAKE_TIMEOUT, or a worker with no time left.
+      clearTimeout(deadline);
+      clientMs = Date.now() - acceptedAt;
       try {
         worker = await pool.take();
       } catch (error) {
@@ -276,6 +277,15 @@ export class Broker {
       if (pidfd >= 0) closeQuietly(pidfd);
       this.#handshakes.delete(socket);
     }
+  }
+
+  /** The client unit's cgroup when `look` puts the peer inside it; else the refusal, noted. */
+  #insideOrRefuse(look: Look, peer: PeerAtAccept): string {
+    const { config } = this.#deps;
+    if (look.inside && look.snapshot?.state) return look.snapshot.state.controlGroup;
+    const cause = look.snapshot?.error ? `; its state could not be read: ${look.snapshot.error.message}` : '';
+    this.#refusals.note(peer.cgroup, `not inside ${config.client.service}${cause}`, `pid ${peer.credentials.pid}`);
+    throw new SessionError(ErrorCode.AUTHENTICATION, AUTHENTICATION_FAILED);
   }
 
   /** A session, handshake or orphan is gone: report it, and the broker may now be idle or done. */

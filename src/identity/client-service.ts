@@ -22,6 +22,13 @@ export interface ServiceSnapshot {
 
 export type Membership = 'inside' | 'outside' | 'unknown';
 
+/** An answer about a cgroup; `provisional` when it came from a snapshot past its freshness window. */
+export interface Look {
+  inside: boolean;
+  snapshot?: ServiceSnapshot;
+  provisional?: boolean;
+}
+
 /** A running instance of the client service whose state can be trusted for identity decisions. */
 export function serviceIsLive(state: ServiceState | undefined, service: string): state is ServiceState {
   return (
@@ -126,7 +133,7 @@ export class ClientService {
   }
 
   /** Is `cgroup` inside the live service? A negative answer always comes from a look newer than the peer. */
-  async contains(cgroup: string, peerStartTicks: number): Promise<{ inside: boolean; snapshot?: ServiceSnapshot }> {
+  async contains(cgroup: string, peerStartTicks: number): Promise<Look> {
     if (!plausiblyInside(cgroup, this.service)) return { inside: false };
     let snapshot = await this.current();
     let answer = membership(cgroup, snapshot, this.service, peerStartTicks);
@@ -135,6 +142,23 @@ export class ClientService {
       answer = membership(cgroup, snapshot, this.service, peerStartTicks);
     }
     return { inside: answer === 'inside', snapshot };
+  }
+
+  /**
+   * contains(), except that a snapshot past its freshness window that puts `cgroup` inside answers at
+   * once, as provisional: `confirmed` is then the fresh look's answer, and nothing may be started for
+   * the peer before it. The cgroup was read through the peer's pidfd just now, and only processes
+   * of the unit are in its cgroup, so what the old read cannot vouch for is only that the service is
+   * still live; the handshake goes on meanwhile (WELCOME does not wait for a D-Bus round trip).
+   */
+  async containsProvisionally(cgroup: string, peerStartTicks: number): Promise<Look & { confirmed: Promise<Look> }> {
+    const latest = this.#latest;
+    const stale = latest !== undefined && this.#now() - latest.readAt >= this.#ttlMs;
+    if (stale && membership(cgroup, latest, this.service, peerStartTicks) === 'inside') {
+      return { inside: true, snapshot: latest, provisional: true, confirmed: this.contains(cgroup, peerStartTicks) };
+    }
+    const look = await this.contains(cgroup, peerStartTicks);
+    return { ...look, confirmed: Promise.resolve(look) };
   }
 
   /** Is `pid` the live service's MainPID? A negative answer always comes from a look newer than the peer. */

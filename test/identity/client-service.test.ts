@@ -181,4 +181,55 @@ test('with no snapshot at all, a failed read is a refusal that carries its cause
   assert.match(result.snapshot!.error!.message, 'not loaded');
 });
 
+
+test('an old snapshot that puts the peer inside answers at once, provisionally; the fresh look decides', async () => {
+  const bus = scripted(100);
+  const first = bus.service.contains('/system.slice/agent.service', 50);
+  await bus.settle();
+  bus.pending.shift()!.resolve(live(7));
+  assert.ok((await first).inside);
+  bus.setNow(1500);
+  const look = await bus.service.containsProvisionally('/system.slice/agent.service/x', 50);
+  assert.ok(look.inside && look.provisional, 'answered from the old snapshot, marked provisional');
+  assert.is(bus.pending.length, 1, 'the fresh look began at once');
+  // The service stopped meanwhile: the confirmation says no.
+  bus.pending.shift()!.resolve({ ...live(0), activeState: 'deactivating', subState: 'stop-sigterm' });
+  const confirmed = await look.confirmed;
+  assert.not.ok(confirmed.inside);
+  assert.is(confirmed.snapshot?.state?.activeState, 'deactivating');
+  assert.is(bus.service.reads, 2);
+});
+
+test('a young snapshot answers for good; an old one that does not put the peer inside waits for the fresh look', async () => {
+  const bus = scripted(100);
+  const first = bus.service.contains('/system.slice/agent.service', 50);
+  await bus.settle();
+  bus.pending.shift()!.resolve(live(7));
+  await first;
+  bus.setNow(200);
+  const young = await bus.service.containsProvisionally('/system.slice/agent.service', 50);
+  assert.ok(young.inside);
+  assert.not.ok(young.provisional);
+  assert.is((await young.confirmed).snapshot, young.snapshot, 'nothing more to confirm');
+  assert.is(bus.pending.length, 0);
+
+  // The service was starting when last read (not live): an old snapshot like that vouches for nothing.
+  const other = scripted(100);
+  const early = other.service.contains('/system.slice/agent.service', 50);
+  await other.settle();
+  other.pending.shift()!.resolve({ ...live(0), activeState: 'activating', subState: 'start' });
+  await early;
+  other.setNow(1500);
+  other.setTicks(200);
+  let settled = false;
+  const waiting = other.service.containsProvisionally('/system.slice/agent.service', 150).then((look) => ((settled = true), look));
+  await other.settle();
+  assert.not.ok(settled, 'no answer before the fresh look');
+  assert.is(other.pending.length, 1);
+  other.pending.shift()!.resolve(live(8));
+  const look = await waiting;
+  assert.ok(look.inside);
+  assert.not.ok(look.provisional);
+});
+
 test.run();
