@@ -14,13 +14,13 @@ test('one read in flight and 63 outside peers in one accept batch: the agent\'s 
   // Our own socketpairs: every peer is this process, of the configured account.
   const config = { requireClientUnit: true, client: { uid: process.getuid!(), gid: process.getgid!(), service: 'agent.service' } } as unknown as Config;
   let slow = true;
-  // ClientService.contains answers an outside cgroup without a read, from an async function: settled
+  // ClientService.containsProvisionally answers an outside cgroup without a read, from an async function: settled
   // only after the broker's synchronous accept loop (#acceptSome). A slow look stands for a D-Bus read.
   const service = {
     service: 'agent.service',
     // Peers made while `slow` stand for the agent's own processes (a cgroup that names its unit).
     plausible: () => slow,
-    contains: () => (slow ? new Promise(() => undefined) : Promise.resolve({ inside: false })),
+    containsProvisionally: () => (slow ? new Promise(() => undefined) : Promise.resolve({ inside: false, confirmed: Promise.resolve({ inside: false }) })),
     isMainPid: () => Promise.resolve({ main: false }),
   } as unknown as ClientService;
   const gate = new AcceptGate({ config, admission: new Admission({ maxUnauthenticated: 32, maxAdmissionsPerMinute: 120 }), service });
