@@ -15,7 +15,8 @@ import type { Admission, Slot } from './admission.ts';
 
 export const ADMISSION_REFUSED = 'authentication admission limit reached';
 export const AUTHENTICATION_FAILED = 'authentication failed';
-/** Connections waiting on a client-service read at once; more are refused (only a slow bus fills it). */
+/** Connections waiting on a client-service read at once; more are refused (only a slow bus fills it).
+ * A provisional yes (client-service.ts) waits on nothing here: its look is awaited after HELLO. */
 export const MAX_PENDING_LOOKUPS = 64;
 
 export interface PeerAtAccept {

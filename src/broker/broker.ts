@@ -24,6 +24,11 @@ import { Tarpit } from './tarpit.ts';
 
 export { ADMISSION_REFUSED } from './accept-gate.ts';
 
+/** Resolves (with nothing) once `socket` is closed. */
+function closing(socket: FdSocket): Promise<undefined> {
+  return new Promise((resolve) => (socket.closed ? resolve(undefined) : socket.once('close', () => resolve(undefined))));
+}
+
 export interface BrokerDeps {
   config: Config;
   listener: Listener;
@@ -224,9 +229,11 @@ export class Broker {
       socket.writeUrgent(encodeFrame({ type: 'welcome', version }));
       // A fresh socket takes seven bytes at once; anything else means the peer is already gone.
       if (socket.writableLength > 0) throw new SessionError(ErrorCode.INTERNAL, 'could not send WELCOME');
-      // Within the client's deadline still: a bus that does not answer is not a wait without end.
-      const cgroup = identity ? this.#insideOrRefuse(await identity, peer) : null;
+      // Within the client's deadline still: a bus that does not answer is not a wait without end, and
+      // a connection closed meanwhile (deadline, shutdown) frees its slots now, not when the look ends.
+      const look = identity ? await Promise.race([identity, closing(socket)]) : undefined;
       if (socket.closed) return;
+      const cgroup = look ? this.#insideOrRefuse(look, peer) : null;
       this.#admission.release(slot);
       admissionHeld = false;
       // The deadline pauses while we wait for a worker: with many starts at once, spare workers

@@ -155,7 +155,12 @@ export class ClientService {
     const latest = this.#latest;
     const stale = latest !== undefined && this.#now() - latest.readAt >= this.#ttlMs;
     if (stale && membership(cgroup, latest, this.service, peerStartTicks) === 'inside') {
-      return { inside: true, snapshot: latest, provisional: true, confirmed: this.contains(cgroup, peerStartTicks) };
+      // Never rejects (a caller may drop it): a look that failed (the clock unreadable: EMFILE) says no, with why.
+      const confirmed = this.contains(cgroup, peerStartTicks).catch((cause: unknown): Look => {
+        const error = cause instanceof Error ? cause : new Error(String(cause));
+        return { inside: false, snapshot: { state: undefined, error, readStartTicks: 0, readAt: this.#now() } };
+      });
+      return { inside: true, snapshot: latest, provisional: true, confirmed };
     }
     const look = await this.contains(cgroup, peerStartTicks);
     return { ...look, confirmed: Promise.resolve(look) };
