@@ -102,7 +102,10 @@ await build({
   outdir: out,
   format: 'cjs',
   outExtension: { '.js': '.cjs' },
-  banner: { js: '#!/usr/bin/env node' },
+  // The broker's entry loads the addon (it starts the first spare worker): the addon's loader finds
+  // it from import.meta.url, as in the bundles.
+  banner: { js: ['#!/usr/bin/env node', "const __importMetaUrl = require('node:url').pathToFileURL(__filename).href;"].join('\n') },
+  define: { 'import.meta.url': '__importMetaUrl' },
 });
 
 // The client library for agents (`.`, `./client`, `./node-pty`): ESM that runs on Node and on Bun with

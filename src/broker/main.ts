@@ -12,9 +12,10 @@ import { openBusSession, type BusSession } from '../systemd/bus-session.ts';
 import { Broker } from './broker.ts';
 import { createListener, takeSystemdListener, type Listener } from './listener.ts';
 import { WorkerPool, workerCommand, workerEnvironment } from './worker-pool.ts';
+import { BUS_ADDRESS_ENV } from '../control/broker-worker.ts';
+import type { StartedWorker } from './worker-process.ts';
 
 const log = createLogger('broker');
-const BUS_ADDRESS_ENV = 'OPENCODE_PTY_BUS_ADDRESS';
 
 /** The socket unit sets the group and mode; a mismatch with the config means the install is wrong. */
 function checkSocketPermissions(listener: Listener, config: Config): void {
@@ -37,13 +38,14 @@ function notifyBestEffort(state: string): void {
 }
 
 /** Everything up to serving; any failure here leaves the broker unable to serve. */
-async function start(systemdListener: Listener | undefined): Promise<Broker> {
+async function start(systemdListener: Listener | undefined, early: StartedWorker | undefined): Promise<Broker> {
   const config = loadConfig({ checkProperty: checkSessionProperty });
   const listener = systemdListener ?? createListener(config.socketPath, config.socketGid);
   checkSocketPermissions(listener, config);
   const busAddress = process.env[BUS_ADDRESS_ENV] || undefined;
   // The first spare boots while we connect to the bus and clean up: the first client waits for both.
-  const pool = WorkerPool.of(workerCommand(), workerEnvironment(process.env, config, busAddress), log);
+  // Started by the entry (early) it has booted since before our bundle loaded; it gets the config now.
+  const pool = WorkerPool.of(workerCommand(), workerEnvironment(process.env, config, busAddress), log, early && { worker: early, config });
   pool.warm();
   let manager: BusSession;
   try {
@@ -66,12 +68,12 @@ async function start(systemdListener: Listener | undefined): Promise<Broker> {
   return broker;
 }
 
-async function main(): Promise<number> {
+async function main(early: StartedWorker | undefined): Promise<number> {
   if (process.geteuid?.() !== 0) throw new Error('supervisor must run as root');
   const systemdListener = takeSystemdListener();
   let broker: Broker;
   try {
-    broker = await start(systemdListener);
+    broker = await start(systemdListener, early);
   } catch (error) {
     notifyBestEffort(`STATUS=${(error as Error).message}`);
     // Answer what is queued, or systemd would start us again for it at once, fail after fail.
@@ -88,9 +90,11 @@ async function main(): Promise<number> {
 }
 
 /** Runs the broker and exits with its code. Called by its entry (src/boot/broker.ts), never by
- * evaluating the bundle: the build evaluates it, as root, to make its code cache (produce-cache.ts). */
-export function run(): void {
-  main().then(
+ * evaluating the bundle: the build evaluates it, as root, to make its code cache (produce-cache.ts).
+ * `early`: the first spare, started by the entry (a broker that fails to start leaves it to end at
+ * its channel's EOF). */
+export function run(early?: StartedWorker): void {
+  main(early).then(
     (code) => process.exit(code),
     (error: Error) => {
       log('error', error.message);

@@ -4,35 +4,23 @@
 // back to the pool and serves the next start before any spare: starts in a row then boot no Node.
 // Idle for a while, the pool keeps one fresh spare only.
 // A worker tells us its unit's name before starting it; if the worker dies, we stop that unit.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../config/schema.ts';
 import { FdSocket } from '../io/fd-socket.ts';
 import { closeQuietly } from '../io/fds.ts';
 import { IoError } from '../io/io-error.ts';
 import type { Logger } from '../log.ts';
-import { native } from '../native/binding.ts';
 import { ControlDecoder, encodeControl, type PeerIdentity, type WorkerMessage } from '../control/broker-worker.ts';
+import { startWorker, type StartedWorker } from './worker-process.ts';
+
+export { workerEnvironment } from './worker-process.ts';
 
 /** How a worker is started: the bundle beside this one, or the TypeScript entry through tsx in a checkout. */
 export function workerCommand(): string[] {
   const here = import.meta.url;
   if (here.endsWith('.ts')) return ['--import', 'tsx', fileURLToPath(new URL('../worker/entry.ts', here))];
   return [fileURLToPath(new URL('./worker.cjs', here))];
-}
-
-/** The environment a worker gets: nothing systemd meant for the broker alone. */
-export function workerEnvironment(env: NodeJS.ProcessEnv, config: Config, busAddress: string | undefined): NodeJS.ProcessEnv {
-  const clean: NodeJS.ProcessEnv = {};
-  for (const [name, value] of Object.entries(env)) {
-    if (/^(LISTEN_|NOTIFY_SOCKET$|WATCHDOG_)/.test(name)) continue;
-    clean[name] = value;
-  }
-  clean.OPENCODE_PTY_WORKER_CONFIG = JSON.stringify(config);
-  if (busAddress) clean.OPENCODE_PTY_BUS_ADDRESS = busAddress;
-  else delete clean.OPENCODE_PTY_BUS_ADDRESS;
-  return clean;
 }
 
 export class WorkerHandle {
@@ -59,14 +47,11 @@ export class WorkerHandle {
   #gone = false;
   #onMessage: (message: WorkerMessage) => void = () => undefined;
 
-  constructor(command: string[], env: NodeJS.ProcessEnv, log: Logger) {
-    const [ours, theirs] = native().socketpair();
-    try {
-      this.child = spawn(process.execPath, command, { stdio: ['ignore', 'inherit', 'inherit', theirs], env });
-    } finally {
-      closeSync(theirs);
-    }
-    this.control = new FdSocket(ours);
+  /** Takes over a started worker; `config`, when given, is its first message (one started without it waits for it). */
+  constructor(started: StartedWorker, log: Logger, config?: Config) {
+    this.child = started.child;
+    this.control = new FdSocket(started.control);
+    if (config) this.control.write(encodeControl({ type: 'config', config }));
     this.#lease();
     this.ready = this.#nextReady!;
     this.#nextReady = undefined;
@@ -80,11 +65,9 @@ export class WorkerHandle {
         this.#settle();
         resolve();
       };
-      this.child.once('exit', (code, signal) => gone(`exited (${signal ?? code})`));
-      // A spawn that fails (EAGAIN, EMFILE…) emits only 'error', never 'exit'.
-      this.child.once('error', (error) => {
-        log('error', `worker: ${error.message}`);
-        gone(`could not start: ${error.message}`);
+      void started.gone.then(({ why, error }) => {
+        if (error) log('error', `worker: ${error.message}`);
+        gone(why);
       });
     });
     const decoder = new ControlDecoder();
@@ -210,9 +193,18 @@ export class WorkerPool<W extends PooledWorker = WorkerHandle> {
     this.#idleSpareMs = options.idleSpareMs ?? IDLE_SPARE_MS;
   }
 
-  /** A pool of WorkerHandles running `command`. */
-  static of(command: string[], env: NodeJS.ProcessEnv, log: Logger): WorkerPool {
-    return new WorkerPool(() => new WorkerHandle(command, env, log), log);
+  /**
+   * A pool of WorkerHandles running `command` with `env` (which carries the config). `early`, a
+   * worker the entry started before the config was loaded, is the first spare: it gets the config
+   * as its first message.
+   */
+  static of(command: string[], env: NodeJS.ProcessEnv, log: Logger, early?: { worker: StartedWorker; config: Config }): WorkerPool {
+    let first = early;
+    return new WorkerPool(() => {
+      const adopt = first;
+      first = undefined;
+      return adopt ? new WorkerHandle(adopt.worker, log, adopt.config) : new WorkerHandle(startWorker(command, env), log);
+    }, log);
   }
 
   /** Starts the spare if there is no idle worker. */

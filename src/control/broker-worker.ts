@@ -1,5 +1,6 @@
 // The broker↔worker control channel: length-prefixed JSON messages on a private socketpair.
 // The connection fd (and the peer's pidfd) ride on the `session` message as SCM_RIGHTS.
+import type { Config } from '../config/schema.ts';
 import type { PeerIdentity } from '../identity/peer.ts';
 
 export type { PeerIdentity };
@@ -9,7 +10,9 @@ export type BrokerMessage =
    * `version`: the protocol version WELCOME named (1 when absent). */
   /** `reuse`: after a clean end the broker takes the worker back for another session (else it exits). */
   | { type: 'session'; id: number; peer: PeerIdentity; deadlineMs: number; version?: number; reuse?: boolean }
-  | { type: 'shutdown' };
+  | { type: 'shutdown' }
+  /** The first message to a worker started before the broker had loaded its config (worker-process.ts). */
+  | { type: 'config'; config: Config };
 
 export type WorkerMessage =
   | { type: 'ready' }
@@ -20,6 +23,11 @@ export type WorkerMessage =
   | { type: 'ended'; reason: string; reusable?: boolean };
 
 export const MAX_CONTROL_MESSAGE = 64 * 1024;
+
+/** A worker's config as the broker passes it at spawn (absent: the first message brings it). */
+export const WORKER_CONFIG_ENV = 'OPENCODE_PTY_WORKER_CONFIG';
+/** A bus address other than the system bus's (tests), for the broker and every worker. */
+export const BUS_ADDRESS_ENV = 'OPENCODE_PTY_BUS_ADDRESS';
 
 export class ControlError extends Error {
   readonly code = 'CONTROL';

@@ -9,6 +9,7 @@ import { ErrorCode, LATEST_VERSION, PROTOCOL_VERSION } from '../protocol/constan
 import { UnitManager } from '../systemd/unit-manager.ts';
 import { openBusSession } from '../systemd/bus-session.ts';
 import { readControl, sendControl } from '../control/worker-end.ts';
+import { BUS_ADDRESS_ENV, WORKER_CONFIG_ENV } from '../control/broker-worker.ts';
 import { helperPath } from './helper-path.ts';
 import { Session } from './session.ts';
 import { warmUp } from './warm-up.ts';
@@ -18,8 +19,6 @@ import { createLogger, sessionFields, type LogFields, type LogLevel } from '../l
 
 /** The control socketpair end the broker hands every worker. */
 export const CONTROL_FD = 3;
-export const WORKER_CONFIG_ENV = 'OPENCODE_PTY_WORKER_CONFIG';
-export const BUS_ADDRESS_ENV = 'OPENCODE_PTY_BUS_ADDRESS';
 
 const logger = createLogger(`worker[${process.pid}]`);
 
@@ -46,11 +45,35 @@ function flushed(socket: FdSocket): Promise<void> {
 
 type Received = Awaited<ReturnType<typeof readControl>>;
 
+/**
+ * The config from the environment, or, for the first spare (started by the broker's entry before it
+ * had loaded the config), from the control channel's first message. Undefined: the broker went first.
+ */
+async function receiveConfig(control: FdSocket): Promise<Config | undefined> {
+  const inEnvironment = process.env[WORKER_CONFIG_ENV];
+  if (inEnvironment) return JSON.parse(inEnvironment) as Config;
+  let first;
+  try {
+    first = await readControl(control);
+  } catch (error) {
+    if (isEnd(error)) return undefined;
+    throw error;
+  }
+  if (first.message.type !== 'config') throw new Error(`the broker's first message was ${first.message.type}, not the config`);
+  return first.message.config;
+}
+
+function isEnd(error: unknown): boolean {
+  const code = (error as { code?: string }).code;
+  return code === 'EOF' || code === 'CLOSED' || code === 'ECONNRESET';
+}
+
 async function main(): Promise<number> {
-  const config = JSON.parse(process.env[WORKER_CONFIG_ENV] ?? 'null') as Config | null;
-  if (!config) throw new Error(`${WORKER_CONFIG_ENV} is not set: the worker is started by the broker`);
   native().setCloexec(CONTROL_FD);
   const control = new FdSocket(CONTROL_FD);
+  const config = await receiveConfig(control);
+  // A broker that failed to start (its journal says why) closes the channel before sending it.
+  if (!config) return 0;
   // The broker may go while this process still boots (it stopped, or gave up on a slow spare): the end
   // is seen once the reader below runs, and the worker exits with a line saying so.
   let closing = false;

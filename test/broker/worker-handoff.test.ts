@@ -2,6 +2,7 @@
 // descriptors (SO_PASSRIGHTS off, Linux 6.16): the sendmsg fails as ETOOMANYREFS does when uid 0 has
 // too many descriptors in flight. handOff must say so at once, close both descriptors (the client
 // then sees its connection end), and the worker, which can be told nothing more, must end.
+import { startWorker } from '../../src/broker/worker-process.ts';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { closeSync, fstatSync } from 'node:fs';
@@ -24,7 +25,7 @@ function isOpen(fd: number): boolean {
 test('a hand-off whose send fails throws, closes the connection and the pidfd, and the worker ends', async () => {
   const lines: string[] = [];
   const log: Logger = (level, message) => void lines.push(`${level}: ${message}`);
-  const worker = new WorkerHandle(['--import', 'tsx', REFUSING], process.env, log);
+  const worker = new WorkerHandle(startWorker(['--import', 'tsx', REFUSING], process.env), log);
   const exitCode = new Promise<number | null>((resolve) => worker.child.once('exit', (code) => resolve(code)));
   try {
     await worker.ready;

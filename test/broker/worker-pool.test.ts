@@ -25,6 +25,8 @@ test('LISTEN_*, NOTIFY_SOCKET and WATCHDOG_* are not passed on; the config and b
   assert.equal(JSON.parse(env.OPENCODE_PTY_WORKER_CONFIG!), config);
   assert.is(env.OPENCODE_PTY_BUS_ADDRESS, 'unix:path=/x');
   assert.not.ok('OPENCODE_PTY_BUS_ADDRESS' in workerEnvironment({ OPENCODE_PTY_BUS_ADDRESS: 'stale' }, config, undefined));
+  // The first spare starts before the config is loaded: none in its environment, not even an inherited one.
+  assert.not.ok('OPENCODE_PTY_WORKER_CONFIG' in workerEnvironment({ OPENCODE_PTY_WORKER_CONFIG: '{}' }, undefined, undefined));
 });
 
 test('in a checkout the worker runs from its TypeScript entry through tsx', () => {
