@@ -104,7 +104,7 @@ await build({
   outExtension: { '.js': '.cjs' },
   // The broker's entry loads the addon (it starts the first spare worker): the addon's loader finds
   // it from import.meta.url, as in the bundles.
-  banner: { js: ['#!/usr/bin/env node', "const __importMetaUrl = require('node:url').pathToFileURL(__filename).href;"].join('\n') },
+  banner: { js: ['#!/usr/bin/env node', '"use strict";', "const __importMetaUrl = require('node:url').pathToFileURL(__filename).href;"].join('\n') },
   define: { 'import.meta.url': '__importMetaUrl' },
 });
 

@@ -289,6 +289,8 @@ export class Broker {
   /** The client unit's cgroup when `look` puts the peer inside it; else the refusal, noted. */
   #insideOrRefuse(look: Look, peer: PeerAtAccept): string {
     const { config } = this.#deps;
+    // Not the peer's doing: answered INTERNAL and logged as ours (handshakeRefusal), as at accept.
+    if (look.failure) throw look.failure;
     if (look.inside && look.snapshot?.state) return look.snapshot.state.controlGroup;
     const cause = look.snapshot?.error ? `; its state could not be read: ${look.snapshot.error.message}` : '';
     this.#refusals.note(peer.cgroup, `not inside ${config.client.service}${cause}`, `pid ${peer.credentials.pid}`);

@@ -11,9 +11,9 @@ import { UnitManager } from '../systemd/unit-manager.ts';
 import { openBusSession, type BusSession } from '../systemd/bus-session.ts';
 import { Broker } from './broker.ts';
 import { createListener, takeSystemdListener, type Listener } from './listener.ts';
-import { WorkerPool, workerCommand, workerEnvironment } from './worker-pool.ts';
+import { WorkerPool, workerCommand } from './worker-pool.ts';
+import { workerEnvironment, type StartedWorker } from './worker-process.ts';
 import { BUS_ADDRESS_ENV } from '../control/broker-worker.ts';
-import type { StartedWorker } from './worker-process.ts';
 
 const log = createLogger('broker');
 
@@ -75,6 +75,8 @@ async function main(early: StartedWorker | undefined): Promise<number> {
   try {
     broker = await start(systemdListener, early);
   } catch (error) {
+    // The first spare, if nobody took it over, waits for a config that will not come.
+    early?.child.kill('SIGKILL');
     notifyBestEffort(`STATUS=${(error as Error).message}`);
     // Answer what is queued, or systemd would start us again for it at once, fail after fail.
     if (systemdListener) refuseQueued(systemdListener.fd, ErrorCode.INTERNAL, 'supervisor cannot start; see its journal');
@@ -93,8 +95,10 @@ async function main(early: StartedWorker | undefined): Promise<number> {
  * evaluating the bundle: the build evaluates it, as root, to make its code cache (produce-cache.ts).
  * `early`: the first spare, started by the entry (a broker that fails to start leaves it to end at
  * its channel's EOF). */
-export function run(early?: StartedWorker): void {
-  main(early).then(
+export function run(early?: StartedWorker | Error): void {
+  // The entry could not start it: the pool starts the first spare itself, as from a checkout.
+  if (early instanceof Error) log('warning', `the first spare worker could not be started early: ${early.message}`);
+  main(early instanceof Error ? undefined : early).then(
     (code) => process.exit(code),
     (error: Error) => {
       log('error', error.message);

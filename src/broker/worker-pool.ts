@@ -11,10 +11,8 @@ import { FdSocket } from '../io/fd-socket.ts';
 import { closeQuietly } from '../io/fds.ts';
 import { IoError } from '../io/io-error.ts';
 import type { Logger } from '../log.ts';
-import { ControlDecoder, encodeControl, type PeerIdentity, type WorkerMessage } from '../control/broker-worker.ts';
+import { ControlDecoder, encodeControl, MAX_BROKER_MESSAGE, type PeerIdentity, type WorkerMessage } from '../control/broker-worker.ts';
 import { startWorker, type StartedWorker } from './worker-process.ts';
-
-export { workerEnvironment } from './worker-process.ts';
 
 /** How a worker is started: the bundle beside this one, or the TypeScript entry through tsx in a checkout. */
 export function workerCommand(): string[] {
@@ -49,9 +47,11 @@ export class WorkerHandle {
 
   /** Takes over a started worker; `config`, when given, is its first message (one started without it waits for it). */
   constructor(started: StartedWorker, log: Logger, config?: Config) {
+    // Encoded first: a config too large to send leaves nothing half taken over (WorkerPool.of ends it).
+    const first = config ? encodeControl({ type: 'config', config }, MAX_BROKER_MESSAGE) : undefined;
     this.child = started.child;
     this.control = new FdSocket(started.control);
-    if (config) this.control.write(encodeControl({ type: 'config', config }));
+    if (first) this.control.write(first);
     this.#lease();
     this.ready = this.#nextReady!;
     this.#nextReady = undefined;
@@ -203,14 +203,28 @@ export class WorkerPool<W extends PooledWorker = WorkerHandle> {
     return new WorkerPool(() => {
       const adopt = first;
       first = undefined;
-      return adopt ? new WorkerHandle(adopt.worker, log, adopt.config) : new WorkerHandle(startWorker(command, env), log);
+      if (!adopt) return new WorkerHandle(startWorker(command, env), log);
+      try {
+        return new WorkerHandle(adopt.worker, log, adopt.config);
+      } catch (error) {
+        adopt.worker.child.kill('SIGKILL');
+        closeQuietly(adopt.worker.control);
+        throw error;
+      }
     }, log);
   }
 
   /** Starts the spare if there is no idle worker. */
   warm(): void {
     if (this.#stopped || this.#spare || this.#returned) return;
-    const spare = this.#spawn();
+    let spare: W;
+    try {
+      spare = this.#spawn();
+    } catch (error) {
+      // No spare (socketpair or spawn failed: EMFILE…); the next take() tries again or says "no worker".
+      this.#log('warning', `cannot start a spare worker: ${(error as Error).message}`);
+      return;
+    }
     this.#spare = spare;
     spare.ready.catch((error: Error) => this.#log('warning', error.message));
     // A spare that dies (before or after it was ready) is replaced on the next take().
@@ -273,7 +287,7 @@ export class WorkerPool<W extends PooledWorker = WorkerHandle> {
   async #spareOrReturned(): Promise<W> {
     this.warm();
     const spare = this.#spare;
-    if (!spare) throw new Error('the worker pool is stopped');
+    if (!spare) throw new Error(this.#stopped ? 'the worker pool is stopped' : 'no spare worker could be started (see the warning before)');
     this.#spare = undefined;
     const chosen = await new Promise<W>((resolve) => {
       const waiter: Waiter<W> = {

@@ -7,7 +7,6 @@ import type { Config } from '../config/schema.ts';
 import { native } from '../native/binding.ts';
 import { BUS_ADDRESS_ENV, WORKER_CONFIG_ENV } from '../control/broker-worker.ts';
 
-
 /**
  * The environment a worker gets: nothing systemd meant for the broker alone. Without `config` the
  * worker waits for a `config` message on its control channel before anything else.

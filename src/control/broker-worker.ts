@@ -23,6 +23,9 @@ export type WorkerMessage =
   | { type: 'ended'; reason: string; reusable?: boolean };
 
 export const MAX_CONTROL_MESSAGE = 64 * 1024;
+/** The broker's messages may carry the config: as much as the environment takes in one string
+ * (MAX_ARG_STRLEN, 128 KiB), so a config a normal spare gets also reaches the first spare. */
+export const MAX_BROKER_MESSAGE = 128 * 1024;
 
 /** A worker's config as the broker passes it at spawn (absent: the first message brings it). */
 export const WORKER_CONFIG_ENV = 'OPENCODE_PTY_WORKER_CONFIG';
@@ -33,9 +36,9 @@ export class ControlError extends Error {
   readonly code = 'CONTROL';
 }
 
-export function encodeControl(message: BrokerMessage | WorkerMessage): Buffer {
+export function encodeControl(message: BrokerMessage | WorkerMessage, limit = MAX_CONTROL_MESSAGE): Buffer {
   const body = Buffer.from(JSON.stringify(message), 'utf8');
-  if (body.length > MAX_CONTROL_MESSAGE) throw new ControlError('control message too large');
+  if (body.length > limit) throw new ControlError(`control message too large (${body.length} bytes, at most ${limit})`);
   const header = Buffer.alloc(4);
   header.writeUInt32BE(body.length);
   return Buffer.concat([header, body]);
@@ -44,13 +47,18 @@ export function encodeControl(message: BrokerMessage | WorkerMessage): Buffer {
 /** Splits a byte stream into messages; the peer is our own process, but sizes are still bounded. */
 export class ControlDecoder {
   #buffered: Buffer = Buffer.alloc(0);
+  #limit: number;
+
+  constructor(limit = MAX_CONTROL_MESSAGE) {
+    this.#limit = limit;
+  }
 
   push(chunk: Buffer): unknown[] {
     this.#buffered = this.#buffered.length ? Buffer.concat([this.#buffered, chunk]) : chunk;
     const messages: unknown[] = [];
     while (this.#buffered.length >= 4) {
       const length = this.#buffered.readUInt32BE(0);
-      if (length > MAX_CONTROL_MESSAGE) throw new ControlError(`control message of ${length} bytes`);
+      if (length > this.#limit) throw new ControlError(`control message of ${length} bytes`);
       if (this.#buffered.length < 4 + length) break;
       const body = this.#buffered.subarray(4, 4 + length).toString('utf8');
       this.#buffered = this.#buffered.subarray(4 + length);

@@ -1,7 +1,7 @@
 // The worker's end of the control channel: reads broker messages (with their fds), sends reports.
 import type { FdSocket } from '../io/fd-socket.ts';
 import { closeAll } from '../io/fds.ts';
-import { ControlError, MAX_CONTROL_MESSAGE, encodeControl, type BrokerMessage, type WorkerMessage } from './broker-worker.ts';
+import { ControlError, MAX_BROKER_MESSAGE, encodeControl, type BrokerMessage, type WorkerMessage } from './broker-worker.ts';
 
 /** A session message carries the client connection and the peer's pidfd. */
 const MAX_CONTROL_FDS = 2;
@@ -18,7 +18,7 @@ export async function readControl(socket: FdSocket): Promise<ReceivedControl> {
     const header = await socket.readExact(4, MAX_CONTROL_FDS);
     fds.push(...header.fds);
     const length = header.data.readUInt32BE(0);
-    if (length === 0 || length > MAX_CONTROL_MESSAGE) throw new ControlError(`control message of ${length} bytes`);
+    if (length === 0 || length > MAX_BROKER_MESSAGE) throw new ControlError(`control message of ${length} bytes`);
     const body = await socket.readExact(length, MAX_CONTROL_FDS);
     fds.push(...body.fds);
     if (header.controlTruncated || body.controlTruncated) throw new ControlError('control message with too many fds');

@@ -22,11 +22,13 @@ export interface ServiceSnapshot {
 
 export type Membership = 'inside' | 'outside' | 'unknown';
 
-/** An answer about a cgroup; `provisional` when it came from a snapshot past its freshness window. */
+/** An answer about a cgroup; `provisional` when it came from a snapshot past its freshness window,
+ * `failure` when a confirmation could not be looked for at all (no answer, the supervisor's fault). */
 export interface Look {
   inside: boolean;
   snapshot?: ServiceSnapshot;
   provisional?: boolean;
+  failure?: Error;
 }
 
 /** A running instance of the client service whose state can be trusted for identity decisions. */
@@ -155,11 +157,11 @@ export class ClientService {
     const latest = this.#latest;
     const stale = latest !== undefined && this.#now() - latest.readAt >= this.#ttlMs;
     if (stale && membership(cgroup, latest, this.service, peerStartTicks) === 'inside') {
-      // Never rejects (a caller may drop it): a look that failed (the clock unreadable: EMFILE) says no, with why.
-      const confirmed = this.contains(cgroup, peerStartTicks).catch((cause: unknown): Look => {
-        const error = cause instanceof Error ? cause : new Error(String(cause));
-        return { inside: false, snapshot: { state: undefined, error, readStartTicks: 0, readAt: this.#now() } };
-      });
+      // Never rejects (a caller may drop it): a look that could not be made (the clock unreadable:
+      // EMFILE) is the supervisor's failure, carried as `failure` for the caller to throw (INTERNAL).
+      const confirmed = this.contains(cgroup, peerStartTicks).catch(
+        (cause: unknown): Look => ({ inside: false, failure: cause instanceof Error ? cause : new Error(String(cause)) }),
+      );
       return { inside: true, snapshot: latest, provisional: true, confirmed };
     }
     const look = await this.contains(cgroup, peerStartTicks);

@@ -37,15 +37,6 @@ function flushed(socket: FdSocket): Promise<void> {
 }
 
 /**
- * A worker serves one session at a time, and after a clean end (its unit gone, its fds closed) it
- * may serve the next: a Node start costs more CPU than a whole short session (FACTS.md), so a
- * worker per start made starts in a row wait for the next spare to boot. Bounded by
- * `limits.sessionsPerWorker`, so nothing a session leaves behind in this process can pile up for long.
- */
-
-type Received = Awaited<ReturnType<typeof readControl>>;
-
-/**
  * The config from the environment, or, for the first spare (started by the broker's entry before it
  * had loaded the config), from the control channel's first message. Undefined: the broker went first.
  */
@@ -65,8 +56,17 @@ async function receiveConfig(control: FdSocket): Promise<Config | undefined> {
 
 function isEnd(error: unknown): boolean {
   const code = (error as { code?: string }).code;
-  return code === 'EOF' || code === 'CLOSED' || code === 'ECONNRESET';
+  return code === 'EOF' || code === 'CLOSED' || code === 'PEER_GONE';
 }
+
+/**
+ * A worker serves one session at a time, and after a clean end (its unit gone, its fds closed) it
+ * may serve the next: a Node start costs more CPU than a whole short session (FACTS.md), so a
+ * worker per start made starts in a row wait for the next spare to boot. Bounded by
+ * `limits.sessionsPerWorker`, so nothing a session leaves behind in this process can pile up for long.
+ */
+
+type Received = Awaited<ReturnType<typeof readControl>>;
 
 async function main(): Promise<number> {
   native().setCloexec(CONTROL_FD);
@@ -106,7 +106,11 @@ async function main(): Promise<number> {
     for (;;) {
       const next = await readControl(control);
       if (next.message.type === 'shutdown') shutdown();
-      else if (session || closing) {
+      else if (next.message.type !== 'session') {
+        // The config comes first or never (receiveConfig); anything else here is the broker's bug.
+        closeAll(next.fds);
+        log(`an unexpected ${next.message.type} message on the control channel; ignored`, undefined, 'error');
+      } else if (session || closing) {
         // A session while one runs is the broker's bug; refuse it without touching the running one.
         closeAll(next.fds);
         log('a session was handed over while another runs; closing it', undefined, 'error');

@@ -1,8 +1,9 @@
 // A provisional yes lets WELCOME go out without a D-Bus round trip: when the broker's snapshot of
 // the client service is older than its freshness window (client-service.ts), a peer the snapshot
 // puts inside is answered at once, and the fresh look decides before the hand-off. Here the agent
-// is stopping (deactivating) while a process of it, left in its cgroup, connects: it is refused
-// after WELCOME, and nothing is started for it.
+// is stopping (deactivating) while processes of it, left in its cgroup, connect with the bus held
+// still, so the look cannot come back before their START: they are refused after WELCOME, and
+// nothing is started for them.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -33,24 +34,45 @@ async function agentState(): Promise<string> {
   return (await sandbox.systemctl('show', '--property=ActiveState', '--value', AGENT_SERVICE)).stdout.trim();
 }
 
-test('a process left in a stopping agent is refused after WELCOME, before anything starts', async () => {
+async function brokerPid(): Promise<string> {
+  return (await sandbox.systemctl('show', '--property=MainPID', '--value', BROKER_UNIT)).stdout.trim();
+}
+
+/** Bytes the broker has not read on its connections: START stays queued until a worker takes it. */
+async function unreadByBroker(pid: string): Promise<number> {
+  const lines = (await sandbox.exec(['ss', '-xpH', 'state', 'established'])).stdout.split('\n');
+  return lines.filter((line) => line.includes(`pid=${pid},`)).reduce((sum, line) => sum + Number(line.trim().split(/\s+/)[1] ?? 0), 0);
+}
+
+test('processes left in a stopping agent are refused after WELCOME, before anything starts', async () => {
   const { reports } = await agent.peers(1, 'hello');
   assert.is(reports[0]!.frame, 'welcome', 'the broker has read the agent live');
   const home = sandbox.client.home;
-  const cue = `${home}/cue`;
-  // Two processes of the agent that outlive its stop's SIGTERM (ignored across exec) and connect on
-  // the cue: a raw peer that reports every frame, and the CLI, which sends START after WELCOME.
-  const wait = `trap '' TERM HUP; while [ ! -e ${cue} ]; do sleep 0.02; done`;
-  await agent.command({ run: ['/bin/sh', '-c', `${wait}; /usr/bin/node ${PEER} ${SOCKET_PATH} 1 hello-idle > ${home}/peer.tmp; mv ${home}/peer.tmp ${home}/peer.json`], background: true });
+  // Two processes of the agent that outlive its stop's SIGTERM (ignored across exec), each connecting
+  // on its own cue: a raw peer that reports every frame, and the CLI, which sends START after WELCOME.
+  const wait = (cue: string) => `trap '' TERM HUP; while [ ! -e ${home}/${cue} ]; do sleep 0.02; done`;
+  await agent.command({ run: ['/bin/sh', '-c', `${wait('cue-peer')}; /usr/bin/node ${PEER} ${SOCKET_PATH} 1 hello-idle > ${home}/peer.tmp; mv ${home}/peer.tmp ${home}/peer.json`], background: true });
   await agent.command({
-    run: ['/bin/sh', '-c', `${wait}; /usr/bin/node ${INSTALL_DIR}/cli.js run --socket ${SOCKET_PATH} -- /bin/echo started > ${home}/cli.tmp 2>&1; echo "exit $?" >> ${home}/cli.tmp; mv ${home}/cli.tmp ${home}/cli.txt`],
+    run: ['/bin/sh', '-c', `${wait('cue-cli')}; /usr/bin/node ${INSTALL_DIR}/cli.js run --socket ${SOCKET_PATH} -- /bin/echo started > ${home}/cli.tmp 2>&1; echo "exit $?" >> ${home}/cli.tmp; mv ${home}/cli.tmp ${home}/cli.txt`],
     background: true,
   });
   // The snapshot ages past its window (a time, not an event: there is nothing else to wait for).
   await new Promise((resolve) => setTimeout(resolve, FRESHNESS_MS + 200));
   await sandbox.systemctl('stop', '--no-block', AGENT_SERVICE);
   await until(async () => (await agentState()) === 'deactivating', 10_000, 'the agent stopping', agentState);
-  writeFileSync(`${sandbox.root}${cue}`, '');
+  // The bus held still (systemctl reaches PID 1 on its own socket): the fresh look cannot come back,
+  // so whatever the broker does meanwhile it does on the provisional yes alone.
+  const bus = (await sandbox.systemctl('show', '--property=MainPID', '--value', 'dbus.service')).stdout.trim();
+  const broker = await brokerPid();
+  await sandbox.exec(['kill', '-STOP', bus]);
+  try {
+    writeFileSync(`${sandbox.root}${home}/cue-peer`, '');
+    writeFileSync(`${sandbox.root}${home}/cue-cli`, '');
+    // The CLI's START (and its working directory's fd) is in: WELCOME came without the look.
+    await until(async () => (await unreadByBroker(broker)) > 0, 20_000, 'START queued at the broker');
+  } finally {
+    await sandbox.exec(['kill', '-CONT', bus]);
+  }
   await appeared(`${sandbox.root}${home}/peer.json`, 20_000);
   await appeared(`${sandbox.root}${home}/cli.txt`, 20_000);
 
@@ -63,11 +85,12 @@ test('a process left in a stopping agent is refused after WELCOME, before anythi
   assert.not.match(cli, /exit 0/);
   const journal = await sandbox.journal();
   assert.match(journal, /not inside opencode-pty-agent\.service/);
-  // One session only (the first peer sent no START, so none at all): no unit was ever asked for.
+  // No session at all (the first peer sent no START): no unit was ever asked for.
   assert.not.match(journal, /session opencode-pty-session-\S+ started/);
   const units = await sandbox.systemctl('list-units', '--all', '--plain', '--no-legend', 'opencode-pty-session-*');
   assert.is(units.stdout.trim(), '');
   assert.is((await sandbox.systemctl('is-active', BROKER_UNIT)).stdout.trim(), 'active');
+  assert.is(await unreadByBroker(broker), 0, 'what the CLI queued was read away');
 });
 
 test.run();

@@ -2,9 +2,9 @@
 // descriptors (SO_PASSRIGHTS off, Linux 6.16): the sendmsg fails as ETOOMANYREFS does when uid 0 has
 // too many descriptors in flight. handOff must say so at once, close both descriptors (the client
 // then sees its connection end), and the worker, which can be told nothing more, must end.
-import { startWorker } from '../../src/broker/worker-process.ts';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { startWorker } from '../../src/broker/worker-process.ts';
 import { closeSync, fstatSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { WorkerHandle } from '../../src/broker/worker-pool.ts';

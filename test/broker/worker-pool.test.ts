@@ -1,7 +1,8 @@
 // What a worker inherits (nothing systemd meant for the broker alone), and when the pool starts spares.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { WorkerPool, workerCommand, workerEnvironment, type PooledWorker } from '../../src/broker/worker-pool.ts';
+import { WorkerPool, workerCommand, type PooledWorker } from '../../src/broker/worker-pool.ts';
+import { workerEnvironment } from '../../src/broker/worker-process.ts';
 import { testConfig } from '../config-fixture.ts';
 
 const config = testConfig();
