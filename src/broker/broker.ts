@@ -16,6 +16,7 @@ import type { Listener } from './listener.ts';
 import { ClientService, pidfdCgroupNow, type Look } from '../identity/client-service.ts';
 import { AcceptGate, AUTHENTICATION_FAILED, type PeerAtAccept } from './accept-gate.ts';
 import { RefusalReporter } from './refusal-reporter.ts';
+import { lookVerdict } from './identity-look.ts';
 import type { WorkerHandle, WorkerPool } from './worker-pool.ts';
 import { AcceptLoop } from './accept-loop.ts';
 import { LiveSessions } from './live-sessions.ts';
@@ -286,14 +287,11 @@ export class Broker {
     }
   }
 
-  /** The client unit's cgroup when `look` puts the peer inside it; else the refusal, noted. */
+  /** The client unit's cgroup when `look` puts the peer inside it; else the refusal, noted (identity-look.ts). */
   #insideOrRefuse(look: Look, peer: PeerAtAccept): string {
-    const { config } = this.#deps;
-    // Not the peer's doing: answered INTERNAL and logged as ours (handshakeRefusal), as at accept.
-    if (look.failure) throw look.failure;
-    if (look.inside && look.snapshot?.state) return look.snapshot.state.controlGroup;
-    const cause = look.snapshot?.error ? `; its state could not be read: ${look.snapshot.error.message}` : '';
-    this.#refusals.note(peer.cgroup, `not inside ${config.client.service}${cause}`, `pid ${peer.credentials.pid}`);
+    const verdict = lookVerdict(look, this.#deps.config.client.service ?? '');
+    if (verdict.inside) return verdict.cgroup;
+    this.#refusals.note(peer.cgroup, verdict.reason, `pid ${peer.credentials.pid}`);
     throw new SessionError(ErrorCode.AUTHENTICATION, AUTHENTICATION_FAILED);
   }
 

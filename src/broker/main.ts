@@ -12,7 +12,7 @@ import { openBusSession, type BusSession } from '../systemd/bus-session.ts';
 import { Broker } from './broker.ts';
 import { createListener, takeSystemdListener, type Listener } from './listener.ts';
 import { WorkerPool, workerCommand } from './worker-pool.ts';
-import { workerEnvironment, type StartedWorker } from './worker-process.ts';
+import { signalWorker, workerEnvironment, type StartedWorker } from './worker-process.ts';
 import { BUS_ADDRESS_ENV } from '../control/broker-worker.ts';
 
 const log = createLogger('broker');
@@ -76,7 +76,7 @@ async function main(early: StartedWorker | undefined): Promise<number> {
     broker = await start(systemdListener, early);
   } catch (error) {
     // The first spare, if nobody took it over, waits for a config that will not come.
-    early?.child.kill('SIGKILL');
+    if (early) signalWorker(early.child, 'SIGKILL');
     notifyBestEffort(`STATUS=${(error as Error).message}`);
     // Answer what is queued, or systemd would start us again for it at once, fail after fail.
     if (systemdListener) refuseQueued(systemdListener.fd, ErrorCode.INTERNAL, 'supervisor cannot start; see its journal');

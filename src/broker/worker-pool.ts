@@ -11,8 +11,8 @@ import { FdSocket } from '../io/fd-socket.ts';
 import { closeQuietly } from '../io/fds.ts';
 import { IoError } from '../io/io-error.ts';
 import type { Logger } from '../log.ts';
-import { ControlDecoder, encodeControl, MAX_BROKER_MESSAGE, type PeerIdentity, type WorkerMessage } from '../control/broker-worker.ts';
-import { startWorker, type StartedWorker } from './worker-process.ts';
+import { ControlDecoder, ControlError, encodeControl, MAX_BROKER_MESSAGE, type PeerIdentity, type WorkerMessage } from '../control/broker-worker.ts';
+import { signalWorker, startWorker, type StartedWorker } from './worker-process.ts';
 
 /** How a worker is started: the bundle beside this one, or the TypeScript entry through tsx in a checkout. */
 export function workerCommand(): string[] {
@@ -77,7 +77,7 @@ export class WorkerHandle {
         messages = decoder.push(chunk);
       } catch (error) {
         log('error', `worker ${this.child.pid}: ${(error as Error).message}`);
-        this.child.kill('SIGKILL');
+        signalWorker(this.child, 'SIGKILL');
         return;
       }
       for (const message of messages as WorkerMessage[]) {
@@ -207,8 +207,9 @@ export class WorkerPool<W extends PooledWorker = WorkerHandle> {
       try {
         return new WorkerHandle(adopt.worker, log, adopt.config);
       } catch (error) {
-        adopt.worker.child.kill('SIGKILL');
-        closeQuietly(adopt.worker.control);
+        signalWorker(adopt.worker.child, 'SIGKILL');
+        // Only the config's encoding fails before the fd is taken; FdSocket closes its own on failure.
+        if (error instanceof ControlError) closeQuietly(adopt.worker.control);
         throw error;
       }
     }, log);

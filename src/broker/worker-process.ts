@@ -52,3 +52,13 @@ export function startWorker(command: string[], env: NodeJS.ProcessEnv, output: '
   });
   return { child, control: ours, gone };
 }
+
+/**
+ * Signals a worker only while it is one: a spawn that failed (EAGAIN, EMFILE…) has no pid until its
+ * 'error' comes, and ChildProcess.kill() would then pass whatever its pid field holds to kill(2)
+ * (0: our own process group).
+ */
+export function signalWorker(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  child.kill(signal);
+}

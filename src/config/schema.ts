@@ -251,7 +251,7 @@ export function validateConfig(
   const requireClientUnit = boolean(value.requireClientUnit, 'requireClientUnit', true);
   const account = client(value.client, accounts, requireClientUnit);
   const socket = socketGroup(value.socketGroup, account, accounts, requireClientUnit);
-  return {
+  return withinSize({
     client: account,
     requireClientUnit,
     socketPath: string(value.socketPath, 'socketPath', DEFAULT_SOCKET_PATH, ABSOLUTE),
@@ -261,7 +261,17 @@ export function validateConfig(
     helperPath: value.helperPath === undefined ? '' : string(value.helperPath, 'helperPath', undefined, ABSOLUTE),
     limits: limits(value.limits),
     session: session(value.session, checkProperty),
-  };
+  });
+}
+
+/** Every worker gets the config as one environment string (MAX_ARG_STRLEN: 128 KiB with its name),
+ * or the first spare as one control message: one that fits neither would start no worker at all. */
+export const MAX_CONFIG_BYTES = 120 * 1024;
+
+function withinSize(config: Config): Config {
+  const bytes = Buffer.byteLength(JSON.stringify(config));
+  if (bytes > MAX_CONFIG_BYTES) throw new ConfigError('(top level)', `is ${bytes} bytes as JSON; at most ${MAX_CONFIG_BYTES} (long environment lists?)`);
+  return config;
 }
 
 /** How long to wait for a session unit to stop: systemd's stop may take TimeoutStopSec for SIGTERM and

@@ -21,7 +21,8 @@ let agent: Agent;
 
 test.before(async () => {
   sandbox = await bootSandbox({ name: 'broker-identity-confirm' });
-  await deployBroker(sandbox, { limits: { idleExitMs: 600_000 } });
+  // A long handshake deadline: the CLI's own start on a loaded machine is not what is tested.
+  await deployBroker(sandbox, { limits: { idleExitMs: 600_000, handshakeTimeoutMs: 60_000 } });
   agent = await Agent.start(sandbox);
 });
 
@@ -38,10 +39,11 @@ async function brokerPid(): Promise<string> {
   return (await sandbox.systemctl('show', '--property=MainPID', '--value', BROKER_UNIT)).stdout.trim();
 }
 
-/** Bytes the broker has not read on its connections: START stays queued until a worker takes it. */
-async function unreadByBroker(pid: string): Promise<number> {
-  const lines = (await sandbox.exec(['ss', '-xpH', 'state', 'established'])).stdout.split('\n');
-  return lines.filter((line) => line.includes(`pid=${pid},`)).reduce((sum, line) => sum + Number(line.trim().split(/\s+/)[1] ?? 0), 0);
+/** The broker's client connections (on the supervisor's socket), with the bytes it has not read on
+ * each: START stays queued there until a worker takes it. */
+async function brokerConnections(pid: string): Promise<number[]> {
+  const lines = (await sandbox.exec(['ss', '-xpH', 'state', 'established', 'src', SOCKET_PATH])).stdout.split('\n');
+  return lines.filter((line) => line.includes(`pid=${pid},`)).map((line) => Number(line.trim().split(/\s+/)[1] ?? 0));
 }
 
 test('processes left in a stopping agent are refused after WELCOME, before anything starts', async () => {
@@ -62,16 +64,21 @@ test('processes left in a stopping agent are refused after WELCOME, before anyth
   await until(async () => (await agentState()) === 'deactivating', 10_000, 'the agent stopping', agentState);
   // The bus held still (systemctl reaches PID 1 on its own socket): the fresh look cannot come back,
   // so whatever the broker does meanwhile it does on the provisional yes alone.
-  const bus = (await sandbox.systemctl('show', '--property=MainPID', '--value', 'dbus.service')).stdout.trim();
   const broker = await brokerPid();
-  await sandbox.exec(['kill', '-STOP', bus]);
+  const signalBus = (signal: string) => sandbox.systemctl('kill', '--kill-whom=main', `--signal=${signal}`, 'dbus.service');
   try {
+    assert.is((await signalBus('SIGSTOP')).code, 0, 'the bus held');
     writeFileSync(`${sandbox.root}${home}/cue-peer`, '');
     writeFileSync(`${sandbox.root}${home}/cue-cli`, '');
-    // The CLI's START (and its working directory's fd) is in: WELCOME came without the look.
-    await until(async () => (await unreadByBroker(broker)) > 0, 20_000, 'START queued at the broker');
+    // Both are connected, and one connection (the CLI's) holds START and its working directory's fd:
+    // WELCOME came without the look.
+    const both = async () => {
+      const unread = await brokerConnections(broker);
+      return unread.length === 2 && unread.some((bytes) => bytes > 0);
+    };
+    await until(both, 20_000, 'both connected, START queued at the broker', async () => JSON.stringify(await brokerConnections(broker)));
   } finally {
-    await sandbox.exec(['kill', '-CONT', bus]);
+    await signalBus('SIGCONT');
   }
   await appeared(`${sandbox.root}${home}/peer.json`, 20_000);
   await appeared(`${sandbox.root}${home}/cli.txt`, 20_000);
@@ -90,7 +97,7 @@ test('processes left in a stopping agent are refused after WELCOME, before anyth
   const units = await sandbox.systemctl('list-units', '--all', '--plain', '--no-legend', 'opencode-pty-session-*');
   assert.is(units.stdout.trim(), '');
   assert.is((await sandbox.systemctl('is-active', BROKER_UNIT)).stdout.trim(), 'active');
-  assert.is(await unreadByBroker(broker), 0, 'what the CLI queued was read away');
+  assert.equal(await brokerConnections(broker), [], 'both connections closed, what the CLI queued read away');
 });
 
 test.run();
