@@ -22,7 +22,8 @@ let agent: Agent;
 test.before(async () => {
   sandbox = await bootSandbox({ name: 'broker-identity-confirm' });
   // A long handshake deadline: the CLI's own start on a loaded machine is not what is tested.
-  await deployBroker(sandbox, { limits: { idleExitMs: 600_000, handshakeTimeoutMs: 60_000 } });
+  // The bus held for as long as the clients take: no D-Bus call of the broker's gives up meanwhile.
+  await deployBroker(sandbox, { limits: { idleExitMs: 600_000, handshakeTimeoutMs: 60_000, operationTimeoutMs: 60_000 } });
   agent = await Agent.start(sandbox);
 });
 
@@ -42,7 +43,9 @@ async function brokerPid(): Promise<string> {
 /** The broker's client connections (on the supervisor's socket), with the bytes it has not read on
  * each: START stays queued there until a worker takes it. */
 async function brokerConnections(pid: string): Promise<number[]> {
-  const lines = (await sandbox.exec(['ss', '-xpH', 'state', 'established', 'src', SOCKET_PATH])).stdout.split('\n');
+  const listed = await sandbox.exec(['ss', '-xpH', 'state', 'established', 'src', SOCKET_PATH]);
+  assert.is(listed.code, 0, `ss: ${listed.stderr}`);
+  const lines = listed.stdout.split('\n');
   return lines.filter((line) => line.includes(`pid=${pid},`)).map((line) => Number(line.trim().split(/\s+/)[1] ?? 0));
 }
 

@@ -24,6 +24,7 @@ test('a config the schema accepts can be given to a worker', () => {
     config = validateConfig(raw, accounts, allowAll);
   } catch (error) {
     assert.instance(error, ConfigError);
+    assert.match((error as Error).message, /bytes as JSON/);
     return;
   }
   // What every spare after the first gets (worker-pool.ts WorkerPool.of).

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { hostCgroup2Mount } from './cgroup.ts';
 
 export const SYSTEMD = '/lib/systemd/systemd';
-const TOOLS = ['/usr/bin/unshare', '/usr/bin/nsenter', '/usr/bin/setpriv', '/usr/bin/script', '/usr/bin/dbus-daemon', '/usr/bin/busctl'];
+const TOOLS = ['/usr/bin/unshare', '/usr/bin/nsenter', '/usr/bin/setpriv', '/usr/bin/script', '/usr/bin/dbus-daemon', '/usr/bin/busctl', '/usr/bin/ss'];
 
 /** Why the sandbox cannot run here, or undefined when it can. */
 export function sandboxUnavailable(): string | undefined {
