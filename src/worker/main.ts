@@ -40,9 +40,9 @@ function flushed(socket: FdSocket): Promise<void> {
  * The config from the environment, or, for the first spare (started by the broker's entry before it
  * had loaded the config), from the control channel's first message. Undefined: the broker went first.
  */
-async function receiveConfig(control: FdSocket): Promise<Config | undefined> {
+async function receiveConfig(control: FdSocket): Promise<{ config: Config; early: boolean } | undefined> {
   const inEnvironment = process.env[WORKER_CONFIG_ENV];
-  if (inEnvironment) return JSON.parse(inEnvironment) as Config;
+  if (inEnvironment) return { config: JSON.parse(inEnvironment) as Config, early: false };
   let first;
   try {
     first = await readControl(control);
@@ -51,7 +51,7 @@ async function receiveConfig(control: FdSocket): Promise<Config | undefined> {
     throw error;
   }
   if (first.message.type !== 'config') throw new Error(`the broker's first message was ${first.message.type}, not the config`);
-  return first.message.config;
+  return { config: first.message.config, early: true };
 }
 
 function isEnd(error: unknown): boolean {
@@ -71,9 +71,10 @@ type Received = Awaited<ReturnType<typeof readControl>>;
 async function main(): Promise<number> {
   native().setCloexec(CONTROL_FD);
   const control = new FdSocket(CONTROL_FD);
-  const config = await receiveConfig(control);
+  const received = await receiveConfig(control);
   // A broker that failed to start (its journal says why) closes the channel before sending it.
-  if (!config) return 0;
+  if (!received) return 0;
+  const { config, early } = received;
   // The broker may go while this process still boots (it stopped, or gave up on a slow spare): the end
   // is seen once the reader below runs, and the worker exits with a line saying so.
   let closing = false;
@@ -91,7 +92,12 @@ async function main(): Promise<number> {
     { timeoutMs: config.limits.operationTimeoutMs },
     (level, message) => log(message, undefined, level),
   );
-  const warmFailed = warmUp(config, config.helperPath || helperPath());
+  // The first spare skips its warm-up: socket activation started the broker for a client that now
+  // waits for this very worker, and what the warm-up would compile is in the code cache already
+  // (produce-cache.ts runs it). Cold start, `--only cold` n=10, four alternated pairs: 265, 282,
+  // 275, 288 → 259, 242, 274, 278 ms. Later spares start while a session runs and warm up before
+  // anyone waits for them.
+  const warmFailed = early ? undefined : warmUp(config, config.helperPath || helperPath());
   if (warmFailed) log(`warm-up failed (the first session compiles as it goes): ${warmFailed}`);
   // One reader for the whole life of the process: a session message while idle starts a session;
   // a shutdown, the broker gone (EOF) or a reset ends the running one, or the process when idle.
