@@ -75,6 +75,9 @@ async function main(): Promise<number> {
   // A broker that failed to start (its journal says why) closes the channel before sending it.
   if (!received) return 0;
   const { config, early } = received;
+  // Looked up once, before anything else: a missing helper ends this worker before it says ready
+  // (the broker then answers INTERNAL "no worker"), never with a client already handed over.
+  const helper = config.helperPath || helperPath();
   // The broker may go while this process still boots (it stopped, or gave up on a slow spare): the end
   // is seen once the reader below runs, and the worker exits with a line saying so.
   let closing = false;
@@ -97,7 +100,7 @@ async function main(): Promise<number> {
   // (produce-cache.ts runs it). Cold start, `--only cold` n=10, four alternated pairs: 265, 282,
   // 275, 288 → 259, 242, 274, 278 ms. Later spares start while a session runs and warm up before
   // anyone waits for them.
-  const warmFailed = early ? undefined : warmUp(config, config.helperPath || helperPath());
+  const warmFailed = early ? undefined : warmUp(config, helper);
   if (warmFailed) log(`warm-up failed (the first session compiles as it goes): ${warmFailed}`);
   // One reader for the whole life of the process: a session message while idle starts a session;
   // a shutdown, the broker gone (EOF) or a reset ends the running one, or the process when idle.
@@ -131,7 +134,7 @@ async function main(): Promise<number> {
     });
     nextSession = () => undefined;
     if (!received || received.message.type !== 'session') break;
-    const ran = await runSession(received, control, manager, config, (running) => (session = running));
+    const ran = await runSession(received, control, manager, config, helper, (running) => (session = running));
     session = undefined;
     served += 1;
     // Reusable only after a clean end: the unit is gone, every fd of the session closed.
@@ -159,6 +162,7 @@ async function runSession(
   control: FdSocket,
   manager: Awaited<ReturnType<typeof openBusSession>>,
   config: Config,
+  helper: string,
   running: (session: Session) => void,
 ): Promise<{ reason: string; clean: boolean; helperFailed: boolean }> {
   const [clientFd, pidfd] = received.fds as [number, number];
@@ -167,7 +171,7 @@ async function runSession(
   const session: Session = new Session(clientFd, pidfd, peer, deadlineMs, {
     manager,
     config,
-    helperPath: config.helperPath || helperPath(),
+    helperPath: helper,
     version,
     report: (message) => sendControl(control, message),
     // Every line about the session carries its unit and peer, so `journalctl SESSION_UNIT=…` finds them all.

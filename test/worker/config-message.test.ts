@@ -2,7 +2,9 @@
 // waits for the config as its first control message: real worker processes, no bus needed.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { closeSync } from 'node:fs';
+import { closeSync, copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startWorker, workerEnvironment, type StartedWorker } from '../../src/broker/worker-process.ts';
 import { encodeControl } from '../../src/control/broker-worker.ts';
@@ -10,6 +12,8 @@ import { native } from '../../src/native/binding.ts';
 import { testConfig } from '../config-fixture.ts';
 
 const ENTRY = fileURLToPath(new URL('../../src/worker/entry.ts', import.meta.url));
+/** The build's output (npm test builds first). */
+const DIST = fileURLToPath(new URL('../../dist', import.meta.url));
 /** No bus listens here: a worker that got its config fails next, connecting, and says so. */
 const NO_BUS = 'unix:path=/nonexistent/opencode-pty-test-bus';
 
@@ -54,6 +58,30 @@ test('given the config as its first message, the worker goes on to connect to it
   assert.is.not(code, 0, 'no bus here: it cannot serve');
   assert.match(output, /opencode-pty-test-bus/);
   assert.not.match(output, /not the config/);
+});
+
+test('the first spare with no session helper beside it ends before it says ready, saying why', async () => {
+  // The built bundle, alone in a directory of its own: no opencode-pty-session beside it.
+  const alone = mkdtempSync(join(tmpdir(), 'opencode-pty-worker-'));
+  try {
+    for (const file of ['worker.cjs', 'worker-main.cjs', 'worker-main.cjs.cache', 'opencode_pty.node', 'uwrap.node']) copyFileSync(join(DIST, file), join(alone, file));
+    const worker = startWorker([join(alone, 'worker.cjs')], workerEnvironment(process.env, undefined, NO_BUS), 'pipe');
+    let output = '';
+    worker.child.stdout!.on('data', (chunk: Buffer) => (output += chunk));
+    worker.child.stderr!.on('data', (chunk: Buffer) => (output += chunk));
+    const code = new Promise<number | null>((resolve) => worker.child.once('close', (exitCode) => resolve(exitCode)));
+    send(worker.control, { type: 'config', config: testConfig() });
+    assert.is.not(await code, 0);
+    assert.match(output, /session helper opencode-pty-session not found/);
+    assert.not.match(output, /opencode-pty-test-bus/, 'it ended before its bus');
+    // Nothing came back on the control channel: no 'ready'.
+    const buffer = Buffer.alloc(64);
+    const got = native().recvmsg(worker.control, buffer, 0, buffer.length, 0);
+    assert.is(got?.bytes ?? 0, 0);
+    closeSync(worker.control);
+  } finally {
+    rmSync(alone, { recursive: true, force: true });
+  }
 });
 
 test.run();
