@@ -2,11 +2,11 @@
 // waits for the config as its first control message: real worker processes, no bus needed.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { closeSync, copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startWorker, workerEnvironment, type StartedWorker } from '../../src/broker/worker-process.ts';
+import { signalWorker, startWorker, workerEnvironment, type StartedWorker } from '../../src/broker/worker-process.ts';
 import { encodeControl } from '../../src/control/broker-worker.ts';
 import { native } from '../../src/native/binding.ts';
 import { testConfig } from '../config-fixture.ts';
@@ -61,26 +61,34 @@ test('given the config as its first message, the worker goes on to connect to it
 });
 
 test('the first spare with no session helper beside it ends before it says ready, saying why', async () => {
-  // The built bundle, alone in a directory of its own: no opencode-pty-session beside it.
-  const alone = mkdtempSync(join(tmpdir(), 'opencode-pty-worker-'));
+  // The built bundle alone, two levels down in a directory of its own: every place the helper is
+  // looked for (beside the bundle, and ../build, ../../build of a checkout) is inside it, and empty.
+  const root = mkdtempSync(join(tmpdir(), 'opencode-pty-worker-'));
+  const alone = join(root, 'a', 'b', 'dist');
+  let worker: StartedWorker | undefined;
   try {
+    mkdirSync(alone, { recursive: true });
     for (const file of ['worker.cjs', 'worker-main.cjs', 'worker-main.cjs.cache', 'opencode_pty.node', 'uwrap.node']) copyFileSync(join(DIST, file), join(alone, file));
-    const worker = startWorker([join(alone, 'worker.cjs')], workerEnvironment(process.env, undefined, NO_BUS), 'pipe');
+    worker = startWorker([join(alone, 'worker.cjs')], workerEnvironment(process.env, undefined, NO_BUS), 'pipe');
     let output = '';
     worker.child.stdout!.on('data', (chunk: Buffer) => (output += chunk));
     worker.child.stderr!.on('data', (chunk: Buffer) => (output += chunk));
-    const code = new Promise<number | null>((resolve) => worker.child.once('close', (exitCode) => resolve(exitCode)));
+    const code = new Promise<number | null>((resolve) => worker!.child.once('close', (exitCode) => resolve(exitCode)));
     send(worker.control, { type: 'config', config: testConfig() });
     assert.is.not(await code, 0);
     assert.match(output, /session helper opencode-pty-session not found/);
+    assert.ok(output.includes(join(alone, 'opencode-pty-session')), 'it looked beside the bundle');
     assert.not.match(output, /opencode-pty-test-bus/, 'it ended before its bus');
     // Nothing came back on the control channel: no 'ready'.
     const buffer = Buffer.alloc(64);
     const got = native().recvmsg(worker.control, buffer, 0, buffer.length, 0);
     assert.is(got?.bytes ?? 0, 0);
-    closeSync(worker.control);
   } finally {
-    rmSync(alone, { recursive: true, force: true });
+    if (worker) {
+      signalWorker(worker.child, 'SIGKILL');
+      closeSync(worker.control);
+    }
+    rmSync(root, { recursive: true, force: true });
   }
 });
 
