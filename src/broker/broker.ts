@@ -17,7 +17,8 @@ import { ClientService, pidfdCgroupNow, type Look } from '../identity/client-ser
 import { AcceptGate, AUTHENTICATION_FAILED, type PeerAtAccept } from './accept-gate.ts';
 import { RefusalReporter } from './refusal-reporter.ts';
 import { lookVerdict } from './identity-look.ts';
-import type { WorkerHandle, WorkerPool } from './worker-pool.ts';
+import type { WorkerHandle } from './worker-handle.ts';
+import type { WorkerPool } from './worker-pool.ts';
 import { AcceptLoop } from './accept-loop.ts';
 import { LiveSessions } from './live-sessions.ts';
 import { Orphans } from './orphans.ts';

@@ -3,7 +3,7 @@
 import type { Logger } from '../log.ts';
 import type { SessionSlots } from './admission.ts';
 import { reapUnit, type ReapTimes, type UnitStopper } from './unit-reaper.ts';
-import type { WorkerHandle } from './worker-pool.ts';
+import type { WorkerHandle } from './worker-handle.ts';
 
 /** How long a worker may outlive its session's report before that is worth a warning. */
 const HELD_WORKER_WARNING_MS = 10_000;

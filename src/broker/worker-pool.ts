@@ -3,15 +3,12 @@
 // is under way (it would compete with it for the CPU). A worker whose session ended cleanly comes
 // back to the pool and serves the next start before any spare: starts in a row then boot no Node.
 // Idle for a while, the pool keeps one fresh spare only.
-// A worker tells us its unit's name before starting it; if the worker dies, we stop that unit.
-import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../config/schema.ts';
-import { FdSocket } from '../io/fd-socket.ts';
 import { closeQuietly } from '../io/fds.ts';
-import { IoError } from '../io/io-error.ts';
 import type { Logger } from '../log.ts';
-import { ControlDecoder, ControlError, encodeControl, MAX_BROKER_MESSAGE, type PeerIdentity, type WorkerMessage } from '../control/broker-worker.ts';
+import { ControlError } from '../control/broker-worker.ts';
+import { WorkerHandle } from './worker-handle.ts';
 import { signalWorker, startWorker, type StartedWorker } from './worker-process.ts';
 
 /** How a worker is started: the bundle beside this one, or the TypeScript entry through tsx in a checkout. */
@@ -19,146 +16,6 @@ export function workerCommand(): string[] {
   const here = import.meta.url;
   if (here.endsWith('.ts')) return ['--import', 'tsx', fileURLToPath(new URL('../worker/entry.ts', here))];
   return [fileURLToPath(new URL('./worker.cjs', here))];
-}
-
-export class WorkerHandle {
-  readonly child: ChildProcess;
-  readonly control: FdSocket;
-  /** Set when the worker names its unit, before it starts it. */
-  unit: string | undefined;
-  endReason: string | undefined;
-  /** The worker said its session ended cleanly and it can take another (see renew()). */
-  reusable = false;
-  /** Each of these is the current session's; renew() makes new ones for the next. */
-  ready!: Promise<void>;
-  readonly exited: Promise<void>;
-  /** Resolves with the reason once the worker reports its session ended (its unit is gone unless 'cleanup-failed'). */
-  ended!: Promise<string>;
-  /** Resolves once the worker's session has started or ended, or the worker is gone. */
-  settled!: Promise<void>;
-  #readyResolve: () => void = () => undefined;
-  #readyReject: (error: Error) => void = () => undefined;
-  #endedResolve: (reason: string) => void = () => undefined;
-  #settle: () => void = () => undefined;
-  /** The ready promise of the next session, made when a reusable end is reported (its 'ready' follows at once). */
-  #nextReady: Promise<void> | undefined;
-  #gone = false;
-  #onMessage: (message: WorkerMessage) => void = () => undefined;
-
-  /** Takes over a started worker; `config`, when given, is its first message (one started without it waits for it). */
-  constructor(started: StartedWorker, log: Logger, config?: Config) {
-    // Encoded first: a config too large to send leaves nothing half taken over (WorkerPool.of ends it).
-    const first = config ? encodeControl({ type: 'config', config }, MAX_BROKER_MESSAGE) : undefined;
-    this.child = started.child;
-    this.control = new FdSocket(started.control);
-    if (first) this.control.write(first);
-    this.#lease();
-    this.ready = this.#nextReady!;
-    this.#nextReady = undefined;
-    this.ended = new Promise((resolve) => (this.#endedResolve = resolve));
-    this.settled = new Promise((resolve) => (this.#settle = resolve));
-    this.exited = new Promise((resolve) => {
-      const gone = (why: string) => {
-        this.#gone = true;
-        this.#readyReject(new Error(`worker ${this.child.pid ?? '(not started)'} ${why} before it was ready`));
-        this.control.close();
-        this.#settle();
-        resolve();
-      };
-      void started.gone.then(({ why, error }) => {
-        if (error) log('error', `worker: ${error.message}`);
-        gone(why);
-      });
-    });
-    const decoder = new ControlDecoder();
-    this.control.startReading((chunk) => {
-      let messages: unknown[];
-      try {
-        messages = decoder.push(chunk);
-      } catch (error) {
-        log('error', `worker ${this.child.pid}: ${(error as Error).message}`);
-        signalWorker(this.child, 'SIGKILL');
-        return;
-      }
-      for (const message of messages as WorkerMessage[]) {
-        if (message.type === 'ready') this.#readyResolve();
-        if (message.type === 'unit') this.unit = message.name;
-        if (message.type === 'ended') {
-          this.endReason = message.reason;
-          this.reusable = message.reusable === true && message.reason !== 'cleanup-failed';
-          // Its next 'ready' may come in this very chunk: the promise it resolves must exist now.
-          if (this.reusable) this.#lease();
-          this.#endedResolve(message.reason);
-        }
-        if (message.type === 'started' || message.type === 'ended') this.#settle();
-        this.#onMessage(message);
-      }
-    });
-    // A send that failed (the hand-off's ETOOMANYREFS, say) or a read that stopped: nothing more can
-    // pass between us, so this worker could hold a slot for a session it never got, or report an end
-    // nobody reads. Closed here, it reads EOF and ends (its session, if any, with SHUTDOWN).
-    this.control.on('error', (error) => {
-      if (this.control.closed) return;
-      log('warning', `worker ${this.child.pid}: control channel failed (${error.message}); ending it`);
-      this.control.close();
-    });
-  }
-
-  /** A new ready promise, which the next 'ready' resolves and the process's death rejects. */
-  #lease(): void {
-    this.#nextReady = new Promise((resolve, reject) => {
-      this.#readyResolve = resolve;
-      this.#readyReject = reject;
-    });
-    this.#nextReady.catch(() => undefined);
-  }
-
-  /**
-   * For the next session of a worker that reported a reusable end: fresh per-session state. False
-   * (and nothing changed) when it did not, or is gone.
-   */
-  renew(): boolean {
-    if (!this.reusable || this.#gone || this.control.closed || !this.#nextReady) return false;
-    this.ready = this.#nextReady;
-    this.#nextReady = undefined;
-    this.reusable = false;
-    this.unit = undefined;
-    this.endReason = undefined;
-    this.ended = new Promise((resolve) => (this.#endedResolve = resolve));
-    this.settled = new Promise((resolve) => (this.#settle = resolve));
-    this.#onMessage = () => undefined;
-    return true;
-  }
-
-  onMessage(listener: (message: WorkerMessage) => void): void {
-    this.#onMessage = listener;
-  }
-
-  /**
-   * Hands over the connection and the peer's pidfd. Takes both whatever happens: sent, the control
-   * socket closes our copies once the kernel has them; not sent, they are closed here. Throws when
-   * they did not go: the control socket is closed, or the kernel refused the send, e.g. ETOOMANYREFS
-   * (unix(7): our user has more descriptors in flight than our RLIMIT_NOFILE, and the broker holds no
-   * capability to pass that). The worker then learns nothing more and ends ('error' above).
-   */
-  handOff(id: number, clientFd: number, pidfd: number, peer: PeerIdentity, deadlineMs: number, version: number): void {
-    try {
-      this.control.write(encodeControl({ type: 'session', id, peer, deadlineMs, version, reuse: true }), [clientFd, pidfd]);
-    } catch (error) {
-      closeQuietly(clientFd);
-      closeQuietly(pidfd);
-      throw error;
-    }
-    const failure = this.control.writeFailure;
-    if (failure?.errno === 'ETOOMANYREFS') {
-      throw new IoError(failure.code, `${failure.message} (more descriptors in flight for uid ${process.getuid?.()} than this process's RLIMIT_NOFILE)`, { errno: failure.errno, syscall: failure.syscall, cause: failure });
-    }
-    if (failure) throw failure;
-  }
-
-  shutdown(): void {
-    if (!this.control.closed) this.control.write(encodeControl({ type: 'shutdown' }));
-  }
 }
 
 /** What the pool needs of a worker (a WorkerHandle, or a fake in tests). */

@@ -7,7 +7,7 @@ import * as assert from 'uvu/assert';
 import { startWorker } from '../../src/broker/worker-process.ts';
 import { closeSync, fstatSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { WorkerHandle } from '../../src/broker/worker-pool.ts';
+import { WorkerHandle } from '../../src/broker/worker-handle.ts';
 import { native } from '../../src/native/binding.ts';
 import type { Logger } from '../../src/log.ts';
 
