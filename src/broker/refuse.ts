@@ -1,4 +1,5 @@
 // Refusing a connection without ever blocking: one ERROR frame, then what the peer sent is read away.
+import type { FdSocket } from '../io/fd-socket.ts';
 import { closePeer } from '../io/peer-close.ts';
 import { native } from '../native/binding.ts';
 import { encodeFrame, errorFrame, type ErrorCodeValue } from '../protocol/index.ts';
@@ -18,6 +19,13 @@ export function sendError(fd: number, code: ErrorCodeValue, message: string): vo
 export function refuseNow(fd: number, code: ErrorCodeValue, message: string): void {
   sendError(fd, code, message);
   closePeer(fd);
+}
+
+/** refuseNow for a connection already an FdSocket; nothing once it is closed. */
+export function refuseSocket(socket: FdSocket, code: ErrorCodeValue, message: string): void {
+  if (socket.closed) return;
+  sendError(socket.fd, code, message);
+  socket.closeDrained();
 }
 
 /** A flood is refused with the same few frames over and over: each is encoded once (bounded). */

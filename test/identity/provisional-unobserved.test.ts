@@ -1,6 +1,7 @@
 // A provisional answer's confirmation is a promise its caller may drop: the accept gate never awaits
-// it, and #authenticate throws before awaiting it (SESSION_LIMIT, a failed WELCOME). It must then
-// never reject unobserved, or Node 20 ends the broker (--unhandled-rejections=throw is the default).
+// it, and the handshake (broker/connection.ts) throws before awaiting it (SESSION_LIMIT, a failed
+// WELCOME). It must then never reject unobserved, or Node 20 ends the broker
+// (--unhandled-rejections=throw is the default).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ClientService } from '../../src/identity/client-service.ts';

@@ -1,0 +1,150 @@
+// One admitted connection, from HELLO to its hand-off to a worker, in the order of
+// docs/architecture.md "The order of checks": HELLO and version, the peer inside the client unit,
+// a session slot, WELCOME, a provisional "inside" confirmed, a worker, the hand-off. Every refusal
+// is one ERROR frame; whichever way out, the slots it held are freed and what it owns is closed.
+import type { FdSocket } from '../io/fd-socket.ts';
+import { closeQuietly } from '../io/fds.ts';
+import { passRights } from '../io/pass-rights.ts';
+import { wireCodeName, type Logger } from '../log.ts';
+import { native } from '../native/binding.ts';
+import { ErrorCode, encodeFrame } from '../protocol/index.ts';
+import { SessionError } from '../protocol/session-error.ts';
+import type { ClientService, Look } from '../identity/client-service.ts';
+import type { Admission, SessionSlots, Slot } from './admission.ts';
+import { AUTHENTICATION_FAILED, type PeerAtAccept } from './accept-gate.ts';
+import { chooseVersion, handshakeRefusal, readHello } from './handshake.ts';
+import { lookVerdict } from './identity-look.ts';
+import type { RefusalReporter } from './refusal-reporter.ts';
+import { refuseSocket } from './refuse.ts';
+import type { WorkerHandle } from './worker-handle.ts';
+
+/** What the hand-off needs of a worker (a WorkerHandle, or a fake in tests). */
+export type HandOffWorker = Pick<WorkerHandle, 'child' | 'handOff' | 'shutdown'>;
+
+export interface ConnectionDeps<W extends HandOffWorker = WorkerHandle> {
+  handshakeTimeoutMs: number;
+  /** The client service, when the peer must be inside it (config.requireClientUnit). */
+  clientService: Pick<ClientService, 'service' | 'containsProvisionally'> | undefined;
+  /** The peer's cgroup now, through its pidfd (pidfdCgroupNow). */
+  cgroupOf(pidfd: number): string;
+  admission: Pick<Admission, 'release'>;
+  slots: Pick<SessionSlots, 'tryTake' | 'release'>;
+  refusals: Pick<RefusalReporter, 'note'>;
+  takeWorker(): Promise<W>;
+  /** The worker now runs the session (LiveSessions.adopt). */
+  adopt(worker: W): void;
+  /** The next session's id. */
+  nextId(): number;
+  log: Logger;
+}
+
+/** Resolves (with nothing) once `socket` is closed. */
+function closing(socket: FdSocket): Promise<undefined> {
+  return new Promise((resolve) => (socket.closed ? resolve(undefined) : socket.once('close', () => resolve(undefined))));
+}
+
+/**
+ * Serves `socket` (taken over, with the peer's pidfd and its admission `slot`) until it is handed
+ * to a worker or refused. `acceptedAt`: when the client's deadline began.
+ */
+export async function serveConnection<W extends HandOffWorker>(socket: FdSocket, peer: PeerAtAccept, slot: Slot, acceptedAt: number, deps: ConnectionDeps<W>): Promise<void> {
+  const { clientService, log, handshakeTimeoutMs } = deps;
+  // The socket never surfaces errors by event here: every read rejects with them instead.
+  socket.on('error', () => undefined);
+  let admissionHeld = true;
+  let sessionSlot = false;
+  let worker: W | undefined;
+  let handedOff = false;
+  const { credentials } = peer;
+  let pidfd = peer.pidfd;
+  const onDeadline = () => {
+    if (!socket.closed) deps.refusals.note(peer.cgroup, 'handshake timeout', `pid ${credentials.pid}`);
+    refuseSocket(socket, ErrorCode.HANDSHAKE_TIMEOUT, 'handshake timeout');
+  };
+  let deadline = setTimeout(onDeadline, handshakeTimeoutMs);
+  /** The client's time so far; waiting for our own worker is not the client's time. */
+  let clientMs = 0;
+  try {
+    const hello = await readHello(socket);
+    const version = chooseVersion(hello);
+    if (version === undefined) throw new SessionError(ErrorCode.VERSION, 'unsupported protocol version');
+    // The seeds' check after HELLO, through the same pidfd: the peer is still inside the live unit.
+    // An answer from an old snapshot is provisional: WELCOME goes out meanwhile, and the fresh look
+    // decides below, before the hand-off (nothing is started for the peer until then).
+    let identity: Promise<Look> | undefined;
+    if (clientService) {
+      const look = await clientService.containsProvisionally(deps.cgroupOf(pidfd), peer.startTicks);
+      insideOrRefuse(look, peer, clientService.service, deps.refusals);
+      identity = look.confirmed;
+    }
+    if (!deps.slots.tryTake()) throw new SessionError(ErrorCode.SESSION_LIMIT, 'session limit reached');
+    sessionSlot = true;
+    // WELCOME before the worker: the client's START is on its way while a spare still starts. Its
+    // descriptor may come from now on (the worker takes that right away again once START is in).
+    passRights(socket.fd, true);
+    socket.writeUrgent(encodeFrame({ type: 'welcome', version }));
+    // A fresh socket takes seven bytes at once; anything else means the peer is already gone.
+    if (socket.writableLength > 0) throw new SessionError(ErrorCode.INTERNAL, 'could not send WELCOME');
+    // Within the client's deadline still: a bus that does not answer is not a wait without end, and
+    // a connection closed meanwhile (deadline, shutdown) frees its slots now, not when the look ends.
+    const look = identity ? await Promise.race([identity, closing(socket)]) : undefined;
+    if (socket.closed) return;
+    const cgroup = look && clientService ? insideOrRefuse(look, peer, clientService.service, deps.refusals) : null;
+    deps.admission.release(slot);
+    admissionHeld = false;
+    // The deadline pauses while we wait for a worker: with many starts at once, spare workers
+    // (a Node start each) can take longer than the whole deadline, and that is not the client's
+    // doing; without the pause those clients got HANDSHAKE_TIMEOUT, or a worker with no time left.
+    clearTimeout(deadline);
+    clientMs = Date.now() - acceptedAt;
+    try {
+      worker = await deps.takeWorker();
+    } catch (error) {
+      throw new SessionError(ErrorCode.INTERNAL, `no worker: ${(error as Error).message}`);
+    }
+    // Shutdown began (or the client went) while a worker was found: the finally gives it back.
+    if (socket.closed) return;
+    deadline = setTimeout(onDeadline, Math.max(handshakeTimeoutMs - clientMs, 1));
+    const resumedAt = Date.now();
+    const handed = native().dupCloexec(socket.fd);
+    const remaining = handshakeTimeoutMs - clientMs - (Date.now() - resumedAt);
+    try {
+      // Takes `handed` and the pidfd, sent or not: a copy closed twice could be someone else's by then.
+      worker.handOff(deps.nextId(), handed, pidfd, { ...credentials, cgroup }, Math.max(remaining, 1), version);
+    } catch (error) {
+      // Not adopted: the slot is freed below and the worker, told nothing more, ends by itself.
+      throw new SessionError(ErrorCode.INTERNAL, `hand-off to worker ${worker.child.pid} failed: ${(error as Error).message}`, { cause: error });
+    } finally {
+      pidfd = -1;
+    }
+    handedOff = true;
+    deps.adopt(worker);
+    socket.close();
+  } catch (error) {
+    const refusal = handshakeRefusal(error);
+    // Internal causes (a worker that could not start, EMFILE…) are logged each time as warnings;
+    // a client's own failures go through the per-episode refusal log.
+    if (!socket.closed && refusal.internal) log('warning', `pid ${credentials.pid}: ${refusal.log}`, { REFUSAL: wireCodeName(refusal.error.wireCode), PEER_PID: credentials.pid, PEER_UID: credentials.uid });
+    else if (!socket.closed) deps.refusals.note(peer.cgroup, refusal.log, `pid ${credentials.pid}`);
+    refuseSocket(socket, refusal.error.wireCode, refusal.error.message);
+  } finally {
+    clearTimeout(deadline);
+    if (admissionHeld) deps.admission.release(slot);
+    if (!handedOff) {
+      if (sessionSlot) deps.slots.release();
+      // A worker that got no session ends at its first message.
+      worker?.shutdown();
+      // Ours is the last copy: nothing the peer queued may be left for the kernel to release here.
+      if (!socket.closeDrained()) log('warning', `pid ${credentials.pid}: its connection queues more descriptors than the close threads keep up with (or a file system that never answers holds them): it is closed once they are read away`);
+    }
+    if (pidfd >= 0) closeQuietly(pidfd);
+  }
+}
+
+/** The client unit's cgroup when `look` puts the peer inside it; else the refusal, noted (identity-look.ts). */
+function insideOrRefuse(look: Look, peer: PeerAtAccept, service: string, refusals: ConnectionDeps['refusals']): string {
+  const verdict = lookVerdict(look, service);
+  if (verdict.inside) return verdict.cgroup;
+  refusals.note(peer.cgroup, verdict.reason, `pid ${peer.credentials.pid}`);
+  throw new SessionError(ErrorCode.AUTHENTICATION, AUTHENTICATION_FAILED);
+}

@@ -1,0 +1,178 @@
+// One admitted connection's handshake (connection.ts) against fakes of the client service, the slots
+// and the worker, over a real socketpair: what the client reads, and whether and when it is handed on,
+// in the order of docs/architecture.md "The order of checks".
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { ChildProcess } from 'node:child_process';
+import { serveConnection, type ConnectionDeps, type HandOffWorker } from '../../src/broker/connection.ts';
+import type { PeerAtAccept } from '../../src/broker/accept-gate.ts';
+import type { ClientService, Look, ServiceSnapshot } from '../../src/identity/client-service.ts';
+import type { PeerIdentity } from '../../src/identity/peer.ts';
+import { FdSocket } from '../../src/io/fd-socket.ts';
+import { closeQuietly } from '../../src/io/fds.ts';
+import { native } from '../../src/native/binding.ts';
+import { ErrorCode, FrameDecoder, encodeFrame, type Frame } from '../../src/protocol/index.ts';
+
+const SERVICE = 'agent.service';
+const CGROUP = `/system.slice/${SERVICE}`;
+
+function snapshot(controlGroup: string): ServiceSnapshot {
+  const state = { activeState: 'active', subState: 'running', mainPid: 7, controlGroup, invocationId: Buffer.alloc(16, 1) };
+  return { state, error: undefined, readStartTicks: 2, readAt: 0 };
+}
+
+const inside = (controlGroup = CGROUP): Look => ({ inside: true, snapshot: snapshot(controlGroup) });
+const outside: Look = { inside: false, snapshot: snapshot(CGROUP) };
+
+/** A client service whose one answer (and its confirmation) the test decides. */
+function service(answer: Look & { confirmed: Promise<Look> }): ConnectionDeps['clientService'] {
+  return { service: SERVICE, containsProvisionally: async () => answer } satisfies Pick<ClientService, 'service' | 'containsProvisionally'>;
+}
+
+/** A promise and the function that resolves it. */
+function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((done) => (resolve = done));
+  return { promise, resolve };
+}
+
+/** The broker's side, faked: what was noted, taken, released and handed on. */
+function fakeBroker(clientService: ConnectionDeps['clientService'], handshakeTimeoutMs = 2000) {
+  const seen = { notes: [] as string[], takes: 0, slotsTaken: 0, slotsReleased: 0, admissionReleased: 0, shutdowns: 0, adopted: 0 };
+  const handed: { peer: PeerIdentity; version: number }[] = [];
+  const worker: HandOffWorker = {
+    child: { pid: 4242 } as ChildProcess,
+    handOff(_id, clientFd, pidfd, peer, _deadlineMs, version) {
+      // A real handle takes both descriptors whatever happens.
+      closeQuietly(clientFd);
+      closeQuietly(pidfd);
+      handed.push({ peer, version });
+    },
+    shutdown: () => void (seen.shutdowns += 1),
+  };
+  const deps: ConnectionDeps<HandOffWorker> = {
+    handshakeTimeoutMs,
+    clientService,
+    cgroupOf: () => CGROUP,
+    admission: { release: () => void (seen.admissionReleased += 1) },
+    slots: { tryTake: () => ((seen.slotsTaken += 1), true), release: () => void (seen.slotsReleased += 1) },
+    refusals: { note: (_key, reason) => void seen.notes.push(reason) },
+    takeWorker: async () => ((seen.takes += 1), worker),
+    adopt: () => void (seen.adopted += 1),
+    nextId: () => 1,
+    log: () => undefined,
+  };
+  return { deps, seen, handed };
+}
+
+/** The client's end: every frame it reads, and the moment the broker's side is closed. */
+class Client {
+  frames: Frame[] = [];
+  readonly closed: Promise<void>;
+  #socket: FdSocket;
+  #waiting: { type: string; resolve: () => void }[] = [];
+
+  constructor(fd: number) {
+    this.#socket = new FdSocket(fd);
+    this.#socket.on('error', () => undefined);
+    const decoder = new FrameDecoder('to-client');
+    this.closed = new Promise((resolve) => this.#socket.once('end', () => resolve()));
+    this.#socket.startReading((chunk) => {
+      for (const frame of decoder.push(chunk)) {
+        this.frames.push(frame);
+        for (const waiter of this.#waiting.filter((entry) => entry.type === frame.type)) waiter.resolve();
+      }
+    });
+  }
+
+  /** Resolves once a frame of `type` has come. */
+  frame(type: Frame['type']): Promise<void> {
+    if (this.frames.some((frame) => frame.type === type)) return Promise.resolve();
+    return new Promise((resolve) => this.#waiting.push({ type, resolve }));
+  }
+
+  close(): void {
+    this.#socket.close();
+  }
+}
+
+/** A connection whose client has sent HELLO (versions 1..2), admitted as this process. */
+function connect(): { server: FdSocket; client: Client; peer: PeerAtAccept } {
+  const [clientFd, serverFd] = native().socketpair();
+  const hello = encodeFrame({ type: 'hello', minVersion: 1, maxVersion: 2 });
+  native().sendmsg(clientFd, hello, 0, hello.length);
+  const credentials = { pid: process.pid, uid: 1500, gid: 1500 };
+  const peer: PeerAtAccept = { credentials, pidfd: native().pidfdOpen(process.pid), cgroup: CGROUP, startTicks: 1 };
+  return { server: new FdSocket(serverFd), client: new Client(clientFd), peer };
+}
+
+const types = (frames: Frame[]) => frames.map((frame) => (frame.type === 'error' ? `error ${frame.code}` : frame.type));
+
+test('a provisional yes: WELCOME at once, no worker until the fresh look confirms, then the hand-off with its cgroup', async () => {
+  const confirmation = deferred<Look>();
+  const { deps, seen, handed } = fakeBroker(service({ ...inside('/old.slice/agent.service'), provisional: true, confirmed: confirmation.promise }));
+  const { server, client, peer } = connect();
+  try {
+    const served = serveConnection(server, peer, 'ordinary', Date.now(), deps);
+    await client.frame('welcome');
+    assert.is(seen.takes, 0, 'no worker is taken on a provisional yes');
+    assert.is(seen.admissionReleased, 0, 'the admission slot is held until the look is confirmed');
+    confirmation.resolve(inside());
+    await served;
+    await client.closed;
+    assert.equal(types(client.frames), ['welcome']);
+    assert.is(seen.takes, 1);
+    assert.is(seen.adopted, 1);
+    assert.is(handed.length, 1);
+    assert.is(handed[0]!.peer.cgroup, CGROUP, 'the confirmed look\'s cgroup is handed on');
+    assert.is(handed[0]!.version, 2);
+    assert.equal([seen.admissionReleased, seen.slotsReleased], [1, 0], 'the session keeps its slot');
+  } finally {
+    client.close();
+  }
+});
+
+test('a provisional yes the fresh look refuses: AUTHENTICATION after WELCOME, noted, no worker, both slots freed', async () => {
+  const { deps, seen, handed } = fakeBroker(service({ ...inside(), provisional: true, confirmed: Promise.resolve(outside) }));
+  const { server, client, peer } = connect();
+  try {
+    await serveConnection(server, peer, 'ordinary', Date.now(), deps);
+    await client.closed;
+    assert.equal(types(client.frames), ['welcome', `error ${ErrorCode.AUTHENTICATION}`]);
+    assert.equal([seen.takes, handed.length], [0, 0]);
+    assert.match(seen.notes.join('\n'), /not inside agent\.service/);
+    assert.equal([seen.admissionReleased, seen.slotsTaken, seen.slotsReleased], [1, 1, 1]);
+  } finally {
+    client.close();
+  }
+});
+
+test('a confirmed no is refused before WELCOME and before a session slot', async () => {
+  const { deps, seen } = fakeBroker(service({ ...outside, confirmed: Promise.resolve(outside) }));
+  const { server, client, peer } = connect();
+  try {
+    await serveConnection(server, peer, 'ordinary', Date.now(), deps);
+    await client.closed;
+    assert.equal(types(client.frames), [`error ${ErrorCode.AUTHENTICATION}`]);
+    assert.equal([seen.slotsTaken, seen.takes, seen.admissionReleased], [0, 0, 1]);
+    assert.match(seen.notes.join('\n'), /not inside agent\.service/);
+  } finally {
+    client.close();
+  }
+});
+
+test('without a client unit to be inside, the hand-off carries no cgroup', async () => {
+  const { deps, handed } = fakeBroker(undefined);
+  const { server, client, peer } = connect();
+  try {
+    await serveConnection(server, peer, 'ordinary', Date.now(), deps);
+    await client.closed;
+    assert.equal(types(client.frames), ['welcome']);
+    assert.is(handed.length, 1);
+    assert.is(handed[0]!.peer.cgroup, null);
+  } finally {
+    client.close();
+  }
+});
+
+test.run();
