@@ -70,12 +70,14 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
     if (version === undefined) throw new SessionError(ErrorCode.VERSION, 'unsupported protocol version');
     // The seeds' check after HELLO, through the same pidfd: the peer is still inside the live unit.
     // An answer from an old snapshot is provisional: WELCOME goes out meanwhile, and the fresh look
-    // decides below, before the hand-off (nothing is started for the peer until then).
-    let identity: Promise<Look> | undefined;
+    // decides below, before the hand-off (nothing is started for the peer until then). Any other
+    // answer is final as it is.
+    let cgroup: string | null = null;
+    let unconfirmed: Promise<Look> | undefined;
     if (clientService) {
       const look = await clientService.containsProvisionally(deps.cgroupOf(pidfd), peer.startTicks);
-      insideOrRefuse(look, peer, clientService.service, deps.refusals);
-      identity = look.confirmed;
+      cgroup = insideOrRefuse(look, peer, clientService.service, deps.refusals);
+      if (look.provisional) unconfirmed = look.confirmed;
     }
     if (!deps.slots.tryTake()) throw new SessionError(ErrorCode.SESSION_LIMIT, 'session limit reached');
     sessionSlot = true;
@@ -85,11 +87,13 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
     socket.writeUrgent(encodeFrame({ type: 'welcome', version }));
     // A fresh socket takes seven bytes at once; anything else means the peer is already gone.
     if (socket.writableLength > 0) throw new SessionError(ErrorCode.INTERNAL, 'could not send WELCOME');
-    // Within the client's deadline still: a bus that does not answer is not a wait without end, and
-    // a connection closed meanwhile (deadline, shutdown) frees its slots now, not when the look ends.
-    const look = identity ? await Promise.race([identity, closing(socket)]) : undefined;
-    if (socket.closed) return;
-    const cgroup = look && clientService ? insideOrRefuse(look, peer, clientService.service, deps.refusals) : null;
+    if (unconfirmed && clientService) {
+      // Within the client's deadline still: a bus that does not answer is not a wait without end, and
+      // a connection closed meanwhile (deadline, shutdown) frees its slots now, not when the look ends.
+      const look = await Promise.race([unconfirmed, closing(socket)]);
+      if (socket.closed || !look) return;
+      cgroup = insideOrRefuse(look, peer, clientService.service, deps.refusals);
+    }
     deps.admission.release(slot);
     admissionHeld = false;
     // The deadline pauses while we wait for a worker: with many starts at once, spare workers

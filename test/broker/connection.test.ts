@@ -132,6 +132,24 @@ test('a provisional yes: WELCOME at once, no worker until the fresh look confirm
   }
 });
 
+test('a confirmed yes is final: the hand-off does not wait for `confirmed`', async () => {
+  // A non-provisional look is its own confirmation; this fake's never settles, so any wait for it
+  // would last until the client's deadline (HANDSHAKE_TIMEOUT, no hand-off).
+  const { deps, seen, handed } = fakeBroker(service({ ...inside(), confirmed: new Promise<Look>(() => undefined) }));
+  const { server, client, peer } = connect();
+  try {
+    await serveConnection(server, peer, 'ordinary', Date.now(), deps);
+    await client.closed;
+    assert.equal(types(client.frames), ['welcome']);
+    assert.is(handed.length, 1, 'handed off');
+    assert.is(handed[0]!.peer.cgroup, CGROUP);
+    assert.equal([seen.takes, seen.adopted, seen.admissionReleased, seen.slotsReleased], [1, 1, 1, 0]);
+    assert.equal(seen.notes, []);
+  } finally {
+    client.close();
+  }
+});
+
 test('a provisional yes the fresh look refuses: AUTHENTICATION after WELCOME, noted, no worker, both slots freed', async () => {
   const { deps, seen, handed } = fakeBroker(service({ ...inside(), provisional: true, confirmed: Promise.resolve(outside) }));
   const { server, client, peer } = connect();
