@@ -85,7 +85,10 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
     // descriptor may come from now on (the worker takes that right away again once START is in).
     passRights(socket.fd, true);
     socket.writeUrgent(encodeFrame({ type: 'welcome', version }));
-    // A fresh socket takes seven bytes at once; anything else means the peer is already gone.
+    // A send that failed outright (EPIPE: the peer closed after HELLO) empties the queue and is
+    // reported only a tick later, so it is asked for here: its peer-gone code makes it the client's
+    // doing. A fresh socket takes seven bytes at once; bytes still queued mean the peer is gone too.
+    if (socket.writeFailure) throw socket.writeFailure;
     if (socket.writableLength > 0) throw new SessionError(ErrorCode.INTERNAL, 'could not send WELCOME');
     if (unconfirmed && clientService) {
       // Within the client's deadline still: a bus that does not answer is not a wait without end, and

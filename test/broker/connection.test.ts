@@ -4,6 +4,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { ChildProcess } from 'node:child_process';
+import { readlinkSync } from 'node:fs';
 import { serveConnection, type ConnectionDeps, type HandOffWorker } from '../../src/broker/connection.ts';
 import type { PeerAtAccept } from '../../src/broker/accept-gate.ts';
 import type { ClientService, Look, ServiceSnapshot } from '../../src/identity/client-service.ts';
@@ -192,5 +193,33 @@ test('without a client unit to be inside, the hand-off carries no cgroup', async
     client.close();
   }
 });
+
+test('a peer that sends HELLO and closes before WELCOME: no worker is taken for it, its slots are freed, nothing is left open', async () => {
+  // Without a client unit there is no wait between HELLO and WELCOME: the peer is gone by then, so the
+  // WELCOME send fails outright (EPIPE) and its queue is emptied, the error reported a tick later.
+  const { deps, seen, handed } = fakeBroker(undefined);
+  const [clientFd, serverFd] = native().socketpair();
+  const hello = encodeFrame({ type: 'hello', minVersion: 1, maxVersion: 2 });
+  native().sendmsg(clientFd, hello, 0, hello.length);
+  closeQuietly(clientFd);
+  const server = new FdSocket(serverFd);
+  const pidfd = native().pidfdOpen(process.pid);
+  const peer: PeerAtAccept = { credentials: { pid: process.pid, uid: 1500, gid: 1500 }, pidfd, cgroup: CGROUP, startTicks: 1 };
+  await serveConnection(server, peer, 'ordinary', Date.now(), deps);
+  assert.equal([seen.takes, handed.length, seen.adopted], [0, 0, 0], 'no worker is taken for a peer that is gone');
+  assert.equal([seen.slotsTaken, seen.slotsReleased, seen.admissionReleased], [1, 1, 1], 'both slots are freed');
+  assert.match(seen.notes.join('\n'), /client closed during the handshake/, 'the peer\'s own doing, not the supervisor\'s');
+  assert.ok(server.closed, 'the connection is closed');
+  assert.not.ok(isPidfd(pidfd), 'the peer\'s pidfd is closed');
+});
+
+/** Whether descriptor `fd` of this process is (still) a pidfd. */
+function isPidfd(fd: number): boolean {
+  try {
+    return readlinkSync(`/proc/self/fd/${fd}`) === 'anon_inode:[pidfd]';
+  } catch {
+    return false;
+  }
+}
 
 test.run();
