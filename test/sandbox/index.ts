@@ -1,7 +1,6 @@
 // The test sandbox: a real systemd booted as PID 1 in private namespaces, one per test file.
 import { execFile } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -9,10 +8,10 @@ import { sandboxUnavailable } from './availability.ts';
 import { BootLog } from './boot-log.ts';
 import { createCgroup, hostCgroup2Mount } from './cgroup.ts';
 import { SandboxError } from './errors.ts';
-import { placeCanary, SANDBOX_DIR_PREFIX, snapshotHost } from './host-check.ts';
+import { placeCanary, snapshotHost } from './host-check.ts';
 import { launch } from './launch.ts';
 import { Sandbox, type SandboxParts } from './sandbox.ts';
-import { sweepStale, writeOwner } from './stale.ts';
+import { createStateDir, sweepStale } from './stale.ts';
 import { CLIENT, OTHER, writeState } from './seed.ts';
 import { teardown, type SandboxResources, type StopReport } from './stop.ts';
 
@@ -81,8 +80,7 @@ export async function bootSandbox(options: { name?: string; runDir?: string } & 
   await sweepStale();
   // Snapshot first, then create our temp dir: stop removes it, so the comparison is exact.
   const before = snapshotHost();
-  const resources: SandboxResources = { before, canary: placeCanary(), stateDir: mkdtempSync(join(tmpdir(), SANDBOX_DIR_PREFIX)) };
-  writeOwner(resources.stateDir);
+  const resources: SandboxResources = { before, canary: placeCanary(), stateDir: createStateDir() };
   let sandbox: Sandbox | undefined;
   try {
     const runDir = options.runDir ?? join(resources.stateDir, 'run-opencode-pty');
