@@ -15,9 +15,9 @@ export interface JobWait {
  * Listens before the start is asked for, so the job's end cannot arrive before we look for it: the
  * JobRemoved result of the unit's job at `jobPath`, remembering results that came early, and the
  * helper's PID from the unit's change signals: systemd sends those before JobRemoved (dbus-job.c,
- * bus_job_send_removed_signal), and ExecMainPID is set at the fork.
+ * bus_job_send_removed_signal), and ExecMainPID is set at the fork. `onMainPid` hears the first one.
  */
-export function awaitJob(connection: Pick<DbusConnection, 'onSignal' | 'onClose'>, name: string, timeoutMs: number): JobWait {
+export function awaitJob(connection: Pick<DbusConnection, 'onSignal' | 'onClose'>, name: string, timeoutMs: number, onMainPid?: (pid: number) => void): JobWait {
   const seen = new Map<string, string>();
   const path = unitObjectPath(name);
   let mainPid: number | undefined;
@@ -25,7 +25,11 @@ export function awaitJob(connection: Pick<DbusConnection, 'onSignal' | 'onClose'
   const stop = connection.onSignal((signal: SystemdSignal) => {
     if (signal.kind === 'properties-changed' && signal.path === path && signal.interface === SERVICE_INTERFACE) {
       const pid = signal.changed.ExecMainPID;
-      if (typeof pid === 'number' && Number.isInteger(pid) && pid > 0) mainPid = pid;
+      if (typeof pid === 'number' && Number.isInteger(pid) && pid > 0) {
+        const first = mainPid === undefined;
+        mainPid = pid;
+        if (first) onMainPid?.(pid);
+      }
       return;
     }
     if (signal.kind !== 'job-removed' || signal.unit !== name) return;

@@ -23,6 +23,11 @@ export interface ManagerOptions extends OpenOptions {
   startTimeoutMs?: number;
 }
 
+export interface StartProgress {
+  /** The helper was forked: its PID (ExecMainPID), before the start job's end. */
+  forked?(mainPid: number): void;
+}
+
 export interface StartedSession {
   /** PID of the helper (ExecMainPID: still set when a fast program has already exited). */
   mainPid: number;
@@ -67,8 +72,10 @@ export class UnitManager {
   /**
    * Starts the session unit and waits for its start job. On failure nothing is left behind and the
    * error (code 'UNIT_START_FAILED') carries the job result and, when systemd recorded one, the exit.
+   * `progress.forked` hears the helper's PID as soon as systemd announces it (at the fork, before the
+   * job ends), once, and only after the start was accepted: the unit is ours and referenced by then.
    */
-  async startSession(name: string, spec: SessionUnitSpec): Promise<StartedSession> {
+  async startSession(name: string, spec: SessionUnitSpec, progress: StartProgress = {}): Promise<StartedSession> {
     validateUnitName(name);
     const properties = toVariantProperties(sessionUnitProperties(spec));
     // The unit's signals from now until stopAndWait sees it gone; the rules go out before the start.
@@ -83,7 +90,15 @@ export class UnitManager {
       if (this.#signals.get(name) === signals) this.#signals.delete(name);
     });
     // Listen before asking, so the job's end cannot arrive before we look for it.
-    const job = awaitJob(this.#connection, name, this.#startTimeoutMs);
+    let accepted = false;
+    let forked: number | undefined;
+    const announce = () => {
+      if (accepted && forked !== undefined) progress.forked?.(forked);
+    };
+    const job = awaitJob(this.#connection, name, this.#startTimeoutMs, (pid) => {
+      forked = pid;
+      announce();
+    });
     let jobPath: string;
     try {
       // Mode "fail": never replace or queue behind another job on a unit of the same name.
@@ -93,6 +108,8 @@ export class UnitManager {
       ]);
       jobPath = String(path);
       this.#referenced.add(name);
+      accepted = true;
+      announce();
     } catch (error) {
       this.#unsubscribeStarted(name);
       job.cancel();

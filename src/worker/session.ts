@@ -11,6 +11,7 @@ import { passRights } from '../io/pass-rights.ts';
 import { native } from '../native/binding.ts';
 import { ErrorCode, encodeFrame, errorFrame, PROTOCOL_VERSION, type ErrorCodeValue, type FrameOf } from '../protocol/index.ts';
 import type { Units } from '../systemd/bus-session.ts';
+import type { StartedSession } from '../systemd/unit-manager.ts';
 import { unitNameFor } from '../systemd/unit-names.ts';
 import type { ExitStatus } from '../systemd/unit-watch.ts';
 import type { PeerIdentity, WorkerMessage } from '../control/broker-worker.ts';
@@ -230,26 +231,43 @@ export class Session {
     void this.#abortPromise.then(() => {
       if (!startSettled) drainPeer(helperEnd);
     });
-    let started;
+    let forked!: (mainPid: number) => void;
+    const announced = new Promise<number>((resolve) => (forked = resolve));
+    let job: Promise<StartedSession>;
     try {
       stdinFd = native().dupCloexec(cwdFd);
       stdoutFd = native().dupCloexec(this.#client.fd);
       // The client connection itself is the helper's stdout: it speaks the data phase. Our fd stays a
       // dup we never read; systemd holds one more until it releases the unit.
-      started = await manager.startSession(name, { ...spec, cwdFd: stdinFd, stdoutFd, stderrFd: helperEnd });
-    } finally {
+      job = settled(manager.startSession(name, { ...spec, cwdFd: stdinFd, stdoutFd, stderrFd: helperEnd }, { forked }));
+    } catch (error) {
       startSettled = true;
-      closeQuietly(helperEnd);
-      closeQuietly(stdinFd);
-      closeQuietly(stdoutFd);
+      for (const fd of [helperEnd, stdinFd, stdoutFd]) closeQuietly(fd);
+      throw error;
     }
+    const release = () => {
+      startSettled = true;
+      for (const fd of [helperEnd, stdinFd, stdoutFd]) closeQuietly(fd);
+    };
+    job.then(release, release);
+    // The helper's PID from the unit's signals at its fork, or from the job's end if that comes first
+    // (a failed job rejects here). From then on its control channel is read: STARTED goes out on its
+    // PID message, without waiting for the job's end (Type=exec: a helper that runs has been exec'd,
+    // so its job ends "done"), which cost ≈2 ms of every start (systemd's JobRemoved after the exec).
+    const mainPid = await Promise.race([announced, job.then((started) => started.mainPid)]);
     this.#units.watch((error) => this.#onWatchLost(error));
     this.#helper.start();
-    const startedFrame = await this.#programPid.startedFrame(this.#version, started.mainPid, name, dropped, {
-      // What the helper sent before its unit ended is read first: a fast failure has its report.
-      unitDone: this.#units.done.then(() => this.#helper?.readAvailable()),
-      timeoutMs: config.limits.operationTimeoutMs,
-    });
+    const startedFrame = await Promise.race([
+      this.#programPid.startedFrame(this.#version, mainPid, name, dropped, {
+        // What the helper sent before its unit ended is read first: a fast failure has its report.
+        unitDone: this.#units.done.then(() => this.#helper?.readAvailable()),
+        timeoutMs: config.limits.operationTimeoutMs,
+      }),
+      // A job that fails before the helper's PID came fails the start, as it always did.
+      job.then(() => new Promise<never>(() => undefined)),
+    ]);
+    // After STARTED the unit's own end decides the session; a late job failure is only told.
+    job.catch((error: Error) => this.#deps.log(`${name}: the start job failed after the program started: ${error.message}`));
     this.#client.write(encodeFrame(startedFrame, this.#version));
     this.#startedAt = process.hrtime.bigint();
     // The token rule: nothing of ours may still be queued when the helper starts writing.
@@ -257,7 +275,7 @@ export class Session {
     if (this.#phase !== 'starting') return;
     this.#phase = 'running';
     if (!this.#helper.send('go')) throw new SessionError(ErrorCode.INTERNAL, 'the session helper cannot be reached');
-    this.#deps.report({ type: 'started', mainPid: started.mainPid });
+    this.#deps.report({ type: 'started', mainPid });
     this.#deps.log(`session ${name} started for pid ${this.#peer.pid}: ${JSON.stringify(frame.argv[0])}, ${frame.rows}x${frame.cols}`);
   }
 

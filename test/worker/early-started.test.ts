@@ -1,0 +1,142 @@
+// STARTED goes out on the helper's PID message once systemd has announced the helper's fork, without
+// waiting for the start job's end (JobRemoved comes only after the helper's exec: ≈2 ms of every start).
+// A job that fails before the helper's PID still fails the start with an ERROR, as it always did.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { closeSync, constants, fstatSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { testConfig } from '../config-fixture.ts';
+import { HelperMessageType } from '../../src/control/helper-channel.ts';
+import { FdSocket } from '../../src/io/fd-socket.ts';
+import { native } from '../../src/native/binding.ts';
+import { ErrorCode, FrameDecoder, encodeFrame, type Frame } from '../../src/protocol/index.ts';
+import type { Units } from '../../src/systemd/bus-session.ts';
+import { SystemdError } from '../../src/systemd/errors.ts';
+import type { StartProgress, StartedSession } from '../../src/systemd/unit-manager.ts';
+import type { SessionUnitSpec } from '../../src/systemd/unit-properties.ts';
+import { Session } from '../../src/worker/session.ts';
+
+const config = testConfig({ client: { user: 'agent', group: 'agent', uid: 1500, gid: 1500, service: null }, requireClientUnit: false });
+/** Not this process: the program's pid must differ from the unit's MainPID. */
+const PROGRAM_PID = 2;
+
+function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void; reject: (error: Error) => void } {
+  let resolve!: (value: T) => void;
+  let reject!: (error: Error) => void;
+  const promise = new Promise<T>((yes, no) => ((resolve = yes), (reject = no)));
+  return { promise, resolve, reject };
+}
+
+/** The client's end: every frame it got, and a wait for the first of a type. */
+class Client {
+  frames: Frame[] = [];
+  #socket: FdSocket;
+  #waiting: { type: string; resolve: () => void }[] = [];
+
+  constructor(fd: number) {
+    this.#socket = new FdSocket(fd);
+    this.#socket.on('error', () => undefined);
+    const decoder = new FrameDecoder('to-client');
+    this.#socket.startReading((chunk) => {
+      for (const frame of decoder.push(chunk)) {
+        this.frames.push(frame);
+        for (const waiter of this.#waiting.filter((entry) => entry.type === frame.type)) waiter.resolve();
+      }
+    });
+  }
+
+  frame(type: Frame['type']): Promise<void> {
+    if (this.frames.some((frame) => frame.type === type)) return Promise.resolve();
+    return new Promise((resolve) => this.#waiting.push({ type, resolve }));
+  }
+
+  close(): void {
+    this.#socket.close();
+  }
+}
+
+/** A session whose unit manager announces the fork and then holds the job open until the test settles it. */
+function startingSession() {
+  const dir = mkdtempSync(join(tmpdir(), 'early-started-'));
+  const [clientFd, server] = native().socketpair();
+  const pidfd = native().pidfdOpen(process.pid);
+  const job = deferred<StartedSession>();
+  const asked = deferred<{ helperCopy: number; progress: StartProgress }>();
+  const manager: Units = {
+    startSession(_name: string, spec: SessionUnitSpec, progress: StartProgress = {}) {
+      // PID 1's copy of the helper's end (its stderr): what the helper writes on.
+      asked.resolve({ helperCopy: native().dupCloexec(spec.stderrFd!), progress });
+      return job.promise;
+    },
+    waitForExit: () => new Promise(() => undefined),
+    kill: async () => undefined,
+    stopAndWait: async () => undefined,
+    listUnitsByPrefix: async () => [],
+    serviceState: async () => {
+      throw new Error('not used');
+    },
+    close: () => undefined,
+  };
+  const session = new Session(server, pidfd, { pid: process.pid, uid: process.getuid!(), gid: process.getgid!(), cgroup: null }, 5000, {
+    manager,
+    config,
+    helperPath: '/nonexistent/opencode-pty-session',
+    report: () => undefined,
+    log: () => undefined,
+  });
+  const ended = session.run();
+  const dirFd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  const stat = fstatSync(dirFd, { bigint: true });
+  const start = encodeFrame({ type: 'start', rows: 24, cols: 80, cwdDev: stat.dev, cwdIno: stat.ino, argv: ['/bin/true'], env: [] });
+  assert.is(native().sendmsg(clientFd, start, 0, start.length, [dirFd]), start.length);
+  closeSync(dirFd);
+  const client = new Client(clientFd);
+  const cleanUp = () => rmSync(dir, { recursive: true });
+  return { client, ended, job, asked: asked.promise, cleanUp };
+}
+
+function pidMessage(pid: number): Buffer {
+  const message = Buffer.from([HelperMessageType.PID, 0, 0, 0, 4, 0, 0, 0, 0]);
+  message.writeUInt32BE(pid, 5);
+  return message;
+}
+
+test('STARTED follows the helper PID message while the start job is still running', async () => {
+  const { client, ended, job, asked, cleanUp } = startingSession();
+  const { helperCopy, progress } = await asked;
+  progress.forked?.(process.pid);
+  const message = pidMessage(PROGRAM_PID);
+  assert.is(native().sendmsg(helperCopy, message, 0, message.length, []), message.length);
+  // The job never ends unless the test ends it: without the early path nothing would come at all.
+  let timer: NodeJS.Timeout | undefined;
+  const gaveUp = new Promise<'none'>((resolve) => (timer = setTimeout(() => resolve('none'), 2000)));
+  const came = await Promise.race([client.frame('started').then(() => 'started' as const), gaveUp]);
+  clearTimeout(timer);
+  if (came === 'none') job.resolve({ mainPid: process.pid });
+  assert.is(came, 'started', 'STARTED came while the start job still ran');
+  const started = client.frames.find((frame) => frame.type === 'started') as Extract<Frame, { type: 'started' }>;
+  assert.is(started.mainPid, process.pid, 'STARTED names the MainPID systemd announced at the fork');
+  job.resolve({ mainPid: process.pid });
+  client.close();
+  assert.is(await ended, 'client-gone');
+  closeSync(helperCopy);
+  cleanUp();
+});
+
+test('a start job that fails before the helper PID came still fails the start with an ERROR', async () => {
+  const { client, ended, job, asked, cleanUp } = startingSession();
+  const { helperCopy, progress } = await asked;
+  progress.forked?.(process.pid);
+  job.reject(new SystemdError('UNIT_START_FAILED', 'start job ended "failed"', { jobResult: 'failed' }));
+  await client.frame('error');
+  const error = client.frames.find((frame) => frame.type === 'error') as Extract<Frame, { type: 'error' }>;
+  assert.is(error.code, ErrorCode.START_FAILED);
+  assert.not.ok(client.frames.some((frame) => frame.type === 'started'), 'no STARTED before the ERROR');
+  assert.is(await ended, 'error');
+  client.close();
+  closeSync(helperCopy);
+  cleanUp();
+});
+
+test.run();
