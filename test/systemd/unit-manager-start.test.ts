@@ -168,4 +168,36 @@ test("a started unit's properties are read on its path, without GetUnit first", 
   }
 });
 
+// Once `progress.forked` has been heard the caller may have written STARTED and run the session: the
+// unit is the caller's to end (the worker's session stops it in its clean-up whatever happened). A
+// job wait that fails after that (here JobRemoved not within startTimeoutMs; likewise a job our own
+// stop cancelled) must not stop the unit from under the running session.
+test('after the fork was announced, a start job that fails later does not stop the unit: the caller runs it', async () => {
+  const bus = await scriptedBus((b) => serviceChanged(b, { ExecMainPID: new dbus.Variant('u', 4321) }));
+  finishedUnit(bus);
+  const fd = openSync('/dev/null', 'r');
+  const manager = await UnitManager.connect(bus.address, { timeoutMs: 2000, startTimeoutMs: 300 });
+  let forked: number | undefined;
+  let forkedAt = -1;
+  try {
+    const error = await manager.startSession(NAME, spec(fd), {
+      forked: (pid) => {
+        forked = pid;
+        forkedAt = bus.calls.length;
+      },
+    }).then(
+      () => undefined,
+      (failure: { code?: string }) => failure,
+    );
+    assert.is(error?.code, 'UNIT_START_FAILED', 'the job wait still fails');
+    assert.is(forked, 4321);
+    const after = bus.calls.slice(forkedAt).map((call) => call.member);
+    assert.not.ok(after.some((member) => member === 'StopUnit' || member === 'UnrefUnit' || member === 'ResetFailedUnit'), after.join(' '));
+  } finally {
+    manager.close();
+    closeSync(fd);
+    await bus.stop();
+  }
+});
+
 test.run();

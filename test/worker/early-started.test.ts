@@ -15,6 +15,7 @@ import type { Units } from '../../src/systemd/bus-session.ts';
 import { SystemdError } from '../../src/systemd/errors.ts';
 import type { StartProgress, StartedSession } from '../../src/systemd/unit-manager.ts';
 import type { SessionUnitSpec } from '../../src/systemd/unit-properties.ts';
+import type { ExitStatus } from '../../src/systemd/unit-watch.ts';
 import { Session } from '../../src/worker/session.ts';
 
 const config = testConfig({ client: { user: 'agent', group: 'agent', uid: 1500, gid: 1500, service: null }, requireClientUnit: false });
@@ -62,6 +63,8 @@ function startingSession() {
   const [clientFd, server] = native().socketpair();
   const pidfd = native().pidfdOpen(process.pid);
   const job = deferred<StartedSession>();
+  // The unit's end as its signals tell it (UnitStop.watch): held until the test settles it.
+  const unitEnd = deferred<ExitStatus>();
   const asked = deferred<{ helperCopy: number; progress: StartProgress }>();
   const manager: Units = {
     startSession(_name: string, spec: SessionUnitSpec, progress: StartProgress = {}) {
@@ -69,7 +72,7 @@ function startingSession() {
       asked.resolve({ helperCopy: native().dupCloexec(spec.stderrFd!), progress });
       return job.promise;
     },
-    waitForExit: () => new Promise(() => undefined),
+    waitForExit: () => unitEnd.promise,
     kill: async () => undefined,
     stopAndWait: async () => undefined,
     listUnitsByPrefix: async () => [],
@@ -93,7 +96,7 @@ function startingSession() {
   closeSync(dirFd);
   const client = new Client(clientFd);
   const cleanUp = () => rmSync(dir, { recursive: true });
-  return { client, ended, job, asked: asked.promise, cleanUp };
+  return { client, ended, job, unitEnd, asked: asked.promise, cleanUp };
 }
 
 function pidMessage(pid: number): Buffer {
@@ -133,6 +136,29 @@ test('a start job that fails before the helper PID came still fails the start wi
   const error = client.frames.find((frame) => frame.type === 'error') as Extract<Frame, { type: 'error' }>;
   assert.is(error.code, ErrorCode.START_FAILED);
   assert.not.ok(client.frames.some((frame) => frame.type === 'started'), 'no STARTED before the ERROR');
+  assert.is(await ended, 'error');
+  client.close();
+  closeSync(helperCopy);
+  cleanUp();
+});
+
+// PID 1's order for a start that fails after the fork (status 203: no helper to exec; 217: no such
+// user): the unit's signals say "failed" just before JobRemoved and "no job" right after it (job.c
+// job_uninstall), which ends the unit's watch; startSession rejects only a readExit round trip (and
+// its discard, a whole stopAndWait) later. The client's ERROR is still the start job's, as
+// operations.md documents and as it was before the early STARTED.
+test('a start job that fails after the fork: the ERROR is the job\'s, though the unit\'s end was seen first', async () => {
+  const { client, ended, job, unitEnd, asked, cleanUp } = startingSession();
+  const { helperCopy, progress } = await asked;
+  progress.forked?.(process.pid);
+  unitEnd.resolve({ code: 1, status: 217, result: 'exit-code' });
+  // Whatever the unit's end sets off has run (microtasks) before JobRemoved's result is in.
+  await new Promise(setImmediate);
+  job.reject(new SystemdError('UNIT_START_FAILED', 'opencode-pty-session-x.service: start job ended "failed"', { jobResult: 'failed' }));
+  await client.frame('error');
+  const error = client.frames.find((frame) => frame.type === 'error') as Extract<Frame, { type: 'error' }>;
+  assert.is(error.code, ErrorCode.START_FAILED);
+  assert.is(error.message, 'session unit could not be started: opencode-pty-session-x.service: start job ended "failed"');
   assert.is(await ended, 'error');
   client.close();
   closeSync(helperCopy);
