@@ -74,6 +74,8 @@ export class UnitManager {
    * error (code 'UNIT_START_FAILED') carries the job result and, when systemd recorded one, the exit.
    * `progress.forked` hears the helper's PID as soon as systemd announces it (at the fork, before the
    * job ends), once, and only after the start was accepted: the unit is ours and referenced by then.
+   * From then on the unit is the caller's to end (it may be running its session already): a job that
+   * fails later is only reported, and nothing here stops it.
    */
   async startSession(name: string, spec: SessionUnitSpec, progress: StartProgress = {}): Promise<StartedSession> {
     validateUnitName(name);
@@ -92,8 +94,11 @@ export class UnitManager {
     // Listen before asking, so the job's end cannot arrive before we look for it.
     let accepted = false;
     let forked: number | undefined;
+    let told = false;
     const announce = () => {
-      if (accepted && forked !== undefined) progress.forked?.(forked);
+      if (told || !accepted || forked === undefined || !progress.forked) return;
+      told = true;
+      progress.forked(forked);
     };
     const job = awaitJob(this.#connection, name, this.#startTimeoutMs, (pid) => {
       forked = pid;
@@ -122,7 +127,7 @@ export class UnitManager {
     try {
       result = await job.result(jobPath);
     } catch (error) {
-      await this.#discard(name);
+      if (!told) await this.#discard(name);
       throw error;
     }
     if (result !== 'done') {
@@ -130,7 +135,7 @@ export class UnitManager {
       // Type=exec: a program that exits at once can be reaped before PID 1 sees its exec, and the
       // job then ends "failed" although the program ran (start-outcome.ts says when).
       if (programRan(result, exit)) return { mainPid: job.mainPid() ?? (await this.#readMainPid(name)) };
-      await this.#discard(name);
+      if (!told) await this.#discard(name);
       throw new SystemdError('UNIT_START_FAILED', `${name}: start job ended "${result}"`, { jobResult: result, exit, unit: name });
     }
     // Usually seen already (one round trip less); else read on the unit's own path, without GetUnit

@@ -265,7 +265,14 @@ export class Session {
       }),
       // A job that fails before the helper's PID came fails the start, as it always did.
       job.then(() => new Promise<never>(() => undefined)),
-    ]);
+    ]).catch(async (error: unknown) => {
+      // The unit's watch sees a failed start end with JobRemoved (job.c job_uninstall), and the job's
+      // error comes a readExit later: a start job that failed is the start's error, as it always was.
+      throw await job.then(
+        () => error,
+        (failure: unknown) => failure,
+      );
+    });
     // After STARTED the unit's own end decides the session; a late job failure is only told.
     job.catch((error: Error) => this.#deps.log(`${name}: the start job failed after the program started: ${error.message}`));
     this.#client.write(encodeFrame(startedFrame, this.#version));
