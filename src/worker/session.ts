@@ -6,12 +6,10 @@ import { randomBytes } from 'node:crypto';
 import type { Config } from '../config/schema.ts';
 import { FdSocket } from '../io/fd-socket.ts';
 import { closeQuietly } from '../io/fds.ts';
-import { drainPeer } from '../io/peer-close.ts';
 import { passRights } from '../io/pass-rights.ts';
 import { native } from '../native/binding.ts';
 import { ErrorCode, encodeFrame, errorFrame, PROTOCOL_VERSION, type ErrorCodeValue, type FrameOf } from '../protocol/index.ts';
 import type { Units } from '../systemd/bus-session.ts';
-import type { StartedSession } from '../systemd/unit-manager.ts';
 import { unitNameFor } from '../systemd/unit-names.ts';
 import type { ExitStatus } from '../systemd/unit-watch.ts';
 import type { PeerIdentity, WorkerMessage } from '../control/broker-worker.ts';
@@ -28,6 +26,7 @@ import { endRecord } from './end-record.ts';
 import { ProgramPid } from './program-pid.ts';
 import { planStart } from './start-plan.ts';
 import { UnitStop } from './unit-stop.ts';
+import { startUnit, unlessJobFails } from './unit-start.ts';
 
 export type EndReason = 'exit' | 'stop' | 'client-gone' | 'error' | 'shutdown';
 
@@ -218,64 +217,30 @@ export class Session {
       closeQuietly(helperEnd);
       throw new SessionError(ErrorCode.INTERNAL, 'the session helper cannot be reached');
     }
-    // The call may wait for the bus (a reconnection) and marshal its descriptors only then, while an
-    // abort meanwhile closes the session's own: it gets copies of its own, closed once it has settled,
-    // so no number closed before it is sent can name another file by then.
-    let stdinFd = -1;
-    let stdoutFd = -1;
-    // An abort before the start settles leaves its job queued: a unit that still starts would find the
-    // environment and run the program for a session already over. The helper's end is shut for reading
-    // (the socket, so PID 1's copy too) and what is queued read away: that helper meets EOF first and
-    // ends without forking ("the control channel ended before the environment came").
-    let startSettled = false;
-    void this.#abortPromise.then(() => {
-      if (!startSettled) drainPeer(helperEnd);
-    });
-    let forked!: (mainPid: number) => void;
-    const announced = new Promise<number>((resolve) => (forked = resolve));
-    let job: Promise<StartedSession>;
-    try {
-      stdinFd = native().dupCloexec(cwdFd);
-      stdoutFd = native().dupCloexec(this.#client.fd);
-      // The client connection itself is the helper's stdout: it speaks the data phase. Our fd stays a
-      // dup we never read; systemd holds one more until it releases the unit.
-      job = settled(manager.startSession(name, { ...spec, cwdFd: stdinFd, stdoutFd, stderrFd: helperEnd }, { forked }));
-    } catch (error) {
-      startSettled = true;
-      for (const fd of [helperEnd, stdinFd, stdoutFd]) closeQuietly(fd);
-      throw error;
-    }
-    const release = () => {
-      startSettled = true;
-      for (const fd of [helperEnd, stdinFd, stdoutFd]) closeQuietly(fd);
-    };
-    job.then(release, release);
-    // The helper's PID from the unit's signals at its fork, or from the job's end if that comes first
-    // (a failed job rejects here). From then on its control channel is read: STARTED goes out on its
-    // PID message, without waiting for the job's end (Type=exec: a helper that runs has been exec'd,
-    // so its job ends "done"), which cost ≈2 ms of every start (systemd's JobRemoved after the exec).
-    const mainPid = await Promise.race([announced, job.then((started) => started.mainPid)]);
+    const start = startUnit(manager, name, spec, { cwdFd, clientFd: this.#client.fd, helperEnd }, this.#abortPromise);
+    const { job } = start;
+    // From the helper's fork on, its control channel is read: STARTED goes out on its PID message,
+    // without waiting for the job's end (Type=exec: a helper that runs has been exec'd, so its job ends
+    // "done"), which cost about 2 ms of every start (systemd's JobRemoved comes after the exec).
+    const mainPid = await start.mainPid;
     this.#units.watch((error) => this.#onWatchLost(error));
     this.#helper.start();
-    const startedFrame = await Promise.race([
+    const startedFrame = await unlessJobFails(
       this.#programPid.startedFrame(this.#version, mainPid, name, dropped, {
         // What the helper sent before its unit ended is read first: a fast failure has its report.
         unitDone: this.#units.done.then(() => this.#helper?.readAvailable()),
         timeoutMs: config.limits.operationTimeoutMs,
       }),
-      // A job that fails before the helper's PID came fails the start, as it always did.
-      job.then(() => new Promise<never>(() => undefined)),
-    ]).catch(async (error: unknown) => {
-      // The unit's watch sees a failed start end with JobRemoved (job.c job_uninstall), and the job's
-      // error comes a readExit later: a start job that failed is the start's error, as it always was.
-      throw await job.then(
-        () => error,
-        (failure: unknown) => failure,
-      );
+      job,
+    );
+    // After STARTED the unit's own end decides the session; a late job failure is only told, unless
+    // our own stop (a hang-up, a report, a shutdown in the few ms before JobRemoved) cancelled it.
+    job.catch((error: Error) => {
+      if (!this.#units.stopping) this.#deps.log(`${name}: the start job failed after the program started: ${error.message}`);
     });
-    // After STARTED the unit's own end decides the session; a late job failure is only told.
-    job.catch((error: Error) => this.#deps.log(`${name}: the start job failed after the program started: ${error.message}`));
     this.#client.write(encodeFrame(startedFrame, this.#version));
+    // The call went out long before: the fork it announced came after its reply.
+    start.release();
     this.#startedAt = process.hrtime.bigint();
     // The token rule: nothing of ours may still be queued when the helper starts writing.
     if (!(await flushed(this.#client, this.#writeTimeoutMs))) throw new SessionError(ErrorCode.INTERNAL, 'STARTED could not be written');

@@ -31,6 +31,11 @@ export class UnitStop {
     return this.#name;
   }
 
+  /** A stop of ours (or STOP's steps) has begun. */
+  get stopping(): boolean {
+    return this.#stopped !== undefined || this.#stepping;
+  }
+
   /** The unit's name, once chosen (before it is started). */
   named(name: string): void {
     this.#name = name;
