@@ -12,7 +12,8 @@ import type { PeerIdentity } from '../../src/identity/peer.ts';
 import { FdSocket } from '../../src/io/fd-socket.ts';
 import { closeQuietly } from '../../src/io/fds.ts';
 import { native } from '../../src/native/binding.ts';
-import { ErrorCode, FrameDecoder, encodeFrame, type Frame } from '../../src/protocol/index.ts';
+import { ErrorCode, encodeFrame, type Frame } from '../../src/protocol/index.ts';
+import { FrameClient as Client } from '../frame-client.ts';
 
 const SERVICE = 'agent.service';
 const CGROUP = `/system.slice/${SERVICE}`;
@@ -64,37 +65,6 @@ function fakeBroker(clientService: ConnectionDeps['clientService'], handshakeTim
     log: () => undefined,
   };
   return { deps, seen, handed };
-}
-
-/** The client's end: every frame it reads, and the moment the broker's side is closed. */
-class Client {
-  frames: Frame[] = [];
-  readonly closed: Promise<void>;
-  #socket: FdSocket;
-  #waiting: { type: string; resolve: () => void }[] = [];
-
-  constructor(fd: number) {
-    this.#socket = new FdSocket(fd);
-    this.#socket.on('error', () => undefined);
-    const decoder = new FrameDecoder('to-client');
-    this.closed = new Promise((resolve) => this.#socket.once('end', () => resolve()));
-    this.#socket.startReading((chunk) => {
-      for (const frame of decoder.push(chunk)) {
-        this.frames.push(frame);
-        for (const waiter of this.#waiting.filter((entry) => entry.type === frame.type)) waiter.resolve();
-      }
-    });
-  }
-
-  /** Resolves once a frame of `type` has come. */
-  frame(type: Frame['type']): Promise<void> {
-    if (this.frames.some((frame) => frame.type === type)) return Promise.resolve();
-    return new Promise((resolve) => this.#waiting.push({ type, resolve }));
-  }
-
-  close(): void {
-    this.#socket.close();
-  }
 }
 
 /** A connection whose client has sent HELLO (versions 1..2), admitted as this process. */

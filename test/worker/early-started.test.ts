@@ -3,22 +3,17 @@
 // A job that fails before the helper's PID still fails the start with an ERROR, as it always did.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { closeSync, constants, fstatSync, mkdtempSync, openSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { testConfig } from '../config-fixture.ts';
+import { closeSync } from 'node:fs';
 import { HelperMessageType } from '../../src/control/helper-channel.ts';
-import { FdSocket } from '../../src/io/fd-socket.ts';
 import { native } from '../../src/native/binding.ts';
-import { ErrorCode, FrameDecoder, encodeFrame, type Frame } from '../../src/protocol/index.ts';
-import type { Units } from '../../src/systemd/bus-session.ts';
+import { ErrorCode, type Frame } from '../../src/protocol/index.ts';
 import { SystemdError } from '../../src/systemd/errors.ts';
 import type { StartProgress, StartedSession } from '../../src/systemd/unit-manager.ts';
 import type { SessionUnitSpec } from '../../src/systemd/unit-properties.ts';
 import type { ExitStatus } from '../../src/systemd/unit-watch.ts';
-import { Session } from '../../src/worker/session.ts';
+import { FrameClient } from '../frame-client.ts';
+import { fakeUnits, runSession } from './session-fixture.ts';
 
-const config = testConfig({ client: { user: 'agent', group: 'agent', uid: 1500, gid: 1500, service: null }, requireClientUnit: false });
 /** Not this process: the program's pid must differ from the unit's MainPID. */
 const PROGRAM_PID = 2;
 
@@ -29,74 +24,22 @@ function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void; reje
   return { promise, resolve, reject };
 }
 
-/** The client's end: every frame it got, and a wait for the first of a type. */
-class Client {
-  frames: Frame[] = [];
-  #socket: FdSocket;
-  #waiting: { type: string; resolve: () => void }[] = [];
-
-  constructor(fd: number) {
-    this.#socket = new FdSocket(fd);
-    this.#socket.on('error', () => undefined);
-    const decoder = new FrameDecoder('to-client');
-    this.#socket.startReading((chunk) => {
-      for (const frame of decoder.push(chunk)) {
-        this.frames.push(frame);
-        for (const waiter of this.#waiting.filter((entry) => entry.type === frame.type)) waiter.resolve();
-      }
-    });
-  }
-
-  frame(type: Frame['type']): Promise<void> {
-    if (this.frames.some((frame) => frame.type === type)) return Promise.resolve();
-    return new Promise((resolve) => this.#waiting.push({ type, resolve }));
-  }
-
-  close(): void {
-    this.#socket.close();
-  }
-}
-
 /** A session whose unit manager announces the fork and then holds the job open until the test settles it. */
 function startingSession() {
-  const dir = mkdtempSync(join(tmpdir(), 'early-started-'));
-  const [clientFd, server] = native().socketpair();
-  const pidfd = native().pidfdOpen(process.pid);
   const job = deferred<StartedSession>();
   // The unit's end as its signals tell it (UnitStop.watch): held until the test settles it.
   const unitEnd = deferred<ExitStatus>();
   const asked = deferred<{ helperCopy: number; progress: StartProgress }>();
-  const manager: Units = {
-    startSession(_name: string, spec: SessionUnitSpec, progress: StartProgress = {}) {
+  const manager = {
+    ...fakeUnits((_name: string, spec: SessionUnitSpec, progress: StartProgress = {}) => {
       // PID 1's copy of the helper's end (its stderr): what the helper writes on.
       asked.resolve({ helperCopy: native().dupCloexec(spec.stderrFd!), progress });
       return job.promise;
-    },
+    }),
     waitForExit: () => unitEnd.promise,
-    kill: async () => undefined,
-    stopAndWait: async () => undefined,
-    listUnitsByPrefix: async () => [],
-    serviceState: async () => {
-      throw new Error('not used');
-    },
-    close: () => undefined,
   };
-  const session = new Session(server, pidfd, { pid: process.pid, uid: process.getuid!(), gid: process.getgid!(), cgroup: null }, 5000, {
-    manager,
-    config,
-    helperPath: '/nonexistent/opencode-pty-session',
-    report: () => undefined,
-    log: () => undefined,
-  });
-  const ended = session.run();
-  const dirFd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-  const stat = fstatSync(dirFd, { bigint: true });
-  const start = encodeFrame({ type: 'start', rows: 24, cols: 80, cwdDev: stat.dev, cwdIno: stat.ino, argv: ['/bin/true'], env: [] });
-  assert.is(native().sendmsg(clientFd, start, 0, start.length, [dirFd]), start.length);
-  closeSync(dirFd);
-  const client = new Client(clientFd);
-  const cleanUp = () => rmSync(dir, { recursive: true });
-  return { client, ended, job, unitEnd, asked: asked.promise, cleanUp };
+  const { clientFd, ended, cleanUp } = runSession(manager);
+  return { client: new FrameClient(clientFd), ended, job, unitEnd, asked: asked.promise, cleanUp };
 }
 
 function pidMessage(pid: number): Buffer {

@@ -1,0 +1,63 @@
+// A worker Session in unit tests: over a real socketpair, with a fake unit manager, START already sent.
+import { closeSync, constants, fstatSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as assert from 'uvu/assert';
+import { testConfig } from '../config-fixture.ts';
+import { native } from '../../src/native/binding.ts';
+import { encodeFrame } from '../../src/protocol/index.ts';
+import type { Units } from '../../src/systemd/bus-session.ts';
+import { Session } from '../../src/worker/session.ts';
+
+export const sessionConfig = testConfig({ client: { user: 'agent', group: 'agent', uid: 1500, gid: 1500, service: null }, requireClientUnit: false });
+
+/** A unit manager whose start is `startSession` and whose units never end by themselves. */
+export function fakeUnits(startSession: Units['startSession']): Units {
+  return {
+    startSession,
+    waitForExit: () => new Promise(() => undefined),
+    kill: async () => undefined,
+    stopAndWait: async () => undefined,
+    listUnitsByPrefix: async () => [],
+    serviceState: async () => {
+      throw new Error('not used');
+    },
+    close: () => undefined,
+  };
+}
+
+/** Device and inode of an open descriptor, or undefined when the number is not open. */
+export function identity(fd: number): string | undefined {
+  try {
+    const stat = fstatSync(fd, { bigint: true });
+    return `${stat.dev}:${stat.ino}`;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Runs a Session for this process as its peer and sends START (with a fresh directory's fd) from the
+ * client's end. `clientFd` is the client's socket; `cleanUp` removes the directory.
+ */
+export function runSession(manager: Units) {
+  const dir = mkdtempSync(join(tmpdir(), 'session-fixture-'));
+  const [clientFd, server] = native().socketpair();
+  const serverIdentity = identity(server);
+  const pidfd = native().pidfdOpen(process.pid);
+  const session = new Session(server, pidfd, { pid: process.pid, uid: process.getuid!(), gid: process.getgid!(), cgroup: null }, 5000, {
+    manager,
+    config: sessionConfig,
+    helperPath: '/nonexistent/opencode-pty-session',
+    report: () => undefined,
+    log: () => undefined,
+  });
+  const ended = session.run();
+  const dirFd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  const stat = fstatSync(dirFd, { bigint: true });
+  const start = encodeFrame({ type: 'start', rows: 24, cols: 80, cwdDev: stat.dev, cwdIno: stat.ino, argv: ['/bin/true'], env: [] });
+  assert.is(native().sendmsg(clientFd, start, 0, start.length, [dirFd]), start.length);
+  const dirIdentity = identity(dirFd);
+  closeSync(dirFd);
+  return { clientFd, ended, serverIdentity, dirIdentity, cleanUp: () => rmSync(dir, { recursive: true }) };
+}
