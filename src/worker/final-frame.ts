@@ -81,21 +81,25 @@ export function writeFinalFrame(socket: FdSocket, frame: Frame, timeoutMs: numbe
   return flushed(socket, timeoutMs);
 }
 
-/** Resolves true once nothing is queued, false at the deadline or when the socket closes. */
+/** Resolves true once nothing is queued and nothing failed; false at the deadline, when the socket
+ * closes, or when a send failed: one that fails outright empties the queue at once (the peer has
+ * closed), and one waiting for room fails with no 'drain' at all. */
 export function flushed(socket: FdSocket, timeoutMs: number): Promise<boolean> {
-  if (socket.closed) return Promise.resolve(false);
+  if (socket.closed || socket.writeFailure) return Promise.resolve(false);
   if (socket.writableLength === 0) return Promise.resolve(true);
   return new Promise((resolve) => {
     const done = (sent: boolean) => {
       clearTimeout(timer);
       socket.off('drain', onDrain);
       socket.off('close', onClose);
-      resolve(sent);
+      socket.off('error', onClose);
+      resolve(sent && !socket.writeFailure);
     };
     const onDrain = () => done(true);
     const onClose = () => done(false);
     const timer = setTimeout(() => done(false), timeoutMs);
     socket.on('drain', onDrain);
     socket.on('close', onClose);
+    socket.on('error', onClose);
   });
 }

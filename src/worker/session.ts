@@ -243,7 +243,11 @@ export class Session {
     start.release();
     this.#startedAt = process.hrtime.bigint();
     // The token rule: nothing of ours may still be queued when the helper starts writing.
-    if (!(await flushed(this.#client, this.#writeTimeoutMs))) throw new SessionError(ErrorCode.INTERNAL, 'STARTED could not be written');
+    if (!(await flushed(this.#client, this.#writeTimeoutMs))) {
+      // A client that closed meanwhile is gone, not a failure of ours (its 'error' comes a tick later).
+      if (this.#client.writeFailure?.code === 'PEER_GONE') this.#onClientGone();
+      throw new SessionError(ErrorCode.INTERNAL, 'STARTED could not be written');
+    }
     if (this.#phase !== 'starting') return;
     this.#phase = 'running';
     if (!this.#helper.send('go')) throw new SessionError(ErrorCode.INTERNAL, 'the session helper cannot be reached');
