@@ -70,27 +70,3 @@ export class Admission {
     if (drop) this.#recent.splice(0, drop);
   }
 }
-
-/** Session slots: taken without waiting, released once. */
-export class SessionSlots {
-  #max: number;
-  #used = 0;
-
-  constructor(max: number) {
-    this.#max = max;
-  }
-
-  tryTake(): boolean {
-    if (this.#used >= this.#max) return false;
-    this.#used += 1;
-    return true;
-  }
-
-  release(): void {
-    if (this.#used > 0) this.#used -= 1;
-  }
-
-  get used(): number {
-    return this.#used;
-  }
-}

@@ -8,7 +8,8 @@ import { passRights } from '../io/pass-rights.ts';
 import type { Logger } from '../log.ts';
 import { ErrorCode, type ErrorCodeValue } from '../protocol/index.ts';
 import type { Units } from '../systemd/bus-session.ts';
-import { Admission, SessionSlots, type Slot } from './admission.ts';
+import { Admission, type Slot } from './admission.ts';
+import { SessionSlots } from './session-slots.ts';
 import { refuseNow, refuseSocket } from './refuse.ts';
 import type { Listener } from './listener.ts';
 import { ClientService, pidfdCgroupNow } from '../identity/client-service.ts';
@@ -65,7 +66,6 @@ export class Broker {
     this.#refusals = new RefusalReporter(deps.log);
     this.#sessions = new LiveSessions({
       units: deps.manager,
-      slots: this.#slots,
       log: deps.log,
       reapTimes: { stopWaitMs: unitStopWaitMs(deps.config), killWaitMs: limits.operationTimeoutMs },
       giveBack: (worker) => deps.pool.giveBack(worker),
@@ -92,7 +92,7 @@ export class Broker {
       slots: this.#slots,
       refusals: this.#refusals,
       takeWorker: () => deps.pool.take(),
-      adopt: (worker) => this.#sessions.adopt(worker),
+      adopt: (worker, slot) => this.#sessions.adopt(worker, slot),
       nextId: () => this.#nextId++,
       log: deps.log,
     };

@@ -10,7 +10,8 @@ import { native } from '../native/binding.ts';
 import { ErrorCode, encodeFrame } from '../protocol/index.ts';
 import { SessionError } from '../protocol/session-error.ts';
 import type { ClientService, Look } from '../identity/client-service.ts';
-import type { Admission, SessionSlots, Slot } from './admission.ts';
+import type { Admission, Slot } from './admission.ts';
+import type { SessionSlot, SessionSlots } from './session-slots.ts';
 import { AUTHENTICATION_FAILED, type PeerAtAccept } from './accept-gate.ts';
 import { chooseVersion, handshakeRefusal, readHello } from './handshake.ts';
 import { lookVerdict } from './identity-look.ts';
@@ -28,11 +29,11 @@ export interface ConnectionDeps<W extends HandOffWorker = WorkerHandle> {
   /** The peer's cgroup now, through its pidfd (pidfdCgroupNow). */
   cgroupOf(pidfd: number): string;
   admission: Pick<Admission, 'release'>;
-  slots: Pick<SessionSlots, 'tryTake' | 'release'>;
+  slots: Pick<SessionSlots, 'tryTake'>;
   refusals: Pick<RefusalReporter, 'note'>;
   takeWorker(): Promise<W>;
-  /** The worker now runs the session (LiveSessions.adopt). */
-  adopt(worker: W): void;
+  /** The worker now runs the session, which holds `slot` from now on (LiveSessions.adopt). */
+  adopt(worker: W, slot: SessionSlot): void;
   /** The next session's id. */
   nextId(): number;
   log: Logger;
@@ -52,7 +53,7 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
   // The socket never surfaces errors by event here: every read rejects with them instead.
   socket.on('error', () => undefined);
   let admissionHeld = true;
-  let sessionSlot = false;
+  let sessionSlot: SessionSlot | undefined;
   let worker: W | undefined;
   let handedOff = false;
   const { credentials } = peer;
@@ -79,8 +80,8 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
       cgroup = insideOrRefuse(look, peer, clientService.service, deps.refusals);
       if (look.provisional) unconfirmed = look.confirmed;
     }
-    if (!deps.slots.tryTake()) throw new SessionError(ErrorCode.SESSION_LIMIT, 'session limit reached');
-    sessionSlot = true;
+    sessionSlot = deps.slots.tryTake();
+    if (!sessionSlot) throw new SessionError(ErrorCode.SESSION_LIMIT, 'session limit reached');
     // WELCOME before the worker: the client's START is on its way while a spare still starts. Its
     // descriptor may come from now on (the worker takes that right away again once START is in).
     passRights(socket.fd, true);
@@ -125,7 +126,7 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
       pidfd = -1;
     }
     handedOff = true;
-    deps.adopt(worker);
+    deps.adopt(worker, sessionSlot);
     socket.close();
   } catch (error) {
     const refusal = handshakeRefusal(error);
@@ -138,7 +139,7 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
     clearTimeout(deadline);
     if (admissionHeld) deps.admission.release(slot);
     if (!handedOff) {
-      if (sessionSlot) deps.slots.release();
+      sessionSlot?.release();
       // A worker that got no session ends at its first message.
       worker?.shutdown();
       // Ours is the last copy: nothing the peer queued may be left for the kernel to release here.

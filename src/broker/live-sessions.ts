@@ -1,7 +1,7 @@
 // The sessions the broker has handed to workers: each holds a session slot until its unit is gone,
 // reported by its worker or, when the worker exited without cleaning up, stopped here (never fatal).
 import type { Logger } from '../log.ts';
-import type { SessionSlots } from './admission.ts';
+import type { SessionSlot } from './session-slots.ts';
 import { reapUnit, type ReapTimes, type UnitStopper } from './unit-reaper.ts';
 import type { WorkerHandle } from './worker-handle.ts';
 
@@ -10,7 +10,6 @@ const HELD_WORKER_WARNING_MS = 10_000;
 
 export interface LiveSessionDeps {
   units: UnitStopper;
-  slots: SessionSlots;
   log: Logger;
   /** Bounds for stopping a dead worker's unit. */
   reapTimes: ReapTimes;
@@ -44,8 +43,8 @@ export class LiveSessions {
     for (const worker of this.#workers) worker.shutdown();
   }
 
-  /** A session now lives in `worker` (its session slot already taken); when the worker exits, its unit must be gone too. */
-  adopt(worker: WorkerHandle): void {
+  /** A session now lives in `worker`, holding `slot` until it is over; when the worker exits, its unit must be gone too. */
+  adopt(worker: WorkerHandle, slot: SessionSlot): void {
     this.#workers.add(worker);
     this.#deps.changed();
     const { log } = this.#deps;
@@ -74,7 +73,7 @@ export class LiveSessions {
       }
       this.#workers.delete(worker);
       if (reusable) {
-        this.#deps.slots.release();
+        slot.release();
         this.#deps.giveBack(worker);
       }
       this.#deps.changed();
@@ -82,7 +81,7 @@ export class LiveSessions {
     });
     void Promise.all([over, worker.exited]).then(([reused]) => {
       if (reused) return;
-      this.#deps.slots.release();
+      slot.release();
       this.#deps.slotFreed();
     });
   }

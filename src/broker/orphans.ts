@@ -1,7 +1,7 @@
 // Session units no live worker answers for (an earlier run's, or one whose worker died while the bus
 // was away): stopped in parallel and in the background, each holding a session slot until it is gone.
 import type { Logger } from '../log.ts';
-import type { SessionSlots } from './admission.ts';
+import type { SessionSlots } from './session-slots.ts';
 import { reapUnit, type UnitStopper } from './unit-reaper.ts';
 
 /** After an orphan's TimeoutStopSec: time for systemd's own stop to finish before our SIGKILL. */
@@ -61,7 +61,7 @@ export class Orphans {
     const stopWaitMs = stopTimeoutSec * 1000 + ORPHAN_STOP_MARGIN_MS;
     void reapUnit(units, unit, { stopWaitMs, killWaitMs }, log).then(() => {
       this.#stopping.delete(unit);
-      if (counted) slots.release();
+      counted?.release();
       this.#deps.changed();
     });
   }

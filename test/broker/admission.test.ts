@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { Admission, SessionSlots } from '../../src/broker/admission.ts';
+import { Admission } from '../../src/broker/admission.ts';
 
 const limits = { maxUnauthenticated: 32, maxAdmissionsPerMinute: 120 };
 
@@ -67,15 +67,6 @@ test('a used-up minute rate makes ordinary slots unavailable until the window ro
   }
   assert.not.ok(admission.ordinaryAvailable(30_000));
   assert.ok(admission.ordinaryAvailable(61_001));
-});
-
-test('session slots are taken without waiting and released once', () => {
-  const slots = new SessionSlots(16);
-  for (let i = 0; i < 16; i += 1) assert.ok(slots.tryTake());
-  assert.not.ok(slots.tryTake());
-  slots.release();
-  assert.ok(slots.tryTake());
-  assert.is(slots.used, 16);
 });
 
 test.run();

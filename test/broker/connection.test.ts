@@ -57,7 +57,9 @@ function fakeBroker(clientService: ConnectionDeps['clientService'], handshakeTim
     clientService,
     cgroupOf: () => CGROUP,
     admission: { release: () => void (seen.admissionReleased += 1) },
-    slots: { tryTake: () => ((seen.slotsTaken += 1), true), release: () => void (seen.slotsReleased += 1) },
+    slots: {
+      tryTake: () => ((seen.slotsTaken += 1), { finishing: () => undefined, release: () => void (seen.slotsReleased += 1) }),
+    },
     refusals: { note: (_key, reason) => void seen.notes.push(reason) },
     takeWorker: async () => ((seen.takes += 1), worker),
     adopt: () => void (seen.adopted += 1),

@@ -2,7 +2,7 @@
 // a bus reconnection stops only units no live worker claims, twice seen.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { SessionSlots } from '../../src/broker/admission.ts';
+import { SessionSlots } from '../../src/broker/session-slots.ts';
 import { ORPHAN_STOP_MARGIN_MS, Orphans } from '../../src/broker/orphans.ts';
 import type { LogLevel } from '../../src/log.ts';
 

@@ -1,0 +1,102 @@
+// Session slots: at most `max` sessions (and orphaned units being stopped) at once. A pure policy
+// over counts: each slot taken is a handle released once; a slot whose session is finishing (its last
+// frame out, its unit being stopped and collected) is about to come free, so a start that finds every
+// slot held may wait for it rather than be refused (docs/protocol.md, SESSION_LIMIT).
+
+/** One held session slot. */
+export interface SessionSlot {
+  /** Its session's end is decided and its last frame is out: the slot comes free soon. Once only. */
+  finishing(): void;
+  /** Frees it, or hands it straight to the first waiter. Later calls do nothing. */
+  release(): void;
+}
+
+/** A start waiting for a finishing slot: given one, or refused (resolved with nothing). */
+interface Waiter {
+  give(slot: SessionSlot): void;
+  refuse(): void;
+}
+
+export class SessionSlots {
+  #max: number;
+  #used = 0;
+  #finishing = 0;
+  /** First come, first served; never more of them than slots finishing, and only while all are held. */
+  #waiters: Waiter[] = [];
+
+  constructor(max: number) {
+    this.#max = max;
+  }
+
+  /** A free slot, taken at once, or nothing when every slot is held. */
+  tryTake(): SessionSlot | undefined {
+    if (this.#used >= this.#max) return undefined;
+    this.#used += 1;
+    return this.#slot();
+  }
+
+  /**
+   * A free slot now; else, while a held slot is finishing that no earlier waiter already counts on,
+   * the next slot released (whichever it is). Nothing, and nothing taken, when none is or once
+   * `until` aborts. A slot given is the caller's to release, even if `until` aborted meanwhile.
+   */
+  take(until: AbortSignal): Promise<SessionSlot | undefined> {
+    const free = this.tryTake();
+    if (free) return Promise.resolve(free);
+    if (until.aborted || this.#waiters.length >= this.#finishing) return Promise.resolve(undefined);
+    return new Promise((resolve) => {
+      const waiter: Waiter = {
+        give: (slot) => {
+          until.removeEventListener('abort', waiter.refuse);
+          resolve(slot);
+        },
+        refuse: () => {
+          until.removeEventListener('abort', waiter.refuse);
+          this.#waiters.splice(this.#waiters.indexOf(waiter), 1);
+          resolve(undefined);
+        },
+      };
+      until.addEventListener('abort', waiter.refuse, { once: true });
+      this.#waiters.push(waiter);
+    });
+  }
+
+  get used(): number {
+    return this.#used;
+  }
+
+  /** Held slots whose session is finishing. */
+  get finishing(): number {
+    return this.#finishing;
+  }
+
+  /** Starts waiting for a finishing slot. */
+  get waiting(): number {
+    return this.#waiters.length;
+  }
+
+  #slot(): SessionSlot {
+    let state: 'held' | 'finishing' | 'released' = 'held';
+    return {
+      finishing: () => {
+        if (state !== 'held') return;
+        state = 'finishing';
+        this.#finishing += 1;
+      },
+      release: () => {
+        if (state === 'released') return;
+        if (state === 'finishing') this.#finishing -= 1;
+        state = 'released';
+        this.#handOn();
+      },
+    };
+  }
+
+  /** A slot released goes to the first waiter, else it is free. Each release takes one waiter and at
+   * most one finishing slot, so there are never more waiters than slots they can count on. */
+  #handOn(): void {
+    const next = this.#waiters.shift();
+    if (next) next.give(this.#slot());
+    else this.#used -= 1;
+  }
+}

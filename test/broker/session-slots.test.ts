@@ -1,0 +1,126 @@
+// Session slots (session-slots.ts): taken at once while free; with every slot held, a start waits only
+// for a slot whose session is finishing, gets the next one released, first come first served, and is
+// refused when nothing it could get is finishing any more or its wait is given up.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { SessionSlots, type SessionSlot } from '../../src/broker/session-slots.ts';
+
+/** `count` slots taken from `slots`, every one of them. */
+function takeAll(slots: SessionSlots, count: number): SessionSlot[] {
+  return Array.from({ length: count }, () => slots.tryTake()!);
+}
+
+/** What a promise has come to by now (microtasks run): its value, or 'pending'. */
+async function now<T>(promise: Promise<T>): Promise<T | 'pending'> {
+  return Promise.race([promise, new Promise<'pending'>((resolve) => setImmediate(() => resolve('pending')))]);
+}
+
+const never = () => new AbortController().signal;
+
+test('slots are taken at once while free, and each is released once', () => {
+  const slots = new SessionSlots(2);
+  const [a] = takeAll(slots, 2);
+  assert.is(slots.tryTake(), undefined);
+  a!.release();
+  a!.release();
+  assert.is(slots.used, 1, 'a second release of the same slot frees nothing');
+  assert.ok(slots.tryTake());
+  assert.is(slots.used, 2);
+});
+
+test('with every slot held and none finishing, a start is refused at once and nothing waits', async () => {
+  const slots = new SessionSlots(1);
+  takeAll(slots, 1);
+  assert.is(await now(slots.take(never())), undefined);
+  assert.is(slots.waiting, 0);
+});
+
+test('a start waits for the finishing slot and gets it on its release; the slot passes on, never free between', async () => {
+  const slots = new SessionSlots(2);
+  const [a, b] = takeAll(slots, 2);
+  b!.finishing();
+  assert.is(slots.finishing, 1);
+  const waited = slots.take(never());
+  assert.is(await now(waited), 'pending');
+  assert.is(slots.waiting, 1);
+  b!.release();
+  const slot = await now(waited);
+  assert.ok(slot && slot !== 'pending', 'the released slot went to the waiter');
+  assert.equal([slots.used, slots.finishing, slots.waiting], [2, 0, 0]);
+  assert.is(slots.tryTake(), undefined, 'nobody else got it meanwhile');
+  a!.release();
+  (slot as SessionSlot).release();
+  assert.is(slots.used, 0);
+});
+
+test('a free slot is taken by take() as by tryTake()', async () => {
+  const slots = new SessionSlots(1);
+  assert.ok(await now(slots.take(never())));
+  assert.is(slots.used, 1);
+});
+
+test('first come, first served; no more waiters than slots finishing', async () => {
+  const slots = new SessionSlots(3);
+  const [a, b, c] = takeAll(slots, 3);
+  a!.finishing();
+  b!.finishing();
+  const first = slots.take(never());
+  const second = slots.take(never());
+  assert.is(await now(slots.take(never())), undefined, 'a third start has nothing to wait for');
+  assert.is(slots.waiting, 2);
+  b!.release();
+  assert.ok(await now(first));
+  assert.is(await now(second), 'pending');
+  a!.release();
+  assert.ok(await now(second));
+  assert.equal([slots.used, slots.finishing, slots.waiting], [3, 0, 0]);
+  c!.release();
+  assert.is(slots.used, 2);
+});
+
+test('a slot released that was not finishing goes to the first waiter; the next still waits for its own', async () => {
+  const slots = new SessionSlots(3);
+  const [a, b, c] = takeAll(slots, 3);
+  a!.finishing();
+  b!.finishing();
+  const first = slots.take(never());
+  const second = slots.take(never());
+  // c is released without finishing first (a start given up before its hand-off, a worker that died
+  // mid-session): the first waiter gets it; a and b still finish, so the second waits on.
+  c!.release();
+  assert.ok(await now(first));
+  assert.is(await now(second), 'pending');
+  assert.equal([slots.used, slots.finishing, slots.waiting], [3, 2, 1]);
+  a!.release();
+  assert.ok(await now(second));
+  b!.release();
+  assert.equal([slots.used, slots.finishing, slots.waiting], [2, 0, 0]);
+});
+
+test('a wait given up (its deadline, its connection closed) takes nothing, and a later release frees the slot', async () => {
+  const slots = new SessionSlots(1);
+  const [a] = takeAll(slots, 1);
+  a!.finishing();
+  const stop = new AbortController();
+  const waited = slots.take(stop.signal);
+  stop.abort();
+  assert.is(await now(waited), undefined);
+  assert.is(slots.waiting, 0);
+  a!.release();
+  assert.equal([slots.used, slots.finishing], [0, 0]);
+});
+
+test('finishing counts once per slot, and not after its release', () => {
+  const slots = new SessionSlots(2);
+  const [a, b] = takeAll(slots, 2);
+  a!.finishing();
+  a!.finishing();
+  assert.is(slots.finishing, 1);
+  b!.release();
+  b!.finishing();
+  assert.is(slots.finishing, 1);
+  a!.release();
+  assert.equal([slots.used, slots.finishing], [0, 0]);
+});
+
+test.run();
