@@ -1,7 +1,8 @@
 // One admitted connection, from HELLO to its hand-off to a worker, in the order of
 // docs/architecture.md "The order of checks": HELLO and version, the peer inside the client unit,
-// a session slot, WELCOME, a provisional "inside" confirmed, a worker, the hand-off. Every refusal
-// is one ERROR frame; whichever way out, the slots it held are freed and what it owns is closed.
+// a session slot (waited for while a finishing session frees one), WELCOME, a provisional "inside"
+// confirmed, a worker, the hand-off. Every refusal is one ERROR frame; whichever way out, the slots
+// it held are freed and what it owns is closed.
 import type { FdSocket } from '../io/fd-socket.ts';
 import { closeQuietly } from '../io/fds.ts';
 import { passRights } from '../io/pass-rights.ts';
@@ -29,7 +30,7 @@ export interface ConnectionDeps<W extends HandOffWorker = WorkerHandle> {
   /** The peer's cgroup now, through its pidfd (pidfdCgroupNow). */
   cgroupOf(pidfd: number): string;
   admission: Pick<Admission, 'release'>;
-  slots: Pick<SessionSlots, 'tryTake'>;
+  slots: Pick<SessionSlots, 'tryTake' | 'take'>;
   refusals: Pick<RefusalReporter, 'note'>;
   takeWorker(): Promise<W>;
   /** The worker now runs the session, which holds `slot` from now on (LiveSessions.adopt). */
@@ -38,6 +39,10 @@ export interface ConnectionDeps<W extends HandOffWorker = WorkerHandle> {
   nextId(): number;
   log: Logger;
 }
+
+/** How much of the client's deadline a start may spend waiting for a finishing session's slot: the
+ * rest is left for its START. */
+const SLOT_WAIT_SHARE = 0.5;
 
 /** Resolves (with nothing) once `socket` is closed. */
 function closing(socket: FdSocket): Promise<undefined> {
@@ -80,7 +85,9 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
       cgroup = insideOrRefuse(look, peer, clientService.service, deps.refusals);
       if (look.provisional) unconfirmed = look.confirmed;
     }
-    sessionSlot = deps.slots.tryTake();
+    sessionSlot = deps.slots.tryTake() ?? (await waitForSlot(socket, acceptedAt, deps));
+    // Closed while it waited (shutdown, the client's deadline): answered already, the finally frees the rest.
+    if (socket.closed) return;
     if (!sessionSlot) throw new SessionError(ErrorCode.SESSION_LIMIT, 'session limit reached');
     // WELCOME before the worker: the client's START is on its way while a spare still starts. Its
     // descriptor may come from now on (the worker takes that right away again once START is in).
@@ -146,6 +153,26 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
       if (!socket.closeDrained()) log('warning', `pid ${credentials.pid}: its connection queues more descriptors than the close threads keep up with (or a file system that never answers holds them): it is closed once they are read away`);
     }
     if (pidfd >= 0) closeQuietly(pidfd);
+  }
+}
+
+/**
+ * Every slot is held. One whose session is finishing (its last frame out, its unit being stopped and
+ * collected) comes free within moments: a start right after another session's end (an agent's next
+ * command on its EXIT) waits for it rather than being refused. The deadline keeps running: the wait
+ * ends once SLOT_WAIT_SHARE of it has passed since accept (then SESSION_LIMIT, as without a wait), or
+ * when the connection closes (shutdown's SHUTDOWN).
+ */
+async function waitForSlot(socket: FdSocket, acceptedAt: number, deps: Pick<ConnectionDeps, 'slots' | 'handshakeTimeoutMs'>): Promise<SessionSlot | undefined> {
+  const waitMs = acceptedAt + deps.handshakeTimeoutMs * SLOT_WAIT_SHARE - Date.now();
+  if (waitMs <= 0) return undefined;
+  const giveUp = new AbortController();
+  const timer = setTimeout(() => giveUp.abort(), waitMs);
+  void closing(socket).then(() => giveUp.abort());
+  try {
+    return await deps.slots.take(giveUp.signal);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
