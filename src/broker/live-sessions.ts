@@ -48,6 +48,8 @@ export class LiveSessions {
     this.#workers.add(worker);
     this.#deps.changed();
     const { log } = this.#deps;
+    // Its last frame is out: a start that finds every slot held may wait for this one (session-slots.ts).
+    void worker.finishing.then(() => slot.finishing());
     // The session is over once its unit is gone, reported or after the worker's exit. Its slot is
     // free then if the worker is reused, else only once the worker has exited: a worker whose exit
     // is held (a thread closing a peer's FUSE file whose FLUSH is never answered waits in D state,

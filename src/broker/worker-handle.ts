@@ -26,10 +26,13 @@ export class WorkerHandle {
   ended!: Promise<string>;
   /** Resolves once the worker's session has started or ended, or the worker is gone. */
   settled!: Promise<void>;
+  /** Resolves when the worker says its session is finishing (its last frame out, its unit going). */
+  finishing!: Promise<void>;
   #readyResolve: () => void = () => undefined;
   #readyReject: (error: Error) => void = () => undefined;
   #endedResolve: (reason: string) => void = () => undefined;
   #settle: () => void = () => undefined;
+  #finish: () => void = () => undefined;
   /** The ready promise of the next session, made when a reusable end is reported (its 'ready' follows at once). */
   #nextReady: Promise<void> | undefined;
   #gone = false;
@@ -47,6 +50,7 @@ export class WorkerHandle {
     this.#nextReady = undefined;
     this.ended = new Promise((resolve) => (this.#endedResolve = resolve));
     this.settled = new Promise((resolve) => (this.#settle = resolve));
+    this.finishing = new Promise((resolve) => (this.#finish = resolve));
     this.exited = new Promise((resolve) => {
       const gone = (why: string) => {
         this.#gone = true;
@@ -73,6 +77,7 @@ export class WorkerHandle {
       for (const message of messages as WorkerMessage[]) {
         if (message.type === 'ready') this.#readyResolve();
         if (message.type === 'unit') this.unit = message.name;
+        if (message.type === 'finishing') this.#finish();
         if (message.type === 'ended') {
           this.endReason = message.reason;
           this.reusable = message.reusable === true && message.reason !== 'cleanup-failed';
@@ -116,6 +121,7 @@ export class WorkerHandle {
     this.endReason = undefined;
     this.ended = new Promise((resolve) => (this.#endedResolve = resolve));
     this.settled = new Promise((resolve) => (this.#settle = resolve));
+    this.finishing = new Promise((resolve) => (this.#finish = resolve));
     this.#onMessage = () => undefined;
     return true;
   }

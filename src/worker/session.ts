@@ -295,6 +295,9 @@ export class Session {
   /** Closes everything; whatever ended the session, its unit is stopped and gone before it counts as ended. */
   async #cleanUp(): Promise<void> {
     this.#phase = 'done';
+    // Run once a session, after its last frame: the broker's slot for it comes free once the unit is
+    // gone, and a start that finds every slot held waits for this one rather than being refused.
+    this.#deps.report({ type: 'finishing' });
     this.#units.clearTimers();
     this.#helper?.close();
     // The session is over for every holder (the helper, PID 1's copy as the unit's stdout): what the

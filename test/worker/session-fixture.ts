@@ -6,6 +6,7 @@ import * as assert from 'uvu/assert';
 import { testConfig } from '../config-fixture.ts';
 import { native } from '../../src/native/binding.ts';
 import { encodeFrame } from '../../src/protocol/index.ts';
+import type { WorkerMessage } from '../../src/control/broker-worker.ts';
 import type { Units } from '../../src/systemd/bus-session.ts';
 import { Session } from '../../src/worker/session.ts';
 
@@ -36,23 +37,33 @@ export function identity(fd: number): string | undefined {
   }
 }
 
+export interface SessionOptions {
+  /** What is left of the handshake deadline (5 s by default). */
+  deadlineMs?: number;
+  /** False: the client sends no START. */
+  start?: boolean;
+  /** The worker's reports to the broker. */
+  report?: (message: WorkerMessage) => void;
+}
+
 /**
  * Runs a Session for this process as its peer and sends START (with a fresh directory's fd) from the
  * client's end. `clientFd` is the client's socket; `cleanUp` removes the directory.
  */
-export function runSession(manager: Units) {
+export function runSession(manager: Units, options: SessionOptions = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'session-fixture-'));
   const [clientFd, server] = native().socketpair();
   const serverIdentity = identity(server);
   const pidfd = native().pidfdOpen(process.pid);
-  const session = new Session(server, pidfd, { pid: process.pid, uid: process.getuid!(), gid: process.getgid!(), cgroup: null }, 5000, {
+  const session = new Session(server, pidfd, { pid: process.pid, uid: process.getuid!(), gid: process.getgid!(), cgroup: null }, options.deadlineMs ?? 5000, {
     manager,
     config: sessionConfig,
     helperPath: '/nonexistent/opencode-pty-session',
-    report: () => undefined,
+    report: options.report ?? (() => undefined),
     log: () => undefined,
   });
   const ended = session.run();
+  if (options.start === false) return { clientFd, ended, serverIdentity, dirIdentity: undefined, cleanUp: () => rmSync(dir, { recursive: true }) };
   const dirFd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
   const stat = fstatSync(dirFd, { bigint: true });
   const start = encodeFrame({ type: 'start', rows: 24, cols: 80, cwdDev: stat.dev, cwdIno: stat.ino, argv: ['/bin/true'], env: [] });

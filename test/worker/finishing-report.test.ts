@@ -1,0 +1,111 @@
+// A session tells the broker `finishing` once, after its last frame and before its unit is gone: the
+// broker's slot for it comes free soon, and a start that finds every slot held waits for it.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { closeSync } from 'node:fs';
+import type { WorkerMessage } from '../../src/control/broker-worker.ts';
+import { HelperMessageType } from '../../src/control/helper-channel.ts';
+import { native } from '../../src/native/binding.ts';
+import { ErrorCode } from '../../src/protocol/index.ts';
+import type { Units } from '../../src/systemd/bus-session.ts';
+import { SystemdError } from '../../src/systemd/errors.ts';
+import type { StartProgress, StartedSession } from '../../src/systemd/unit-manager.ts';
+import type { SessionUnitSpec } from '../../src/systemd/unit-properties.ts';
+import type { ExitStatus } from '../../src/systemd/unit-watch.ts';
+import { FrameClient } from '../frame-client.ts';
+import { fakeUnits, runSession, type SessionOptions } from './session-fixture.ts';
+
+/** Not this process: the program's pid must differ from the unit's MainPID. */
+const PROGRAM_PID = 2;
+
+function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void; reject: (error: Error) => void } {
+  let resolve!: (value: T) => void;
+  let reject!: (error: Error) => void;
+  const promise = new Promise<T>((yes, no) => ((resolve = yes), (reject = no)));
+  return { promise, resolve, reject };
+}
+
+/** A session whose start job, unit end and unit stops the test settles; its reports recorded. */
+function session(stopAndWait: Units['stopAndWait'], options: SessionOptions = {}) {
+  const job = deferred<StartedSession>();
+  const unitEnd = deferred<ExitStatus>();
+  const asked = deferred<{ helperCopy: number; progress: StartProgress }>();
+  const manager: Units = {
+    ...fakeUnits((_name: string, spec: SessionUnitSpec, progress: StartProgress = {}) => {
+      // PID 1's copy of the helper's end (its stderr): what the helper writes on.
+      asked.resolve({ helperCopy: native().dupCloexec(spec.stderrFd!), progress });
+      return job.promise;
+    }),
+    waitForExit: () => unitEnd.promise,
+    stopAndWait,
+  };
+  const reports: WorkerMessage['type'][] = [];
+  const { clientFd, ended, cleanUp } = runSession(manager, { ...options, report: (message) => void reports.push(message.type) });
+  return { client: new FrameClient(clientFd), ended, job, asked: asked.promise, reports, cleanUp };
+}
+
+/** Whether `promise` has settled by now (microtasks and pending I/O callbacks run). */
+async function settledNow(promise: Promise<unknown>): Promise<boolean> {
+  return Promise.race([promise.then(() => true), new Promise<boolean>((resolve) => setImmediate(() => resolve(false)))]);
+}
+
+test('a start that fails: its ERROR, then one `finishing` before the unit\'s stop, none after', async () => {
+  const stop = deferred<void>();
+  const stopping = deferred<void>();
+  const { client, ended, job, asked, reports, cleanUp } = session(() => (stopping.resolve(), stop.promise));
+  const { helperCopy, progress } = await asked;
+  progress.forked?.(process.pid);
+  job.reject(new SystemdError('UNIT_START_FAILED', 'start job ended "failed"', { jobResult: 'failed' }));
+  await client.frame('error');
+  await stopping.promise;
+  assert.equal(reports, ['unit', 'finishing'], 'told before the unit\'s stop');
+  assert.not.ok(await settledNow(ended), 'the session is not over until its unit is gone');
+  stop.resolve();
+  assert.is(await ended, 'error');
+  assert.equal(reports, ['unit', 'finishing']);
+  client.close();
+  closeSync(helperCopy);
+  cleanUp();
+});
+
+test('no START within the deadline: HANDSHAKE_TIMEOUT, then one `finishing`', async () => {
+  const { client, ended, reports, cleanUp } = session(async () => undefined, { deadlineMs: 20, start: false });
+  assert.is(await ended, 'error');
+  await client.frame('error');
+  assert.is(client.first('error')!.code, ErrorCode.HANDSHAKE_TIMEOUT);
+  assert.equal(reports, ['finishing']);
+  client.close();
+  cleanUp();
+});
+
+test('a session that ran: `finishing` once, after `started`, before the unit is collected', async () => {
+  // The first stop is the hang-up's (the client closes); the second is the collection that ends the session.
+  const collected = deferred<void>();
+  const collecting = deferred<void>();
+  let stops = 0;
+  const stopAndWait = () => {
+    stops += 1;
+    if (stops === 1) return Promise.resolve();
+    collecting.resolve();
+    return collected.promise;
+  };
+  const { client, ended, job, asked, reports, cleanUp } = session(stopAndWait);
+  const { helperCopy, progress } = await asked;
+  progress.forked?.(process.pid);
+  const message = Buffer.from([HelperMessageType.PID, 0, 0, 0, 4, 0, 0, 0, 0]);
+  message.writeUInt32BE(PROGRAM_PID, 5);
+  assert.is(native().sendmsg(helperCopy, message, 0, message.length, []), message.length);
+  job.resolve({ mainPid: process.pid });
+  await client.frame('started');
+  client.close();
+  await collecting.promise;
+  assert.equal(reports, ['unit', 'started', 'finishing'], 'told before the unit is collected');
+  assert.not.ok(await settledNow(ended), 'the unit is still being collected');
+  collected.resolve();
+  assert.is(await ended, 'client-gone');
+  assert.equal(reports, ['unit', 'started', 'finishing']);
+  closeSync(helperCopy);
+  cleanUp();
+});
+
+test.run();
