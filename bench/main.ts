@@ -164,8 +164,9 @@ interface Held {
 }
 
 /**
- * A session's slot is freed a moment after its EXIT (once the worker has ended), so a start right
- * after one at the limit may be refused: retried, untimed, after a pause.
+ * A session's slot is freed a moment after its EXIT (once its unit is gone); a start right after one
+ * at the limit waits for that slot (docs/protocol.md). One refused all the same (the slot slower to
+ * come free than half the handshake deadline) is retried, untimed, after a pause, and counted.
  */
 async function startRetrying(ctx: Context, command: Record<string, unknown>, retries: { count: number }): Promise<Record<string, any>> {
   for (;;) {
