@@ -49,6 +49,7 @@ export class LiveSessions {
     this.#deps.changed();
     const { log } = this.#deps;
     // Its last frame is out: a start that finds every slot held may wait for this one (session-slots.ts).
+    // A worker whose exit is then held (below) keeps it finishing: such a wait ends at its bound.
     void worker.finishing.then(() => slot.finishing());
     // The session is over once its unit is gone, reported or after the worker's exit. Its slot is
     // free then if the worker is reused, else only once the worker has exited: a worker whose exit
