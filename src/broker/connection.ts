@@ -157,8 +157,8 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
 }
 
 /**
- * Every slot is held. One whose session is finishing (its last frame out, its unit being stopped and
- * collected) comes free within moments: a start right after another session's end (an agent's next
+ * Every slot is held. One whose session is finishing (its end decided, its last frame going out, its
+ * unit being stopped and collected) comes free within moments: a start right after another session's end (an agent's next
  * command on its EXIT) waits for it rather than being refused. The deadline keeps running: the wait
  * ends once SLOT_WAIT_SHARE of it has passed since accept (then SESSION_LIMIT, as without a wait), or
  * when the connection closes (shutdown's SHUTDOWN).

@@ -48,7 +48,7 @@ export class LiveSessions {
     this.#workers.add(worker);
     this.#deps.changed();
     const { log } = this.#deps;
-    // Its last frame is out: a start that finds every slot held may wait for this one (session-slots.ts).
+    // Its end is decided: a start that finds every slot held may wait for this one (session-slots.ts).
     // A worker whose exit is then held (below) keeps it finishing: such a wait ends at its bound.
     void worker.finishing.then(() => slot.finishing());
     // The session is over once its unit is gone, reported or after the worker's exit. Its slot is

@@ -1,11 +1,11 @@
 // Session slots: at most `max` sessions (and orphaned units being stopped) at once. A pure policy
-// over counts: each slot taken is a handle released once; a slot whose session is finishing (its last
-// frame out, its unit being stopped and collected) is about to come free, so a start that finds every
-// slot held may wait for it rather than be refused (docs/protocol.md, SESSION_LIMIT).
+// over counts: each slot taken is a handle released once; a slot whose session is finishing (its end
+// decided, its last frame going out, its unit being stopped and collected) is about to come free, so a
+// start that finds every slot held may wait for it rather than be refused (docs/protocol.md).
 
 /** One held session slot. */
 export interface SessionSlot {
-  /** Its session's end is decided and its last frame is out: the slot comes free soon. Once only. */
+  /** Its session's end is decided (its last frame on its way): the slot comes free soon. Once only. */
   finishing(): void;
   /** Frees it, or hands it straight to the first waiter. Later calls do nothing. */
   release(): void;

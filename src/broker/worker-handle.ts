@@ -26,7 +26,7 @@ export class WorkerHandle {
   ended!: Promise<string>;
   /** Resolves once the worker's session has started or ended, or the worker is gone. */
   settled!: Promise<void>;
-  /** Resolves when the worker says its session is finishing (its last frame out, its unit going). */
+  /** Resolves when the worker says its session is finishing (its end decided, its last frame and unit going). */
   finishing!: Promise<void>;
   #readyResolve: () => void = () => undefined;
   #readyReject: (error: Error) => void = () => undefined;

@@ -19,8 +19,9 @@ export type WorkerMessage =
   /** Sent before the unit is started, so the broker can always stop it. */
   | { type: 'unit'; name: string }
   | { type: 'started'; mainPid: number }
-  /** Once a session, before its 'ended': its end is decided and its last frame out (or none will come);
-   * what is left is stopping and collecting its unit. A start waiting for a slot may count on this one. */
+  /** Once a session, before its 'ended': its end is decided (sent just before its last frame, if any);
+   * what is left is that frame and stopping and collecting its unit. A start waiting for a slot may
+   * count on this one. */
   | { type: 'finishing' }
   /** `reusable`: the session ended cleanly and the worker waits, warm, for another ('ready' follows). */
   | { type: 'ended'; reason: string; reusable?: boolean };

@@ -61,6 +61,7 @@ export class Session {
   #phase: Phase = 'handshake';
   #outcome: SessionOutcome = { clientGone: false };
   #ending: Ending | undefined;
+  #toldFinishing = false;
   /** Version 2: the program's pid, as the helper reports it after its fork (STARTED names it). */
   #programPid = new ProgramPid();
   /** process.hrtime.bigint() when STARTED was written and when the unit ended (durationUsec). */
@@ -116,6 +117,7 @@ export class Session {
       await this.#start();
     } catch (error) {
       const failure = asSessionError(error);
+      this.#finishing();
       // Before GO the worker holds the client's write side: an ordinary ERROR.
       if (!this.#outcome.clientGone) await writeFinalFrame(this.#client, errorFrame(failure.wireCode, failure.message), this.#writeTimeoutMs);
       const reason = this.#outcome.workerError?.wireCode === ErrorCode.SHUTDOWN ? 'shutdown' : this.#outcome.clientGone ? 'client-gone' : 'error';
@@ -126,6 +128,7 @@ export class Session {
     const exit = await this.#units.done;
     this.#unitEndedAt = process.hrtime.bigint();
     this.#phase = 'final';
+    this.#finishing();
     this.#units.clearTimers();
     // PID 1 holds its own copy of the helper's end until it releases the unit, so EOF is no signal:
     // the unit is inactive now, so what the kernel does not have yet will never come.
@@ -139,6 +142,18 @@ export class Session {
     this.#ending = { reason, exit, error: frame?.type === 'error' ? new SessionError(frame.code as ErrorCodeValue, frame.message) : undefined };
     await this.#cleanUp();
     return reason;
+  }
+
+  /**
+   * The end is decided: the broker may hand this session's slot to a start waiting for it once the
+   * unit is gone. Told before the last frame, not after: the client acts on that frame (an agent's
+   * next start on its EXIT) while this process may not run again for milliseconds, and its start
+   * found the slot neither free nor finishing.
+   */
+  #finishing(): void {
+    if (this.#toldFinishing) return;
+    this.#toldFinishing = true;
+    this.#deps.report({ type: 'finishing' });
   }
 
   get #version(): number {
@@ -295,9 +310,6 @@ export class Session {
   /** Closes everything; whatever ended the session, its unit is stopped and gone before it counts as ended. */
   async #cleanUp(): Promise<void> {
     this.#phase = 'done';
-    // Run once a session, after its last frame: the broker's slot for it comes free once the unit is
-    // gone, and a start that finds every slot held waits for this one rather than being refused.
-    this.#deps.report({ type: 'finishing' });
     this.#units.clearTimers();
     this.#helper?.close();
     // The session is over for every holder (the helper, PID 1's copy as the unit's stdout): what the

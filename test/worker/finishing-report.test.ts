@@ -1,5 +1,6 @@
-// A session tells the broker `finishing` once, after its last frame and before its unit is gone: the
-// broker's slot for it comes free soon, and a start that finds every slot held waits for it.
+// A session tells the broker `finishing` once its end is decided, just before its last frame and
+// before its unit is gone: the broker's slot for it comes free soon, and a start that finds every slot
+// held waits for it.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { closeSync } from 'node:fs';
@@ -40,8 +41,24 @@ function session(stopAndWait: Units['stopAndWait'], options: SessionOptions = {}
     stopAndWait,
   };
   const reports: WorkerMessage['type'][] = [];
-  const { clientFd, ended, cleanUp } = runSession(manager, { ...options, report: (message) => void reports.push(message.type) });
-  return { client: new FrameClient(clientFd), ended, job, asked: asked.promise, reports, cleanUp };
+  /** Whether the client's socket held nothing yet when `finishing` was reported. */
+  let beforeLastFrame: boolean | undefined;
+  let clientEnd = -1;
+  const report = (message: WorkerMessage) => {
+    reports.push(message.type);
+    // The client acts on its last frame while the worker may not run again for a while, so `finishing`
+    // must be on its way to the broker before that frame is (what is read here would be lost to the
+    // client: the tests look at this before they wait for the frame).
+    if (message.type !== 'finishing') return;
+    try {
+      beforeLastFrame = native().recvmsg(clientEnd, Buffer.alloc(64), 0, 64, 0) === null;
+    } catch {
+      // The client has closed its end (the session ended as the client's going): no last frame.
+    }
+  };
+  const { clientFd, ended, cleanUp } = runSession(manager, { ...options, report });
+  clientEnd = clientFd;
+  return { client: new FrameClient(clientFd), ended, job, asked: asked.promise, reports, beforeLastFrame: () => beforeLastFrame, cleanUp };
 }
 
 /** Whether `promise` has settled by now (microtasks and pending I/O callbacks run). */
@@ -49,16 +66,17 @@ async function settledNow(promise: Promise<unknown>): Promise<boolean> {
   return Promise.race([promise.then(() => true), new Promise<boolean>((resolve) => setImmediate(() => resolve(false)))]);
 }
 
-test('a start that fails: its ERROR, then one `finishing` before the unit\'s stop, none after', async () => {
+test('a start that fails: one `finishing` just before its ERROR, before the unit\'s stop, none after', async () => {
   const stop = deferred<void>();
   const stopping = deferred<void>();
-  const { client, ended, job, asked, reports, cleanUp } = session(() => (stopping.resolve(), stop.promise));
+  const { client, ended, job, asked, reports, beforeLastFrame, cleanUp } = session(() => (stopping.resolve(), stop.promise));
   const { helperCopy, progress } = await asked;
   progress.forked?.(process.pid);
   job.reject(new SystemdError('UNIT_START_FAILED', 'start job ended "failed"', { jobResult: 'failed' }));
-  await client.frame('error');
   await stopping.promise;
   assert.equal(reports, ['unit', 'finishing'], 'told before the unit\'s stop');
+  assert.is(beforeLastFrame(), true, 'told before the ERROR was written');
+  await client.frame('error');
   assert.not.ok(await settledNow(ended), 'the session is not over until its unit is gone');
   stop.resolve();
   assert.is(await ended, 'error');
@@ -68,12 +86,13 @@ test('a start that fails: its ERROR, then one `finishing` before the unit\'s sto
   cleanUp();
 });
 
-test('no START within the deadline: HANDSHAKE_TIMEOUT, then one `finishing`', async () => {
-  const { client, ended, reports, cleanUp } = session(async () => undefined, { deadlineMs: 20, start: false });
+test('no START within the deadline: one `finishing`, then HANDSHAKE_TIMEOUT', async () => {
+  const { client, ended, reports, beforeLastFrame, cleanUp } = session(async () => undefined, { deadlineMs: 20, start: false });
   assert.is(await ended, 'error');
+  assert.equal(reports, ['finishing']);
+  assert.is(beforeLastFrame(), true, 'told before the ERROR was written');
   await client.frame('error');
   assert.is(client.first('error')!.code, ErrorCode.HANDSHAKE_TIMEOUT);
-  assert.equal(reports, ['finishing']);
   client.close();
   cleanUp();
 });
