@@ -5,6 +5,7 @@
 // it held are freed and what it owns is closed.
 import type { FdSocket } from '../io/fd-socket.ts';
 import { closeQuietly } from '../io/fds.ts';
+import { IoError } from '../io/io-error.ts';
 import { passRights } from '../io/pass-rights.ts';
 import { wireCodeName, type Logger } from '../log.ts';
 import { native } from '../native/binding.ts';
@@ -88,6 +89,8 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
     sessionSlot = deps.slots.tryTake() ?? (await waitForSlot(socket, acceptedAt, deps));
     // Closed while it waited (shutdown, the client's deadline): answered already, the finally frees the rest.
     if (socket.closed) return;
+    // A client that went while it waited is gone, not refused for the limit (and kept no place).
+    if (!sessionSlot && socket.hungUp) throw new IoError('PEER_GONE', 'the client hung up while it waited for a session slot');
     if (!sessionSlot) throw new SessionError(ErrorCode.SESSION_LIMIT, 'session limit reached');
     // WELCOME before the worker: the client's START is on its way while a spare still starts. Its
     // descriptor may come from now on (the worker takes that right away again once START is in).
@@ -158,21 +161,26 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
 
 /**
  * Every slot is held. One whose session is finishing (its end decided, its last frame going out, its
- * unit being stopped and collected) comes free within moments: a start right after another session's end (an agent's next
+ * unit being stopped and collected) comes free soon, bounded by the worker's stop timeouts: a start right after another session's end (an agent's next
  * command on its EXIT) waits for it rather than being refused. The deadline keeps running: the wait
  * ends once SLOT_WAIT_SHARE of it has passed since accept (then SESSION_LIMIT, as without a wait), or
  * when the connection closes (shutdown's SHUTDOWN).
  */
 async function waitForSlot(socket: FdSocket, acceptedAt: number, deps: Pick<ConnectionDeps, 'slots' | 'handshakeTimeoutMs'>): Promise<SessionSlot | undefined> {
   const waitMs = acceptedAt + deps.handshakeTimeoutMs * SLOT_WAIT_SHARE - Date.now();
-  if (waitMs <= 0) return undefined;
+  // A hang-up (reported during HELLO's read, or while it waits) ends the wait: a connection whose
+  // client has gone must not keep the place a live start would wait in.
+  if (waitMs <= 0 || socket.hungUp) return undefined;
   const giveUp = new AbortController();
   const timer = setTimeout(() => giveUp.abort(), waitMs);
+  const hungUp = () => giveUp.abort();
+  socket.once('hangup', hungUp);
   void closing(socket).then(() => giveUp.abort());
   try {
     return await deps.slots.take(giveUp.signal);
   } finally {
     clearTimeout(timer);
+    socket.off('hangup', hungUp);
   }
 }
 

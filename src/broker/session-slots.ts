@@ -52,7 +52,8 @@ export class SessionSlots {
         },
         refuse: () => {
           until.removeEventListener('abort', waiter.refuse);
-          this.#waiters.splice(this.#waiters.indexOf(waiter), 1);
+          const at = this.#waiters.indexOf(waiter);
+          if (at >= 0) this.#waiters.splice(at, 1);
           resolve(undefined);
         },
       };

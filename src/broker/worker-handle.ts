@@ -9,6 +9,7 @@ import { closeQuietly } from '../io/fds.ts';
 import { IoError } from '../io/io-error.ts';
 import type { Logger } from '../log.ts';
 import { ControlDecoder, encodeControl, MAX_BROKER_MESSAGE, type PeerIdentity, type WorkerMessage } from '../control/broker-worker.ts';
+import { workerMessageFault } from '../control/worker-message.ts';
 import { signalWorker, type StartedWorker } from './worker-process.ts';
 
 export class WorkerHandle {
@@ -36,6 +37,8 @@ export class WorkerHandle {
   /** The ready promise of the next session, made when a reusable end is reported (its 'ready' follows at once). */
   #nextReady: Promise<void> | undefined;
   #gone = false;
+  /** A session was handed over and its 'ended' has not come yet. */
+  #inSession = false;
   #onMessage: (message: WorkerMessage) => void = () => undefined;
 
   /** Takes over a started worker; `config`, when given, is its first message (one started without it waits for it). */
@@ -74,11 +77,22 @@ export class WorkerHandle {
         signalWorker(this.child, 'SIGKILL');
         return;
       }
-      for (const message of messages as WorkerMessage[]) {
+      for (const raw of messages) {
+        // The worker is ours but may be broken: a message of the wrong shape, or one about a session
+        // while it has none (it would count for the next one's slot), ends it like a framing fault.
+        const fault = workerMessageFault(raw, this.#inSession);
+        if (fault) {
+          log('error', `worker ${this.child.pid}: ${fault}; ending it`);
+          signalWorker(this.child, 'SIGKILL');
+          this.control.close();
+          return;
+        }
+        const message = raw as WorkerMessage;
         if (message.type === 'ready') this.#readyResolve();
         if (message.type === 'unit') this.unit = message.name;
         if (message.type === 'finishing') this.#finish();
         if (message.type === 'ended') {
+          this.#inSession = false;
           this.endReason = message.reason;
           this.reusable = message.reusable === true && message.reason !== 'cleanup-failed';
           // Its next 'ready' may come in this very chunk: the promise it resolves must exist now.
@@ -146,6 +160,7 @@ export class WorkerHandle {
       throw error;
     }
     const failure = this.control.writeFailure;
+    if (!failure) this.#inSession = true;
     if (failure?.errno === 'ETOOMANYREFS') {
       throw new IoError(failure.code, `${failure.message} (more descriptors in flight for uid ${process.getuid?.()} than this process's RLIMIT_NOFILE)`, { errno: failure.errno, syscall: failure.syscall, cause: failure });
     }

@@ -92,6 +92,11 @@ export class FdSocket extends EventEmitter {
     return this.#writer.max;
   }
 
+  /** The peer has shut its writing side or closed ('hangup' was reported). */
+  get hungUp(): boolean {
+    return this.#hangupReported;
+  }
+
   /** Why a send failed, once one has (reported through 'error' too): later writes are dropped. Set
    * within the write() whose send failed, so a caller handing over fds can tell at once they never went. */
   get writeFailure(): IoError | undefined {

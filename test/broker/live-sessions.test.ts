@@ -4,6 +4,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { ChildProcess } from 'node:child_process';
+import { openSync } from 'node:fs';
 import { LiveSessions } from '../../src/broker/live-sessions.ts';
 import { SessionSlots } from '../../src/broker/session-slots.ts';
 import { WorkerHandle } from '../../src/broker/worker-handle.ts';
@@ -21,7 +22,7 @@ function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
 function fakeWorker() {
   const [ours, theirs] = native().socketpair();
   const gone = deferred<{ why: string }>();
-  const child = { pid: 4242, exitCode: null as number | null, signalCode: null } as unknown as ChildProcess & { exitCode: number | null };
+  const child = { pid: 4242, exitCode: null as number | null, signalCode: null, kill: () => true } as unknown as ChildProcess & { exitCode: number | null };
   const worker = new WorkerHandle({ child, control: ours, gone: gone.promise }, () => undefined);
   const peer = new FdSocket(theirs);
   peer.on('error', () => undefined);
@@ -52,6 +53,8 @@ function running(max: number) {
     slotFreed: () => freed.resolve(),
   });
   const fake = fakeWorker();
+  // Handed a session, as the broker does before it adopts one (its messages about a session count only then).
+  fake.worker.handOff(1, openSync('/dev/null', 'r'), openSync('/dev/null', 'r'), { pid: process.pid, uid: 1500, gid: 1500, cgroup: null }, 1000, 1);
   sessions.adopt(fake.worker, slots.tryTake()!);
   return { slots, others, sessions, fake, given: given.promise, freed: freed.promise, stopped };
 }

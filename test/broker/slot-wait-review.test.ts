@@ -92,12 +92,14 @@ test('a waiter whose client has gone (HELLO, then close) does not keep a live st
 function fakeWorker() {
   const [ours, theirs] = native().socketpair();
   const gone = deferred<{ why: string }>();
-  const child = { pid: 4243, exitCode: null as number | null, signalCode: null } as unknown as ChildProcess & { exitCode: number | null };
+  const killed = deferred<string>();
+  const child = { pid: 4243, exitCode: null as number | null, signalCode: null, kill: (signal: string) => (killed.resolve(signal), true) } as unknown as ChildProcess & { exitCode: number | null };
   const worker = new WorkerHandle({ child, control: ours, gone: gone.promise }, () => undefined);
   const peer = new FdSocket(theirs);
   peer.on('error', () => undefined);
   return {
     worker,
+    killed: killed.promise,
     send: (...messages: WorkerMessage[]) => peer.write(Buffer.concat(messages.map((message) => encodeControl(message)))),
     raw: (bytes: Buffer) => peer.write(bytes),
     exit: (code: number) => {
@@ -124,7 +126,7 @@ test('a `finishing` a worker sends while it has no session (a spare, idle) does 
   const fake = fakeWorker();
   fake.send({ type: 'ready' }, { type: 'finishing' });
   await fake.worker.ready;
-  await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.is(await fake.killed, 'SIGKILL', 'a worker that reports a session it does not have is ended');
   // The broker hands it a session later, which runs.
   liveSessions().adopt(fake.worker, slots.tryTake()!);
   await new Promise((resolve) => setTimeout(resolve, 10));
@@ -143,7 +145,7 @@ test('(before this change too) a worker message that is not an object ends the w
     header.writeUInt32BE(body.length);
     // A broken worker's message: valid length and JSON, not an object.
     fake.raw(Buffer.concat([header, body]));
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.is(await fake.killed, 'SIGKILL', 'the worker is ended');
     assert.equal(thrown.map(String), [], 'nothing thrown into the broker\'s event loop');
   } finally {
     process.off('uncaughtException', onUncaught);
@@ -156,7 +158,7 @@ test('(before this change too) an `ended` a worker sends while it has no session
   const fake = fakeWorker();
   fake.send({ type: 'ready' }, { type: 'ended', reason: 'exit', reusable: true });
   await fake.worker.ready;
-  await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.is(await fake.killed, 'SIGKILL', 'a worker that reports a session it does not have is ended');
   liveSessions().adopt(fake.worker, slots.tryTake()!);
   await new Promise((resolve) => setTimeout(resolve, 10));
   assert.is(slots.used, 1, 'the session handed over holds its slot');

@@ -1,0 +1,27 @@
+// What the broker takes from a worker: messages of the right shape, and session messages only while
+// a session is handed to it.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { workerMessageFault } from '../../src/control/worker-message.ts';
+
+test('well-formed messages in their phase pass', () => {
+  assert.is(workerMessageFault({ type: 'ready' }, false), undefined);
+  for (const message of [{ type: 'unit', name: 'u.service' }, { type: 'started', mainPid: 7 }, { type: 'finishing' }, { type: 'ended', reason: 'exit', reusable: true }, { type: 'ended', reason: 'error' }]) {
+    assert.is(workerMessageFault(message, true), undefined, JSON.stringify(message));
+  }
+});
+
+test('a session message with no session handed, and ready during one, are faults', () => {
+  for (const message of [{ type: 'unit', name: 'u.service' }, { type: 'started', mainPid: 7 }, { type: 'finishing' }, { type: 'ended', reason: 'exit' }]) {
+    assert.ok(workerMessageFault(message, false), JSON.stringify(message));
+  }
+  assert.ok(workerMessageFault({ type: 'ready' }, true));
+});
+
+test('wrong shapes are faults, never thrown', () => {
+  for (const message of [null, 1, 'ready', [], {}, { type: 3 }, { type: 'nope' }, { type: 'unit' }, { type: 'started', mainPid: '7' }, { type: 'started', mainPid: 0 }, { type: 'ended' }, { type: 'ended', reason: 'x', reusable: 'yes' }]) {
+    assert.ok(workerMessageFault(message, true), JSON.stringify(message));
+  }
+});
+
+test.run();
