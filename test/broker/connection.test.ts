@@ -16,6 +16,7 @@ import { closeQuietly } from '../../src/io/fds.ts';
 import { native } from '../../src/native/binding.ts';
 import { ErrorCode, encodeFrame, type Frame } from '../../src/protocol/index.ts';
 import { FrameClient as Client } from '../frame-client.ts';
+import { deferred } from '../deferred.ts';
 
 const SERVICE = 'agent.service';
 const CGROUP = `/system.slice/${SERVICE}`;
@@ -31,13 +32,6 @@ const outside: Look = { inside: false, snapshot: snapshot(CGROUP) };
 /** A client service whose one answer (and its confirmation) the test decides. */
 function service(answer: Look & { confirmed: Promise<Look> }): ConnectionDeps['clientService'] {
   return { service: SERVICE, containsProvisionally: async () => answer } satisfies Pick<ClientService, 'service' | 'containsProvisionally'>;
-}
-
-/** A promise and the function that resolves it. */
-function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((done) => (resolve = done));
-  return { promise, resolve };
 }
 
 /** The broker's side, faked: what was noted, taken, released and handed on. `slots`: real session

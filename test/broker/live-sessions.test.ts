@@ -11,12 +11,7 @@ import { WorkerHandle } from '../../src/broker/worker-handle.ts';
 import { encodeControl, type WorkerMessage } from '../../src/control/broker-worker.ts';
 import { FdSocket } from '../../src/io/fd-socket.ts';
 import { native } from '../../src/native/binding.ts';
-
-function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((done) => (resolve = done));
-  return { promise, resolve };
-}
+import { deferred } from '../deferred.ts';
 
 /** A worker process as far as the broker can tell: its control channel's other end, and its exit. */
 function fakeWorker() {

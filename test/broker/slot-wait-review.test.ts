@@ -14,14 +14,9 @@ import { closeQuietly } from '../../src/io/fds.ts';
 import { native } from '../../src/native/binding.ts';
 import { encodeFrame, type Frame } from '../../src/protocol/index.ts';
 import { FrameClient as Client } from '../frame-client.ts';
+import { deferred } from '../deferred.ts';
 
 const CGROUP = '/system.slice/agent.service';
-
-function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((done) => (resolve = done));
-  return { promise, resolve };
-}
 
 function deps(slots: SessionSlots, handshakeTimeoutMs = 2000): ConnectionDeps<HandOffWorker> {
   const worker: HandOffWorker = {

@@ -6,6 +6,7 @@ import { SystemdError } from '../../src/systemd/errors.ts';
 import { unitObjectPath } from '../../src/systemd/unit-names.ts';
 import { concernsUnit, unitPhase, watchUnit, type SignalSource } from '../../src/systemd/unit-watch.ts';
 import { rejectsCode } from './helpers.ts';
+import { deferred } from '../deferred.ts';
 
 const NAME = 'opencode-pty-session-0011223344556677.service';
 const PATH = unitObjectPath(NAME);
@@ -27,13 +28,6 @@ class FakeSource implements SignalSource {
   close(): void {
     for (const listener of [...this.closeListeners]) listener(new SystemdError('DBUS_CLOSED', 'closed'));
   }
-}
-
-/** A promise with its resolver, so a test decides when an evaluation finishes. */
-function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => (resolve = r));
-  return { promise, resolve };
 }
 
 const changed = (path = PATH): SystemdSignal => ({ kind: 'properties-changed', path, interface: 'org.freedesktop.systemd1.Unit', changed: {}, invalidated: [] });

@@ -13,16 +13,10 @@ import type { SessionUnitSpec } from '../../src/systemd/unit-properties.ts';
 import type { ExitStatus } from '../../src/systemd/unit-watch.ts';
 import { FrameClient } from '../frame-client.ts';
 import { fakeUnits, runSession } from './session-fixture.ts';
+import { deferred } from '../deferred.ts';
 
 /** Not this process: the program's pid must differ from the unit's MainPID. */
 const PROGRAM_PID = 2;
-
-function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void; reject: (error: Error) => void } {
-  let resolve!: (value: T) => void;
-  let reject!: (error: Error) => void;
-  const promise = new Promise<T>((yes, no) => ((resolve = yes), (reject = no)));
-  return { promise, resolve, reject };
-}
 
 /** A session whose unit manager announces the fork and then holds the job open until the test settles it. */
 function startingSession() {

@@ -2,13 +2,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { raceAbort } from '../../src/worker/start-errors.ts';
-
-function deferred<T>() {
-  let resolve!: (value: T) => void;
-  let reject!: (error: Error) => void;
-  const promise = new Promise<T>((res, rej) => ((resolve = res), (reject = rej)));
-  return { promise, resolve, reject };
-}
+import { deferred } from '../deferred.ts';
 
 test('a read that completes after the abort won hands its result to discard', async () => {
   const read = deferred<{ cwdFd: number }>();
