@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
+import { once } from 'node:events';
 import { connect, type Session } from '../src/client/index.ts';
 
 type Command = Record<string, any> & { op: string };
@@ -121,7 +122,12 @@ async function libraryRun(argv: string[], options: { expect?: number; cpu?: bool
     }
   });
   const end = await session.exit;
-  return { welcome, started, first, complete, exit: now() - t0, bytes, code: end.status, cpu, t0wall: performance.timeOrigin + t0 };
+  const exit = now() - t0;
+  // The output ends after EXIT (src/client/session.ts): bytes that came in EXIT's chunk, before the
+  // listener above flowed, are delivered on the next tick: without waiting for 'end', a fast
+  // program's output was sometimes not counted at all (a sample with no first OUTPUT).
+  if (!session.output.readableEnded) await once(session.output, 'end');
+  return { welcome, started, first, complete, exit, bytes, code: end.status, cpu, t0wall: performance.timeOrigin + t0 };
 }
 
 
