@@ -145,8 +145,9 @@ export class Session {
   }
 
   /**
-   * The end is decided: the broker may hand this session's slot to a start waiting for it once the
-   * unit is gone. Told before the last frame, not after: the client acts on that frame (an agent's
+   * The end is decided (the helper's END report, the client's hang-up, the unit's end, a failed
+   * start): the broker may hand this session's slot to a start waiting for it once the unit is gone.
+   * Told before the last frame, not after: the client acts on that frame (an agent's
    * next start on its EXIT) while this process may not run again for milliseconds, and its start
    * found the slot neither free nor finishing.
    */
@@ -284,6 +285,8 @@ export class Session {
       case 'end': {
         if (this.#outcome.report) return;
         this.#outcome.report = message.report;
+        // The helper has ended the data phase: what is left is the unit's end and the last frame.
+        if (this.#phase === 'running') this.#finishing();
         this.#programPid.failed(message.report.text);
         void this.#units.figures();
         const { reason } = message.report;
@@ -297,6 +300,8 @@ export class Session {
   #onClientGone(): void {
     if (this.#outcome.clientGone || this.#phase === 'final' || this.#phase === 'done') return;
     this.#outcome.clientGone = true;
+    // The end is decided now, not when the unit's stop is over: the client may start again at once.
+    this.#finishing();
     if (this.#phase === 'running') void this.#units.stop();
     else this.#abort(undefined);
   }

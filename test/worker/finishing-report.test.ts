@@ -121,4 +121,26 @@ test('a session that ran: `finishing` once, after `started`, before the unit is 
   cleanUp();
 });
 
+test('a client that hangs up while its session runs: `finishing` at once, before its unit\'s stop has ended', async () => {
+  const stop = deferred<void>();
+  const stopping = deferred<void>();
+  const { client, ended, job, asked, reports, cleanUp } = session(() => (stopping.resolve(), stop.promise));
+  const { helperCopy, progress } = await asked;
+  progress.forked?.(process.pid);
+  const message = Buffer.from([HelperMessageType.PID, 0, 0, 0, 4, 0, 0, 0, 0]);
+  message.writeUInt32BE(PROGRAM_PID, 5);
+  assert.is(native().sendmsg(helperCopy, message, 0, message.length, []), message.length);
+  job.resolve({ mainPid: process.pid });
+  await client.frame('started');
+  client.close();
+  await stopping.promise;
+  // The end is decided by the hang-up: a start waiting for a slot may count on this one already.
+  assert.equal(reports, ['unit', 'started', 'finishing'], 'told while the unit is still being stopped');
+  stop.resolve();
+  assert.is(await ended, 'client-gone');
+  assert.equal(reports, ['unit', 'started', 'finishing']);
+  closeSync(helperCopy);
+  cleanUp();
+});
+
 test.run();
