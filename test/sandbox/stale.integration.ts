@@ -21,7 +21,9 @@ async function inTempDir<T>(dir: string, body: () => T | Promise<T>): Promise<T>
   try {
     return await body();
   } finally {
-    process.env.TMPDIR = saved;
+    // Assigning undefined would store the string 'undefined'.
+    if (saved === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = saved;
   }
 }
 
