@@ -1,4 +1,4 @@
-// The helper's end of the control channel: ENV, GO, TERMINATE and KILL from the worker; LOG, STOP and the
+// The helper's end of the control channel: ENV, GO (with STARTED), TERMINATE and KILL from the worker; LOG, STOP and the
 // one END report to it. The worker treats everything here as untrusted; the helper keeps it bounded.
 #include <errno.h>
 #include <poll.h>
@@ -88,7 +88,8 @@ void control_send_end(void) {
   const unsigned char *rest = NULL;
   size_t rest_len = 0;
   uint64_t bytes_out = r.bytes_out;
-  if (r.urgent_off > 0 && r.urgent_off < r.urgent_len) rest = r.urgent + r.urgent_off, rest_len = r.urgent_len - r.urgent_off;
+  if (r.started_off > 0 && r.started_off < r.started_len) rest = r.started + r.started_off, rest_len = r.started_len - r.started_off;
+  else if (r.urgent_off > 0 && r.urgent_off < r.urgent_len) rest = r.urgent + r.urgent_off, rest_len = r.urgent_len - r.urgent_off;
   else if (r.out_off > 0 && r.out_off < r.out_len) {
     rest = r.out + r.out_off, rest_len = r.out_len - r.out_off;
     bytes_out += r.out_len - HEADER_SIZE; // the worker sends the rest: the client gets the whole frame
@@ -104,11 +105,42 @@ void control_send_end(void) {
   send_message(CONTROL_END, payload, END_FIXED_SIZE + rest_len + text_len);
 }
 
-// The program's pid, for STARTED (version 2): the worker writes STARTED only once it has this.
+// The program's pid, sent before anything is written to the client: the worker takes "no PID" after
+// the unit's end to mean that nothing was, so the client's write side was never the helper's.
 void control_send_pid(pid_t pid) {
   unsigned char payload[4];
   put_be32(payload, (uint32_t)pid);
   send_message(CONTROL_PID, payload, sizeof payload);
+}
+
+static int read_exact_control(void *buf, size_t len);
+
+static void put_pid(unsigned char *p, pid_t pid) {
+  put_be32(p, (uint32_t)pid);
+}
+
+// GO's payload: the STARTED frame the worker encoded for this session (docs/protocol.md), written
+// before anything else. The helper knows the two pids it names: its own (the unit's main process) and
+// the program's. Writing it here rather than in the worker saves the worker's turn between the fork
+// and the first output: the PID message out, STARTED and GO back (two wake-ups of two processes).
+// -1 when it is not a STARTED of this session's version.
+static int take_started(uint32_t len) {
+  if (len == 0) return 0; // the worker wrote STARTED itself
+  size_t pids = r.version >= 2 ? 8 : 4;
+  if (len < HEADER_SIZE + pids + 1 || len > sizeof r.started) return -1;
+  if (read_exact_control(r.started, len) < 0) return -1;
+  uint32_t payload = (uint32_t)r.started[1] << 24 | (uint32_t)r.started[2] << 16 | (uint32_t)r.started[3] << 8 | r.started[4];
+  if (r.started[0] != FRAME_STARTED || payload != len - HEADER_SIZE) return -1;
+  // Version 1: mainPid, unit. Version 2: programPid, mainPid, the rest.
+  if (r.version >= 2) {
+    put_pid(r.started + HEADER_SIZE, r.child);
+    put_pid(r.started + HEADER_SIZE + 4, getpid());
+  } else {
+    put_pid(r.started + HEADER_SIZE, getpid());
+  }
+  r.started_len = len;
+  r.started_off = 0;
+  return 0;
 }
 
 // Reads what the worker sent: 0 fine, -1 the worker is gone or sent what it never sends.
@@ -122,11 +154,13 @@ int control_read(void) {
     if (r.ctl_got < sizeof r.ctl_in) continue;
     r.ctl_got = 0;
     uint32_t len = (uint32_t)r.ctl_in[1] << 24 | (uint32_t)r.ctl_in[2] << 16 | (uint32_t)r.ctl_in[3] << 8 | r.ctl_in[4];
+    if (r.ctl_in[0] == CONTROL_GO && !r.go) {
+      if (take_started(len) < 0) return -1;
+      r.go = true;
+      continue;
+    }
     if (len != 0) return -1;
     switch (r.ctl_in[0]) {
-    case CONTROL_GO:
-      r.go = true;
-      break;
     case CONTROL_TERMINATE:
       fail(END_TERMINATED, ERR_SHUTDOWN, "terminated by the supervisor");
       break;
@@ -139,8 +173,9 @@ int control_read(void) {
   }
 }
 
-// Exactly len bytes, waiting as needed: -1 when the worker is gone first.
-static int read_exact(void *buf, size_t len) {
+// Exactly len bytes, waiting as needed: -1 when the worker is gone first. The worker sends every
+// message whole (GO's STARTED with ENV, into an empty buffer), so this waits for nothing in practice.
+static int read_exact_control(void *buf, size_t len) {
   unsigned char *p = buf;
   while (len > 0) {
     ssize_t n = recv(r.control, p, len, MSG_DONTWAIT);
@@ -172,11 +207,11 @@ const char *control_read_env(char ***envp) {
   static char payload[MAX_ENV_PAYLOAD];
   static char *entries[MAX_ENV_ENTRIES];
   unsigned char header[CONTROL_HEADER_SIZE];
-  if (read_exact(header, sizeof header) < 0) return "the control channel ended before the environment came";
+  if (read_exact_control(header, sizeof header) < 0) return "the control channel ended before the environment came";
   if (header[0] != CONTROL_ENV) return "the first control message is not ENV";
   uint32_t len = (uint32_t)header[1] << 24 | (uint32_t)header[2] << 16 | (uint32_t)header[3] << 8 | header[4];
   if (len > MAX_ENV_PAYLOAD) return "ENV is larger than 65536 bytes";
-  if (read_exact(payload, len) < 0) return "the control channel ended inside ENV";
+  if (read_exact_control(payload, len) < 0) return "the control channel ended inside ENV";
   if (len > 0 && payload[len - 1] != '\0') return "ENV does not end with a NUL";
   size_t count = 0;
   for (size_t off = 0; off < len;) {

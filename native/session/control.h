@@ -8,8 +8,9 @@
 #include <stdint.h>
 
 enum control_type {
-  // worker -> helper, all empty but ENV
-  CONTROL_GO = 0x01,        // STARTED is on the wire: the client socket's write side is the helper's now
+  // worker -> helper, all empty but ENV and GO
+  CONTROL_GO = 0x01,        // the client socket's write side is the helper's now; a payload is the STARTED
+                            // frame to write first, its pids filled in here (empty: the worker wrote it)
   CONTROL_TERMINATE = 0x02, // end at a frame boundary and report "terminated"
   CONTROL_KILL = 0x03,      // STOP's last step: SIGKILL every other process of the session's cgroup
   CONTROL_ENV = 0x04,       // with --env-from-control, the first message: "NAME=value\0" each, for execve only
@@ -17,7 +18,7 @@ enum control_type {
   CONTROL_LOG = 0x41,       // priority u8 (sd-daemon), text
   CONTROL_STOP = 0x42,      // the client sent STOP (empty); the worker stops the session's processes
   CONTROL_END = 0x43,       // the end report; the helper writes nothing to the client after it
-  CONTROL_PID = 0x44,       // the program's pid u32, once, right after the fork (before GO: STARTED v2 names it)
+  CONTROL_PID = 0x44,       // the program's pid u32, once, right after the fork (before the helper writes anything)
 };
 
 enum end_reason {
@@ -34,7 +35,7 @@ enum control_limits {
   CONTROL_HEADER_SIZE = 5,
   // END: reason u8, code u16, bytes in u64, bytes out u64, remainder length u32, remainder, text.
   END_FIXED_SIZE = 23,
-  MAX_REMAINDER = 5 + 32768,
+  MAX_REMAINDER = 5 + 65536, // the rest of any frame the helper writes: STARTED's payload is the largest
   MAX_REPORT_TEXT = 1024,
   MAX_LOG_TEXT = 1024,
   MAX_LOGS = 64,

@@ -38,14 +38,17 @@ struct relay {
   bool master_hup; // poll saw POLLHUP: every slave may be closed, read until EIO
   bool master_eof; // read gave EIO: nobody holds the terminal any more
 
-  bool go;         // the worker handed over the client's write side
+  bool go;         // the worker handed over the client's write side (GO)
   bool stopping;   // the client sent STOP
   int end_reason;  // set once: the data phase is over
   uint16_t end_code;
   char end_text[MAX_REPORT_TEXT];
 
-  // Toward the client: at most one OUTPUT frame and one CREDIT frame; a frame once started is
-  // finished before anything else goes out, so frames never interleave.
+  // Toward the client: STARTED first (GO's payload, once), then at most one OUTPUT frame and one
+  // CREDIT frame; a frame once started is finished before anything else goes out, so frames never
+  // interleave.
+  unsigned char started[HEADER_SIZE + MAX_FRAME_PAYLOAD];
+  size_t started_len, started_off;
   unsigned char out[HEADER_SIZE + MAX_IO_PAYLOAD];
   size_t out_len, out_off;
   unsigned char urgent[HEADER_SIZE + 4];

@@ -106,6 +106,20 @@ static void write_master(void) {
 // Sends what is pending, a frame once started always finished first; a CREDIT goes ahead of an
 // OUTPUT frame not yet started. *blocked: the kernel took less than offered. -1: the client is gone.
 static int write_client(bool *blocked) {
+  while (r.started_off < r.started_len) {
+    ssize_t n = send(r.client, r.started + r.started_off, r.started_len - r.started_off, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      r.started_off += (size_t)n;
+      r.stall_since = -1;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      *blocked = true;
+      return 0;
+    }
+    return -1;
+  }
   for (;;) {
     bool out_started = r.out_off > 0;
     if (!out_started && r.urgent_len == 0 && r.credit_owed > 0) {

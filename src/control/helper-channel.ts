@@ -4,14 +4,14 @@
 import { ErrorCode } from '../protocol/constants.ts';
 
 export const HelperMessageType = {
-  GO: 0x01, // worker → helper: STARTED is on the wire, the client socket's write side is the helper's
+  GO: 0x01, // worker → helper: the client socket's write side is the helper's; a payload is the STARTED frame it writes first
   TERMINATE: 0x02, // worker → helper: end at a frame boundary, report "terminated"
   KILL: 0x03, // worker → helper: STOP's last step, SIGKILL every other process of the session's cgroup
   ENV: 0x04, // worker → helper: the program's environment ("NAME=value\0" each), once, before the fork
   LOG: 0x41, // helper → worker: priority (sd-daemon) and text, for the journal
   STOP: 0x42, // helper → worker: the client sent STOP
   END: 0x43, // helper → worker: the one end report; the helper writes nothing to the client after it
-  PID: 0x44, // helper → worker: the program's pid (u32), once, right after the fork and before GO
+  PID: 0x44, // helper → worker: the program's pid (u32), once, right after the fork, before the helper writes anything
 } as const;
 
 /** The kernel's largest pid_max (PID_MAX_LIMIT, include/linux/threads.h): no pid is above it. */
@@ -33,13 +33,13 @@ export const HelperLimits = {
   HEADER_SIZE: 5,
   /** END: reason u8, code u16, bytes in u64, bytes out u64, remainder length u32. */
   END_FIXED_SIZE: 23,
-  /** The rest of one frame at most: a header and MAX_IO_PAYLOAD. */
-  MAX_REMAINDER: 5 + 32768,
+  /** The rest of one frame at most: a header and the largest payload (a version 2 STARTED's). */
+  MAX_REMAINDER: 5 + 65536,
   MAX_REPORT_TEXT: 1024,
   MAX_LOG_TEXT: 1024,
   /** LOG messages one session's helper sends at most. */
   MAX_LOGS: 64,
-  MAX_CONTROL_PAYLOAD: 23 + 5 + 32768 + 1024,
+  MAX_CONTROL_PAYLOAD: 23 + 5 + 65536 + 1024,
   /** ENV: the client's MAX_ENVC (128) and TERM, which the worker always sets. */
   MAX_ENV_ENTRIES: 128 + 1,
   /** ENV: the START frame's payload limit; the client's entries came in one START. */
@@ -74,9 +74,20 @@ export class HelperChannelError extends Error {
   readonly code = 'HELPER_CHANNEL';
 }
 
-export function encodeCommand(command: 'go' | 'terminate' | 'kill'): Buffer {
-  const type = { go: HelperMessageType.GO, terminate: HelperMessageType.TERMINATE, kill: HelperMessageType.KILL }[command];
+export function encodeCommand(command: 'terminate' | 'kill'): Buffer {
+  const type = { terminate: HelperMessageType.TERMINATE, kill: HelperMessageType.KILL }[command];
   return Buffer.from([type, 0, 0, 0, 0]);
+}
+
+/**
+ * GO with the STARTED frame the helper writes first, its pids set by the helper (the program's, which
+ * only it knows at once, and its own): sent before the unit starts, so the helper finds it queued.
+ */
+export function encodeGo(started: Buffer): Buffer {
+  const header = Buffer.alloc(HelperLimits.HEADER_SIZE);
+  header[0] = HelperMessageType.GO;
+  header.writeUInt32BE(started.length, 1);
+  return Buffer.concat([header, started]);
 }
 
 /** ENV: every entry "NAME=value" and a NUL, the form execve(2) takes; names and values without NUL or "=" in names. */

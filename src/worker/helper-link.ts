@@ -4,7 +4,7 @@
 import { native, type FdWatcher } from '../native/binding.ts';
 import { closeReceived } from '../io/fds.ts';
 import { closePeer } from '../io/peer-close.ts';
-import { HelperChannelError, HelperDecoder, HelperLimits, encodeCommand, type HelperMessage } from '../control/helper-channel.ts';
+import { HelperChannelError, HelperDecoder, HelperLimits, encodeCommand, encodeGo, type HelperMessage } from '../control/helper-channel.ts';
 
 export interface HelperLinkEvents {
   message(message: HelperMessage): void;
@@ -34,7 +34,7 @@ export class HelperLink {
   }
 
   /** Commands are 5 bytes into a socket buffer of 128 KiB that the helper drains: false if not sent. */
-  send(command: 'go' | 'terminate' | 'kill'): boolean {
+  send(command: 'terminate' | 'kill'): boolean {
     return this.#write(encodeCommand(command));
   }
 
@@ -42,6 +42,12 @@ export class HelperLink {
    * empty 128 KiB buffer, so one send takes it whole. */
   sendEnv(message: Buffer): boolean {
     return this.#write(message);
+  }
+
+  /** GO with the STARTED frame, right after ENV and before the unit starts: ENV's entries and STARTED's
+   * dropped names are START's environment split in two, so both fit the empty buffer at once. */
+  sendGo(started: Buffer): boolean {
+    return this.#write(encodeGo(started));
   }
 
   #write(frame: Buffer): boolean {

@@ -1,6 +1,7 @@
-// Version 2's STARTED waits for the program's pid, which the session helper reports right after its
-// fork. The helper runs as the client's user: its word is bounds-checked (helper-channel.ts) and taken
-// once; it can only misname a process of the client's own user to the client.
+// The session helper reports the program's pid right after its fork, before it writes anything (then
+// STARTED, which names it in version 2). The helper runs as the client's user: its word is
+// bounds-checked (helper-channel.ts) and taken once; it can only misname a process of the client's own
+// user to the client, and a session whose helper does is ended.
 import { readFileSync } from 'node:fs';
 import { ErrorCode } from '../protocol/constants.ts';
 import type { Frame } from '../protocol/frames.ts';
@@ -17,6 +18,11 @@ export class ProgramPid {
     this.#wake?.();
   }
 
+  /** Whether the helper named its program: before that it has written nothing to the client. */
+  get known(): boolean {
+    return this.#pid !== undefined;
+  }
+
   /** The helper's end report: before a pid, the program never ran. */
   failed(text: string): void {
     if (this.#pid !== undefined) return;
@@ -24,19 +30,17 @@ export class ProgramPid {
     this.#wake?.();
   }
 
-  /** STARTED as `version` lays it out: version 2 names the program, so it waits for the helper's fork
-   * (the unit's own end, or the helper's report of a failure before it, come first when the program
-   * never ran) and takes the pid only if it can be the program. */
-  async startedFrame(version: number, mainPid: number, unit: string, dropped: string[], wait: { unitDone: Promise<unknown>; timeoutMs: number }): Promise<Frame> {
-    // Version 1 waits too, without naming it: a helper that dies before its fork (a start job systemd
-    // counts as started because its process exited at once) is then START_FAILED, not a STARTED
-    // followed by an error.
+  /** The program's pid once the helper names it (the unit's own end, or the helper's report of a
+   * failure before it, come first when the program never ran), checked where this process can: in
+   * version 2 the client was told it in STARTED. Version 1 waits too, without naming it: a helper
+   * that dies before its fork (a start job systemd counts as started because its process exited at
+   * once) is then START_FAILED, not a STARTED followed by an error. */
+  async confirm(version: number, mainPid: number, unit: string, wait: { unitDone: Promise<unknown>; timeoutMs: number }): Promise<number> {
     const programPid = await this.wait(wait.unitDone, wait.timeoutMs);
-    if (version < 2) return { type: 'started', mainPid, unit };
-    if (programPid === mainPid || programInUnit(programPid, mainPid, unit, (path) => readFileSync(path, 'utf8')) === false) {
+    if (version >= 2 && (programPid === mainPid || programInUnit(programPid, mainPid, unit, (path) => readFileSync(path, 'utf8')) === false)) {
       throw new SessionError(ErrorCode.INTERNAL, `the session helper named pid ${programPid}, which is not its program`);
     }
-    return { type: 'started', mainPid, unit, programPid, droppedEnv: dropped };
+    return programPid;
   }
 
   /** Resolves with the pid; rejects when the helper failed first, the unit ended first, or at the deadline. */
@@ -86,4 +90,11 @@ export function programInUnit(pid: number, mainPid: number, unit: string, read: 
   if (own === undefined || own.split('/').pop() !== unit) return undefined;
   const found = cgroupPath(pid, read);
   return found === undefined ? undefined : found === own;
+}
+
+/** STARTED as the worker lays it out for the helper, which writes it with both pids in place (native/session/control.c). */
+export function startedTemplate(version: number, unit: string, dropped: string[]): Frame {
+  const placeholder = 1;
+  if (version < 2) return { type: 'started', mainPid: placeholder, unit };
+  return { type: 'started', mainPid: placeholder, unit, programPid: placeholder, droppedEnv: dropped };
 }

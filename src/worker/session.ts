@@ -1,20 +1,21 @@
 // One terminal session, from START to its one end. The worker authenticates the start, hands the
 // client connection to the session helper (the unit's stdout) and supervises: it never reads a
-// data-phase byte. The client socket's write side passes like a token: worker (STARTED) → GO →
-// helper (data phase) → END report → worker (the last frame, once the unit is inactive).
+// data-phase byte. The client socket's write side passes like a token: worker (handshake) → GO, queued
+// with STARTED before the unit is asked for → helper (STARTED, data phase) → END report → worker (the
+// last frame, once the unit is inactive). docs/architecture.md "The token rule".
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../config/schema.ts';
 import { FdSocket } from '../io/fd-socket.ts';
 import { closeQuietly } from '../io/fds.ts';
 import { passRights } from '../io/pass-rights.ts';
 import { native } from '../native/binding.ts';
-import { ErrorCode, encodeFrame, errorFrame, PROTOCOL_VERSION, type ErrorCodeValue, type FrameOf } from '../protocol/index.ts';
+import { ErrorCode, encodeFrame, errorFrame, PROTOCOL_VERSION, type ErrorCodeValue, type Frame, type FrameOf } from '../protocol/index.ts';
 import type { Units } from '../systemd/bus-session.ts';
 import { unitNameFor } from '../systemd/unit-names.ts';
 import type { ExitStatus } from '../systemd/unit-watch.ts';
 import type { PeerIdentity, WorkerMessage } from '../control/broker-worker.ts';
 import type { HelperMessage } from '../control/helper-channel.ts';
-import { flushed, lastWrite, writeFinalFrame, type SessionOutcome } from './final-frame.ts';
+import { lastWrite, writeFinalFrame, type SessionOutcome } from './final-frame.ts';
 import { HelperLink } from './helper-link.ts';
 import { unsafeHelper } from './helper-path.ts';
 import { recheckPeer } from '../identity/peer-recheck.ts';
@@ -23,7 +24,7 @@ import { SessionError } from '../protocol/session-error.ts';
 import { asSessionError, raceAbort, settled } from './start-errors.ts';
 import { logSessionEnd } from './accounting.ts';
 import { endRecord } from './end-record.ts';
-import { ProgramPid } from './program-pid.ts';
+import { ProgramPid, startedTemplate } from './program-pid.ts';
 import { planStart } from './start-plan.ts';
 import { UnitStop } from './unit-stop.ts';
 import { startUnit, unlessJobFails } from './unit-start.ts';
@@ -62,9 +63,11 @@ export class Session {
   #outcome: SessionOutcome = { clientGone: false };
   #ending: Ending | undefined;
   #toldFinishing = false;
+  /** The unit has been asked for: from its helper's fork on, the client's write side is the helper's. */
+  #launched = false;
   /** Version 2: the program's pid, as the helper reports it after its fork (STARTED names it). */
   #programPid = new ProgramPid();
-  /** process.hrtime.bigint() when STARTED was written and when the unit ended (durationUsec). */
+  /** process.hrtime.bigint() when the helper named its program (it writes STARTED right then) and when the unit ended (durationUsec). */
   #startedAt: bigint | undefined;
   #unitEndedAt: bigint | undefined;
   /** Before the hand-off: an end that needs no unit (handshake timeout, client gone, shutdown). */
@@ -118,9 +121,10 @@ export class Session {
     } catch (error) {
       const failure = asSessionError(error);
       this.#finishing();
-      // Before GO the worker holds the client's write side: an ordinary ERROR.
+      if (this.#launched) return this.#failAfterLaunch(failure);
+      // Before the unit is asked for, the worker holds the client's write side: an ordinary ERROR.
       if (!this.#outcome.clientGone) await writeFinalFrame(this.#client, errorFrame(failure.wireCode, failure.message), this.#writeTimeoutMs);
-      const reason = this.#outcome.workerError?.wireCode === ErrorCode.SHUTDOWN ? 'shutdown' : this.#outcome.clientGone ? 'client-gone' : 'error';
+      const reason = this.#failureReason();
       this.#ending = { reason, error: this.#outcome.clientGone ? undefined : failure };
       await this.#cleanUp();
       return reason;
@@ -140,6 +144,39 @@ export class Session {
     else if (!this.#outcome.report && !this.#outcome.clientGone) this.#deps.log(`${this.unit}: the session helper ended without a report; closing without a last frame`);
     const reason = this.#reason();
     this.#ending = { reason, exit, error: frame?.type === 'error' ? new SessionError(frame.code as ErrorCodeValue, frame.message) : undefined };
+    await this.#cleanUp();
+    return reason;
+  }
+
+  #failureReason(): EndReason {
+    return this.#outcome.workerError?.wireCode === ErrorCode.SHUTDOWN ? 'shutdown' : this.#outcome.clientGone ? 'client-gone' : 'error';
+  }
+
+  /**
+   * A start that failed once the unit was asked for: its helper, if it runs, has had the client's
+   * write side since its fork. The unit is ended first; then a helper that reported had its frame
+   * finished and the failure follows it (as any end of ours), and one that never named its program
+   * never wrote a byte (it sends PID before anything else), so the write side is ours again.
+   */
+  async #failAfterLaunch(failure: SessionError): Promise<EndReason> {
+    this.#outcome.workerError ??= failure;
+    // Final now: a start still under way (an abort ends only its wait) never counts as running.
+    this.#phase = 'final';
+    this.#helper?.send('terminate');
+    await this.#units.stop();
+    this.#helper?.readAvailable();
+    const ran = this.#programPid.known;
+    let frame: Frame | undefined;
+    if (!this.#outcome.clientGone && !ran) {
+      frame = errorFrame(failure.wireCode, failure.message);
+      await writeFinalFrame(this.#client, frame, this.#writeTimeoutMs);
+    } else if (ran) {
+      const last = lastWrite({ ...this.#outcome, exit: undefined });
+      frame = last.frame;
+      if (frame) await writeFinalFrame(this.#client, frame, this.#writeTimeoutMs, last.remainder, this.#version);
+    }
+    const reason = this.#failureReason();
+    this.#ending = { reason, error: frame?.type === 'error' ? new SessionError(frame.code as ErrorCodeValue, frame.message) : undefined };
     await this.#cleanUp();
     return reason;
   }
@@ -226,47 +263,41 @@ export class Session {
       // The helper's word is untrusted: what it broke is logged as its fault, quoted (never spliced in).
       failed: (error) => this.#deps.log(`${name}: protocol fault of the session helper on its control channel: ${JSON.stringify(error.message)}`),
     });
-    // Queued before the unit exists, so the helper reads it the moment it runs and forks at once,
-    // rather than after our D-Bus round trip for the start job (AddRef keeps a fast end visible to the
-    // watch below). The empty 128 KiB buffer takes it whole; if not, nothing has started yet.
-    if (!this.#helper.sendEnv(envMessage)) {
+    // Queued before the unit exists, so the helper reads them the moment it runs: ENV, then GO with
+    // STARTED, which the helper writes itself right after its fork (it alone knows the program's pid
+    // then), so the first output waits for no turn of ours (AddRef keeps a fast end visible to the
+    // watch below). The empty 128 KiB buffer takes both whole; if not, nothing has started yet.
+    const started = encodeFrame(startedTemplate(this.#version, name, dropped), this.#version);
+    if (!this.#helper.sendEnv(envMessage) || !this.#helper.sendGo(started)) {
       closeQuietly(helperEnd);
       throw new SessionError(ErrorCode.INTERNAL, 'the session helper cannot be reached');
     }
+    this.#launched = true;
     const start = startUnit(manager, name, spec, { cwdFd, clientFd: this.#client.fd, helperEnd }, this.#abortPromise);
     const { job } = start;
-    // From the helper's fork on, its control channel is read: STARTED goes out on its PID message,
-    // without waiting for the job's end (Type=exec: a helper that runs has been exec'd, so its job ends
-    // "done"), which cost about 2 ms of every start (systemd's JobRemoved comes after the exec).
+    // From the helper's fork on, its control channel is read; the session counts as started once it
+    // names its program (Type=exec: a helper that runs has been exec'd, so its job ends "done").
     const mainPid = await start.mainPid;
     this.#units.watch((error) => this.#onWatchLost(error));
     this.#helper.start();
-    const startedFrame = await unlessJobFails(
-      this.#programPid.startedFrame(this.#version, mainPid, name, dropped, {
+    await unlessJobFails(
+      this.#programPid.confirm(this.#version, mainPid, name, {
         // What the helper sent before its unit ended is read first: a fast failure has its report.
         unitDone: this.#units.done.then(() => this.#helper?.readAvailable()),
         timeoutMs: config.limits.operationTimeoutMs,
       }),
       job,
     );
-    // After STARTED the unit's own end decides the session; a late job failure is only told, unless
+    this.#startedAt = process.hrtime.bigint();
+    // After this the unit's own end decides the session; a late job failure is only told, unless
     // our own stop (a hang-up, a report, a shutdown in the few ms before JobRemoved) cancelled it.
     job.catch((error: Error) => {
       if (!this.#units.stopping) this.#deps.log(`${name}: the start job failed after the program started: ${error.message}`);
     });
-    this.#client.write(encodeFrame(startedFrame, this.#version));
     // The call went out long before: the fork it announced came after its reply.
     start.release();
-    this.#startedAt = process.hrtime.bigint();
-    // The token rule: nothing of ours may still be queued when the helper starts writing.
-    if (!(await flushed(this.#client, this.#writeTimeoutMs))) {
-      // A client that closed meanwhile is gone, not a failure of ours (its 'error' comes a tick later).
-      if (this.#client.writeFailure?.code === 'PEER_GONE') this.#onClientGone();
-      throw new SessionError(ErrorCode.INTERNAL, 'STARTED could not be written');
-    }
     if (this.#phase !== 'starting') return;
     this.#phase = 'running';
-    if (!this.#helper.send('go')) throw new SessionError(ErrorCode.INTERNAL, 'the session helper cannot be reached');
     this.#deps.report({ type: 'started', mainPid });
     this.#deps.log(`session ${name} started for pid ${this.#peer.pid}: ${JSON.stringify(frame.argv[0])}, ${frame.rows}x${frame.cols}`);
   }
@@ -278,7 +309,8 @@ export class Session {
         // The helper's text is data: quoted into one line, never spliced into the message.
         return this.#deps.log(`${unit}: session helper [${message.priority}]: ${JSON.stringify(message.text)}`);
       case 'stop':
-        if (this.#phase === 'running') void this.#units.stopSteps(() => this.#helper?.send('kill'));
+        // The client may have STARTED (the helper's) and sent STOP before this worker saw the PID.
+        if (this.#phase === 'running' || (this.#phase === 'starting' && this.#launched)) void this.#units.stopSteps(() => this.#helper?.send('kill'));
         return;
       case 'pid':
         return this.#programPid.reported(message.pid);

@@ -1,7 +1,7 @@
 // The helper's messages as the worker decodes them: strict, bounded, split anywhere; built by hand.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { HelperChannelError, HelperDecoder, encodeCommand, type HelperMessage } from '../../src/control/helper-channel.ts';
+import { HelperChannelError, HelperDecoder, encodeCommand, encodeGo, type HelperMessage } from '../../src/control/helper-channel.ts';
 
 function message(type: number, payload: Buffer): Buffer {
   const header = Buffer.alloc(5);
@@ -31,8 +31,8 @@ function refuses(stream: Buffer, pattern: RegExp): void {
   assert.ok(fault instanceof HelperChannelError && pattern.test(fault.message), `${fault?.message} !~ ${pattern}`);
 }
 
-test('commands are five bytes: type and an empty length', () => {
-  assert.is(encodeCommand('go').toString('hex'), '0100000000');
+test('commands are five bytes: type and an empty length; GO carries its STARTED frame', () => {
+  assert.is(encodeGo(Buffer.from('04000000050000002a75', 'hex')).toString('hex'), '010000000a' + '04000000050000002a75');
   assert.is(encodeCommand('terminate').toString('hex'), '0200000000');
   assert.is(encodeCommand('kill').toString('hex'), '0300000000');
 });
@@ -70,7 +70,7 @@ test('untrusted: unknown types, unknown reasons, codes, oversize, bad UTF-8, a s
   refuses(end(1, 0, Buffer.alloc(0), Buffer.from([0xc0, 0x80])), /not UTF-8/);
   refuses(end(1, 0, Buffer.alloc(0), Buffer.from([0xed, 0xa0, 0x80])), /not UTF-8/);
   refuses(end(1, 0, Buffer.alloc(0), 'x'.repeat(1025)), /exceeds 1024/);
-  refuses(end(1, 0, Buffer.alloc(32774), ''), /remainder of 32774/);
+  refuses(end(1, 0, Buffer.alloc(65542), ''), /remainder of 65542/);
   refuses(message(0x43, Buffer.alloc(22)), /END of 22 bytes/);
   refuses(message(0x42, Buffer.alloc(1)), /STOP of 1 bytes/);
   refuses(Buffer.concat([end(1, 0, Buffer.alloc(0), ''), message(0x42, Buffer.alloc(0))]), /after END/);

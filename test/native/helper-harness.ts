@@ -40,6 +40,13 @@ export const input = (text: string | Buffer) => frame(T.INPUT, text);
 export const END_INPUT = frame(T.END_INPUT);
 const command = (type: number) => Buffer.from([type, 0, 0, 0, 0]);
 export const GO = command(0x01);
+
+/** GO carrying the STARTED frame the helper writes first. */
+export function goWith(started: Buffer): Buffer {
+  const header = Buffer.from([0x01, 0, 0, 0, 0]);
+  header.writeUInt32BE(started.length, 1);
+  return Buffer.concat([header, started]);
+}
 export const TERMINATE = command(0x02);
 
 export interface Ended {
@@ -55,6 +62,8 @@ export interface RunOptions {
   dirFd?: number;
   /** Send GO at once (default true). */
   go?: boolean;
+  /** GO's STARTED frame: the client must then see it first, whole, and nothing before it. */
+  started?: Buffer;
   /** Grant credit back for every OUTPUT as it arrives (default true). */
   autoCredit?: boolean;
   writeTimeoutMs?: number;
@@ -85,6 +94,9 @@ export class HelperRun {
   #closed = false;
   #violation: Error | undefined;
   #decoder = new HelperDecoder();
+  #expectStarted: Buffer | undefined;
+  /** The STARTED frame the helper wrote (header included), when GO carried one. */
+  started: Buffer | undefined;
 
   constructor(argv: string[], options: RunOptions = {}) {
     const dirFd = options.dirFd ?? openSync(options.dir ?? tmpdir(), 'r');
@@ -96,6 +108,7 @@ export class HelperRun {
     closeSync(clientTheirs);
     closeSync(controlTheirs);
     this.#autoCredit = options.autoCredit ?? true;
+    this.#expectStarted = options.started;
     this.client = new FdSocket(clientOurs);
     this.control = new FdSocket(controlOurs);
     this.client.on('error', () => undefined);
@@ -131,7 +144,7 @@ export class HelperRun {
   }
 
   go(): void {
-    this.control.write(GO);
+    this.control.write(this.#expectStarted ? goWith(this.#expectStarted) : GO);
   }
 
   send(bytes: Buffer, fds: number[] = []): void {
@@ -156,6 +169,16 @@ export class HelperRun {
     while (this.#raw.length >= 5 && !this.#violation) {
       const type = this.#raw[0]!;
       const length = this.#raw.readUInt32BE(1);
+      if (this.#expectStarted && !this.started) {
+        if (type !== 0x04 || length !== this.#expectStarted.length - 5) {
+          this.#violation = new Error(`the first frame is not the STARTED of GO: type ${type}, length ${length}`);
+          break;
+        }
+        if (this.#raw.length < 5 + length) break;
+        this.started = Buffer.from(this.#raw.subarray(0, 5 + length));
+        this.#raw = this.#raw.subarray(5 + length);
+        continue;
+      }
       const ok = (type === T.OUTPUT && length >= 1 && length <= MAX_IO) || (type === T.CREDIT && length === 4);
       if (!ok) {
         this.#violation = new Error(`not an OUTPUT or CREDIT frame: type ${type}, length ${length}`);

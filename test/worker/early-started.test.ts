@@ -1,10 +1,10 @@
-// STARTED goes out on the helper's PID message once systemd has announced the helper's fork, without
-// waiting for the start job's end (JobRemoved comes only after the helper's exec: ≈2 ms of every start).
-// A job that fails before the helper's PID still fails the start with an ERROR, as it always did.
+// The session counts as started on the helper's PID message once systemd has announced the helper's
+// fork, without waiting for the start job's end (JobRemoved comes only after the helper's exec: ≈2 ms
+// of every start); the helper writes STARTED itself. A job that fails before the helper's PID still
+// fails the start with the worker's ERROR, once the unit is gone.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { closeSync } from 'node:fs';
-import { HelperMessageType } from '../../src/control/helper-channel.ts';
 import { native } from '../../src/native/binding.ts';
 import { ErrorCode, type Frame } from '../../src/protocol/index.ts';
 import { SystemdError } from '../../src/systemd/errors.ts';
@@ -12,7 +12,8 @@ import type { StartProgress, StartedSession } from '../../src/systemd/unit-manag
 import type { SessionUnitSpec } from '../../src/systemd/unit-properties.ts';
 import type { ExitStatus } from '../../src/systemd/unit-watch.ts';
 import { FrameClient } from '../frame-client.ts';
-import { fakeUnits, runSession } from './session-fixture.ts';
+import { fakeUnits, helperStarts, runSession } from './session-fixture.ts';
+import type { WorkerMessage } from '../../src/control/broker-worker.ts';
 import { deferred } from '../deferred.ts';
 
 /** Not this process: the program's pid must differ from the unit's MainPID. */
@@ -23,40 +24,35 @@ function startingSession() {
   const job = deferred<StartedSession>();
   // The unit's end as its signals tell it (UnitStop.watch): held until the test settles it.
   const unitEnd = deferred<ExitStatus>();
-  const asked = deferred<{ helperCopy: number; progress: StartProgress }>();
+  const asked = deferred<{ helperCopy: number; stdoutCopy: number; progress: StartProgress }>();
   const manager = {
     ...fakeUnits((_name: string, spec: SessionUnitSpec, progress: StartProgress = {}) => {
       // PID 1's copy of the helper's end (its stderr): what the helper writes on.
-      asked.resolve({ helperCopy: native().dupCloexec(spec.stderrFd!), progress });
+      asked.resolve({ helperCopy: native().dupCloexec(spec.stderrFd!), stdoutCopy: native().dupCloexec(spec.stdoutFd), progress });
       return job.promise;
     }),
     waitForExit: () => unitEnd.promise,
   };
-  const { clientFd, ended, cleanUp } = runSession(manager);
-  return { client: new FrameClient(clientFd), ended, job, unitEnd, asked: asked.promise, cleanUp };
+  const started = deferred<WorkerMessage>();
+  const { clientFd, ended, cleanUp } = runSession(manager, { report: (message) => message.type === 'started' && started.resolve(message) });
+  return { client: new FrameClient(clientFd), ended, job, unitEnd, asked: asked.promise, started: started.promise, cleanUp };
 }
 
-function pidMessage(pid: number): Buffer {
-  const message = Buffer.from([HelperMessageType.PID, 0, 0, 0, 4, 0, 0, 0, 0]);
-  message.writeUInt32BE(pid, 5);
-  return message;
-}
-
-test('STARTED follows the helper PID message while the start job is still running', async () => {
-  const { client, ended, job, asked, cleanUp } = startingSession();
-  const { helperCopy, progress } = await asked;
+test('the session counts as started on the helper PID message while the start job is still running', async () => {
+  const { client, ended, job, asked, started: startedReport, cleanUp } = startingSession();
+  const { helperCopy, stdoutCopy, progress } = await asked;
   progress.forked?.(process.pid);
-  const message = pidMessage(PROGRAM_PID);
-  assert.is(native().sendmsg(helperCopy, message, 0, message.length, []), message.length);
-  // The job never ends unless the test ends it: without the early path nothing would come at all.
+  helperStarts(helperCopy, stdoutCopy, PROGRAM_PID, process.pid);
+  closeSync(stdoutCopy);
+  await client.frame('started');
+  // The job never ends unless the test ends it: without the early path no report would come at all.
   let timer: NodeJS.Timeout | undefined;
   const gaveUp = new Promise<'none'>((resolve) => (timer = setTimeout(() => resolve('none'), 2000)));
-  const came = await Promise.race([client.frame('started').then(() => 'started' as const), gaveUp]);
+  const came = await Promise.race([startedReport, gaveUp]);
   clearTimeout(timer);
-  if (came === 'none') job.resolve({ mainPid: process.pid });
-  assert.is(came, 'started', 'STARTED came while the start job still ran');
+  assert.equal(came, { type: 'started', mainPid: process.pid }, 'started while the start job still ran, with the MainPID systemd announced');
   const started = client.frames.find((frame) => frame.type === 'started') as Extract<Frame, { type: 'started' }>;
-  assert.is(started.mainPid, process.pid, 'STARTED names the MainPID systemd announced at the fork');
+  assert.is(started.mainPid, process.pid, 'STARTED as the helper wrote it');
   job.resolve({ mainPid: process.pid });
   client.close();
   assert.is(await ended, 'client-gone');

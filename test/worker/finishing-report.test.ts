@@ -5,7 +5,6 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { closeSync } from 'node:fs';
 import type { WorkerMessage } from '../../src/control/broker-worker.ts';
-import { HelperMessageType } from '../../src/control/helper-channel.ts';
 import { native } from '../../src/native/binding.ts';
 import { ErrorCode } from '../../src/protocol/index.ts';
 import type { Units } from '../../src/systemd/bus-session.ts';
@@ -14,7 +13,7 @@ import type { StartProgress, StartedSession } from '../../src/systemd/unit-manag
 import type { SessionUnitSpec } from '../../src/systemd/unit-properties.ts';
 import type { ExitStatus } from '../../src/systemd/unit-watch.ts';
 import { FrameClient } from '../frame-client.ts';
-import { fakeUnits, runSession, type SessionOptions } from './session-fixture.ts';
+import { fakeUnits, helperStarts, runSession, type SessionOptions } from './session-fixture.ts';
 import { deferred } from '../deferred.ts';
 
 /** Not this process: the program's pid must differ from the unit's MainPID. */
@@ -24,11 +23,11 @@ const PROGRAM_PID = 2;
 function session(stopAndWait: Units['stopAndWait'], options: SessionOptions = {}) {
   const job = deferred<StartedSession>();
   const unitEnd = deferred<ExitStatus>();
-  const asked = deferred<{ helperCopy: number; progress: StartProgress }>();
+  const asked = deferred<{ helperCopy: number; stdoutCopy: number; progress: StartProgress }>();
   const manager: Units = {
     ...fakeUnits((_name: string, spec: SessionUnitSpec, progress: StartProgress = {}) => {
       // PID 1's copy of the helper's end (its stderr): what the helper writes on.
-      asked.resolve({ helperCopy: native().dupCloexec(spec.stderrFd!), progress });
+      asked.resolve({ helperCopy: native().dupCloexec(spec.stderrFd!), stdoutCopy: native().dupCloexec(spec.stdoutFd), progress });
       return job.promise;
     }),
     waitForExit: () => unitEnd.promise,
@@ -70,9 +69,10 @@ test('a start that fails: one `finishing` just before its ERROR, before the unit
   await stopping.promise;
   assert.equal(reports, ['unit', 'finishing'], 'told before the unit\'s stop');
   assert.is(beforeLastFrame(), true, 'told before the ERROR was written');
-  await client.frame('error');
+  // Once the unit was asked for, its helper may hold the write side: the ERROR waits for the unit's end.
   assert.not.ok(await settledNow(ended), 'the session is not over until its unit is gone');
   stop.resolve();
+  await client.frame('error');
   assert.is(await ended, 'error');
   assert.equal(reports, ['unit', 'finishing']);
   client.close();
@@ -103,11 +103,10 @@ test('a session that ran: `finishing` once, after `started`, before the unit is 
     return collected.promise;
   };
   const { client, ended, job, asked, reports, cleanUp } = session(stopAndWait);
-  const { helperCopy, progress } = await asked;
+  const { helperCopy, stdoutCopy, progress } = await asked;
   progress.forked?.(process.pid);
-  const message = Buffer.from([HelperMessageType.PID, 0, 0, 0, 4, 0, 0, 0, 0]);
-  message.writeUInt32BE(PROGRAM_PID, 5);
-  assert.is(native().sendmsg(helperCopy, message, 0, message.length, []), message.length);
+  helperStarts(helperCopy, stdoutCopy, PROGRAM_PID, process.pid);
+  closeSync(stdoutCopy);
   job.resolve({ mainPid: process.pid });
   await client.frame('started');
   client.close();
@@ -125,11 +124,10 @@ test('a client that hangs up while its session runs: `finishing` at once, before
   const stop = deferred<void>();
   const stopping = deferred<void>();
   const { client, ended, job, asked, reports, cleanUp } = session(() => (stopping.resolve(), stop.promise));
-  const { helperCopy, progress } = await asked;
+  const { helperCopy, stdoutCopy, progress } = await asked;
   progress.forked?.(process.pid);
-  const message = Buffer.from([HelperMessageType.PID, 0, 0, 0, 4, 0, 0, 0, 0]);
-  message.writeUInt32BE(PROGRAM_PID, 5);
-  assert.is(native().sendmsg(helperCopy, message, 0, message.length, []), message.length);
+  helperStarts(helperCopy, stdoutCopy, PROGRAM_PID, process.pid);
+  closeSync(stdoutCopy);
   job.resolve({ mainPid: process.pid });
   await client.frame('started');
   client.close();

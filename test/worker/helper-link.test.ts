@@ -22,13 +22,13 @@ const log = (text: string) => {
   return Buffer.concat([header, body]);
 };
 
-test('commands reach the helper end as five bytes each', () => {
+test('commands reach the helper end as five bytes each, GO with the STARTED frame it carries', () => {
   const { link, theirs } = pair();
-  assert.ok(link.send('go'));
+  assert.ok(link.sendGo(Buffer.from('0400000005', 'hex')));
   assert.ok(link.send('kill'));
-  const buffer = Buffer.alloc(16);
-  const got = native().recvmsg(theirs, buffer, 0, 16, 1);
-  assert.is(buffer.subarray(0, got!.bytes).toString('hex'), '01000000000300000000');
+  const buffer = Buffer.alloc(32);
+  const got = native().recvmsg(theirs, buffer, 0, 32, 1);
+  assert.is(buffer.subarray(0, got!.bytes).toString('hex'), '0100000005' + '0400000005' + '0300000000');
   link.close();
   closeSync(theirs);
   assert.not.ok(link.send('terminate'), 'nothing is sent once closed');

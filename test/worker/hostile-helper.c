@@ -3,7 +3,8 @@
 // worker must treat every message as untrusted (src/control/helper-channel.ts).
 //
 // Invoked as the worker invokes the real helper: [--options] ROWS COLS MODE. It reads ENV, forks a
-// child that sleeps (the "program"), reports its pid, waits for GO, then:
+// child that sleeps (the "program"), reports its pid, waits for GO and writes its STARTED as the real
+// helper does (the client then holds a started session), then:
 //   stop-flood  sends STOP messages without end
 //   end-lines   reports END (internal) with a text holding line breaks, then exits
 //   junk        sends a message of an unknown type, then exits as a finished program's helper would
@@ -63,8 +64,9 @@ int main(int argc, char **argv) {
   // As the real helper does, it lives through the stop's SIGTERM and SIGHUP.
   signal(SIGTERM, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
-  int i = 1;
-  while (i < argc && strncmp(argv[i], "--", 2) == 0) i++;
+  int i = 1, version = 1;
+  for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++)
+    if (strncmp(argv[i], "--protocol=", 11) == 0) version = atoi(argv[i] + 11);
   if (argc - i < 3) return 2;
   const char *mode = argv[i + 2];
   unsigned char header[5];
@@ -83,6 +85,17 @@ int main(int argc, char **argv) {
   put_be32(pid, (uint32_t)child);
   if (message(PID, pid, sizeof pid) < 0) return 5;
   if (read_exact(header, sizeof header) < 0 || header[0] != GO) return 6;
+  static unsigned char started[5 + 65536];
+  len = (uint32_t)header[1] << 24 | (uint32_t)header[2] << 16 | (uint32_t)header[3] << 8 | header[4];
+  if (len < 13 || len > sizeof started || read_exact(started, len) < 0) return 6;
+  if (version >= 2) put_be32(started + 5, (uint32_t)child), put_be32(started + 9, (uint32_t)getpid());
+  else put_be32(started + 5, (uint32_t)getpid());
+  for (size_t off = 0; off < len;) {
+    ssize_t n = send(1, started + off, len - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return 6;
+    off += (size_t)n;
+  }
   int status = 0;
   if (strcmp(mode, "stop-flood") == 0) {
     static unsigned char stops[64 * 1024 / 5 * 5];

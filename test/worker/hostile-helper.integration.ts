@@ -48,7 +48,7 @@ async function hostileSession(mode: string, reuse = false) {
   const client = worker.connect({ reuse });
   client.start(workDir, [mode]);
   await within(client.waitFor('started'), 'STARTED');
-  // The worker reports its start once it has sent GO: the helper's messages flow from then on.
+  // The worker reports its start once the helper named its program: its messages flow from then on.
   await within(worker.waitFor('started'), "the worker's start report");
   return { worker, client };
 }

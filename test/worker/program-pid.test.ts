@@ -1,7 +1,7 @@
 // The program's pid as the session helper reports it: waited for, taken once, checked against the unit's cgroup.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ProgramPid, programInUnit } from '../../src/worker/program-pid.ts';
+import { ProgramPid, startedTemplate, programInUnit } from '../../src/worker/program-pid.ts';
 import { SessionError } from '../../src/protocol/session-error.ts';
 
 const never = new Promise<void>(() => undefined);
@@ -32,26 +32,35 @@ test('the helper\'s end report first, or the unit\'s end first: START_FAILED; no
   assert.is((silent as SessionError).wireCode, 10);
 });
 
-test('startedFrame: version 1 as before; version 2 with the pid and dropped names; the helper\'s own pid refused', async () => {
+test('confirm: the pid in both versions; version 2 refuses the helper\'s own pid', async () => {
   const pid = new ProgramPid();
+  assert.not.ok(pid.known);
   pid.reported(11);
-  assert.equal(await pid.startedFrame(1, 10, 'u.service', ['X'], { unitDone: never, timeoutMs: 10 }), { type: 'started', mainPid: 10, unit: 'u.service' });
+  assert.ok(pid.known);
+  assert.is(await pid.confirm(1, 10, 'u.service', { unitDone: never, timeoutMs: 10 }), 11);
   // This test process is not in u.service's cgroup, so the cgroup check cannot tell (undefined): taken.
-  assert.equal(await pid.startedFrame(2, 10, 'u.service', ['X'], { unitDone: never, timeoutMs: 10 }), { type: 'started', mainPid: 10, unit: 'u.service', programPid: 11, droppedEnv: ['X'] });
+  assert.is(await pid.confirm(2, 10, 'u.service', { unitDone: never, timeoutMs: 10 }), 11);
   const own = new ProgramPid();
   own.reported(10);
-  const error = await own.startedFrame(2, 10, 'u.service', [], { unitDone: never, timeoutMs: 10 }).catch((e: SessionError) => e);
+  assert.is(await own.confirm(1, 10, 'u.service', { unitDone: never, timeoutMs: 10 }), 10);
+  const error = await own.confirm(2, 10, 'u.service', { unitDone: never, timeoutMs: 10 }).catch((e: SessionError) => e);
   assert.is((error as SessionError).wireCode, 10);
 });
 
-test('startedFrame version 1 also waits for the fork: a helper that failed before it is START_FAILED, no STARTED', async () => {
+test('confirm in version 1 also waits for the fork: a helper that failed before it is START_FAILED', async () => {
   const pid = new ProgramPid();
   pid.failed('cannot enter the working directory');
-  const error = await pid.startedFrame(1, 10, 'u.service', [], { unitDone: never, timeoutMs: 10_000 }).catch((e: SessionError) => e);
+  assert.not.ok(pid.known);
+  const error = await pid.confirm(1, 10, 'u.service', { unitDone: never, timeoutMs: 10_000 }).catch((e: SessionError) => e);
   assert.instance(error, SessionError);
   assert.is((error as SessionError).wireCode, 8);
-  const gone = await new ProgramPid().startedFrame(1, 10, 'u.service', [], { unitDone: Promise.resolve(), timeoutMs: 10_000 }).catch((e: SessionError) => e);
+  const gone = await new ProgramPid().confirm(1, 10, 'u.service', { unitDone: Promise.resolve(), timeoutMs: 10_000 }).catch((e: SessionError) => e);
   assert.is((gone as SessionError).wireCode, 8);
+});
+
+test('startedTemplate: the frame the helper completes, pids as placeholders, dropped names in version 2 only', () => {
+  assert.equal(startedTemplate(1, 'u.service', ['X']), { type: 'started', mainPid: 1, unit: 'u.service' });
+  assert.equal(startedTemplate(2, 'u.service', ['X']), { type: 'started', mainPid: 1, unit: 'u.service', programPid: 1, droppedEnv: ['X'] });
 });
 
 test('programInUnit: false only for a live process of another cgroup', () => {

@@ -6,6 +6,7 @@ import * as assert from 'uvu/assert';
 import { testConfig } from '../config-fixture.ts';
 import { native } from '../../src/native/binding.ts';
 import { encodeFrame } from '../../src/protocol/index.ts';
+import { HelperMessageType } from '../../src/control/helper-channel.ts';
 import type { WorkerMessage } from '../../src/control/broker-worker.ts';
 import type { Units } from '../../src/systemd/bus-session.ts';
 import { Session } from '../../src/worker/session.ts';
@@ -71,4 +72,28 @@ export function runSession(manager: Units, options: SessionOptions = {}) {
   const dirIdentity = identity(dirFd);
   closeSync(dirFd);
   return { clientFd, ended, serverIdentity, dirIdentity, cleanUp: () => rmSync(dir, { recursive: true }) };
+}
+
+/**
+ * What the real helper does at its start, by hand (native/session/control.c): reads ENV and GO from
+ * its end of the control channel (both queued before the unit was asked for), sends PID, and writes
+ * GO's STARTED on its stdout with the pids set as the session's protocol version lays them out.
+ */
+export function helperStarts(helperFd: number, stdoutFd: number, programPid: number, mainPid: number, version = 1): void {
+  const buffer = Buffer.alloc(256 * 1024);
+  const received = native().recvmsg(helperFd, buffer, 0, buffer.length, 0);
+  assert.ok(received, 'ENV and GO are queued');
+  const queued = buffer.subarray(0, received!.bytes);
+  assert.is(queued[0], HelperMessageType.ENV);
+  const goAt = 5 + queued.readUInt32BE(1);
+  assert.is(queued[goAt], HelperMessageType.GO);
+  const started = Buffer.from(queued.subarray(goAt + 5, goAt + 5 + queued.readUInt32BE(goAt + 1)));
+  const pid = Buffer.from([HelperMessageType.PID, 0, 0, 0, 4, 0, 0, 0, 0]);
+  pid.writeUInt32BE(programPid, 5);
+  assert.is(native().sendmsg(helperFd, pid, 0, pid.length, []), pid.length);
+  if (version >= 2) {
+    started.writeUInt32BE(programPid, 5);
+    started.writeUInt32BE(mainPid, 9);
+  } else started.writeUInt32BE(mainPid, 5);
+  assert.is(native().sendmsg(stdoutFd, started, 0, started.length, []), started.length);
 }

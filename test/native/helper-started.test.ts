@@ -1,0 +1,96 @@
+// GO with STARTED: the real session helper writes the worker's STARTED frame itself, right after its
+// fork, with the two pids only it knows then (its own and the program's), before any output; a GO
+// that is not such a frame ends the helper before it writes a byte.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { HelperRun, goWith, sh } from './helper-harness.ts';
+
+/** A STARTED frame by hand (docs/protocol.md), pids zero: the helper fills them in. */
+function startedV1(unit: string): Buffer {
+  const payload = Buffer.concat([Buffer.alloc(4), Buffer.from(unit, 'latin1')]);
+  const header = Buffer.from([0x04, 0, 0, 0, 0]);
+  header.writeUInt32BE(payload.length, 1);
+  return Buffer.concat([header, payload]);
+}
+
+function startedV2(unit: string, dropped: string[]): Buffer {
+  const name = Buffer.from(unit, 'latin1');
+  const parts: Buffer[] = [Buffer.alloc(8), Buffer.from([name.length >> 8, name.length & 0xff]), name, Buffer.from([dropped.length >> 8, dropped.length & 0xff])];
+  for (const entry of dropped) {
+    const bytes = Buffer.from(entry, 'latin1');
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(bytes.length);
+    parts.push(length, bytes);
+  }
+  const payload = Buffer.concat(parts);
+  const header = Buffer.from([0x04, 0, 0, 0, 0]);
+  header.writeUInt32BE(payload.length, 1);
+  return Buffer.concat([header, payload]);
+}
+
+const programPid = (run: HelperRun): number => {
+  const message = run.messages.find((m) => m.type === 'pid');
+  return message?.type === 'pid' ? message.pid : -1;
+};
+
+test('version 2: nothing before GO; then STARTED first, with the program\'s pid and the helper\'s, the rest as sent', async () => {
+  const template = startedV2('pty-7.service', ['LISTEN_FDS', 'NOTIFY_SOCKET']);
+  const run = new HelperRun(sh('echo pid=$$'), { options: ['--protocol=2'], go: false, started: template });
+  await run.waitForMessage('pid');
+  assert.is(run.received, 0, 'nothing reaches the client before GO');
+  run.go();
+  const ended = await run.ended;
+  const started = run.started!;
+  assert.ok(started, 'STARTED came');
+  assert.is(started.readUInt32BE(5), programPid(run), 'programPid: what the helper reported');
+  assert.is(started.readUInt32BE(9), run.child.pid, 'mainPid: the helper itself');
+  assert.equal(started.subarray(13), template.subarray(13), 'unit and dropped names as the worker laid them out');
+  assert.is(ended.output.toString('latin1').trim(), `pid=${programPid(run)}`);
+  assert.is(ended.report?.reason, 'exit');
+});
+
+test('version 1: STARTED names the helper as the main process', async () => {
+  const template = startedV1('pty-7.service');
+  const run = new HelperRun(sh('echo hi'), { started: template });
+  const ended = await run.ended;
+  assert.is(run.started!.readUInt32BE(5), run.child.pid);
+  assert.equal(run.started!.subarray(9), template.subarray(9));
+  assert.is(ended.output.toString('latin1'), 'hi\r\n');
+});
+
+test('a STARTED the full socket cut travels in the report: the client gets it whole after the rest', async () => {
+  // 50 KiB of dropped names, a 4 KiB socket and a client that reads nothing: the helper's send stops
+  // inside STARTED, output waits, and the write timeout ends the session with the rest in its report.
+  const dropped = Array.from({ length: 100 }, (_, i) => `N${i}_${'x'.repeat(500)}`);
+  const template = startedV2('pty-7.service', dropped);
+  const run = new HelperRun(sh('echo hi; exec sleep 100'), { options: ['--protocol=2'], go: false, started: template, writeTimeoutMs: 100, clientBuffer: 4096 });
+  run.client.pauseReading();
+  run.go();
+  await run.waitForMessage('end');
+  const end = run.messages.find((m) => m.type === 'end');
+  assert.is(end?.type === 'end' && end.report.reason, 'flow');
+  assert.ok(end?.type === 'end' && end.report.remainder.length > 0 && end.report.remainder.length < template.length, 'cut inside STARTED');
+  run.client.resumeReading();
+  // The harness appends the remainder and fails unless STARTED is whole and first.
+  const ended = await run.ended;
+  assert.equal(run.started!.subarray(13), template.subarray(13));
+  assert.is(ended.output.length, 0, 'no output was sent past the cut');
+});
+
+for (const [name, go] of [
+  ['not a STARTED', goWith(Buffer.from('0600000001' + '61', 'hex'))],
+  ['a length that is not its own', goWith(Buffer.from('0400000009' + '00000000' + '7878', 'hex'))],
+  ['too short for its pids', goWith(Buffer.from('0400000003' + '000000', 'hex'))],
+] as const) {
+  test(`a GO carrying ${name} ends the helper before it writes a byte`, async () => {
+    const run = new HelperRun(sh('echo hi; exec sleep 100'), { go: false });
+    await run.waitForMessage('pid');
+    run.control.write(go);
+    const ended = await run.ended;
+    assert.is(ended.output.length, 0);
+    assert.is(run.received, 0);
+    assert.is(ended.report, undefined, 'a worker that sends junk is treated as gone: no report');
+  });
+}
+
+test.run();
