@@ -159,9 +159,7 @@ export class ClientService {
     if (stale && membership(cgroup, latest, this.service, peerStartTicks) === 'inside') {
       // Never rejects (a caller may drop it): a look that could not be made (the clock unreadable:
       // EMFILE) is the supervisor's failure, carried as `failure` for the caller to throw (INTERNAL).
-      // Begun on the next turn, once the caller has written WELCOME: marshalling its six calls first
-      // delayed WELCOME by about 2 ms (traced); a later read is as good a look (see isNewerThan).
-      const confirmed = nextTurn().then(() => this.contains(cgroup, peerStartTicks)).catch(
+      const confirmed = this.contains(cgroup, peerStartTicks).catch(
         (cause: unknown): Look => ({ inside: false, failure: cause instanceof Error ? cause : new Error(String(cause)) }),
       );
       return { inside: true, snapshot: latest, provisional: true, confirmed };
@@ -211,11 +209,6 @@ function uptimeSeconds(): number {
 }
 
 /** Waits for the clock to enter the next USER_HZ tick (at most 10 ms). */
-/** After the I/O of this turn of the event loop (setImmediate), not within its microtasks. */
-function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
-
 function nextTick(): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, 10));
 }

@@ -48,8 +48,6 @@ export class UnitManager {
   #signals = new Map<string, UnitSignals>();
   /** Units started here whose AddRef we still hold: loaded for sure, so read by path in one round trip. */
   #referenced = new Set<string>();
-  /** Services serviceState() found loaded: the next read asks for their properties with GetUnit (unit-state.ts). */
-  #servicesSeenLoaded = new Set<string>();
   /** Units of ours that waitForExit saw finished: a transient unit does not start again, so no stop job is needed. */
   #finished = new Set<string>();
 
@@ -293,14 +291,7 @@ export class UnitManager {
   /** State of any service (e.g. the client's), to match a peer against its MainPID and cgroup. */
   async serviceState(unit: string): Promise<ServiceState> {
     validateUnitName(unit);
-    try {
-      const state = await readServiceState(this.#connection, unit, this.#servicesSeenLoaded.has(unit));
-      this.#servicesSeenLoaded.add(unit);
-      return state;
-    } catch (error) {
-      this.#servicesSeenLoaded.delete(unit);
-      throw error;
-    }
+    return readServiceState(this.#connection, unit);
   }
 
   /** Takes a reference on the unit for this connection (RefUnit), so it stays loaded once finished. */

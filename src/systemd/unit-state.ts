@@ -85,37 +85,21 @@ export interface ServiceState {
   invocationId: Buffer;
 }
 
-/** The five properties of a service at `path`, in parallel (one round trip). */
-function readServiceProperties(connection: DbusConnection, path: string): Promise<ServiceState> {
-  return Promise.all([
+/** State of a loaded service by name (any service: the client's, to match a peer against its MainPID and cgroup). */
+export async function readServiceState(connection: DbusConnection, unit: string): Promise<ServiceState> {
+  const path = await unitPath(connection, unit);
+  if (path === undefined) throw new SystemdError('NO_SUCH_UNIT', `${unit} is not loaded`, { unit });
+  const [[activeState, subState, invocationId], [mainPid, controlGroup]] = await Promise.all([
     readProperties(connection, path, UNIT_INTERFACE, ['ActiveState', 'SubState', 'InvocationID']),
     readProperties(connection, path, SERVICE_INTERFACE, ['MainPID', 'ControlGroup']),
-  ]).then(([[activeState, subState, invocationId], [mainPid, controlGroup]]) => ({
+  ]);
+  return {
     activeState: String(activeState),
     subState: String(subState),
     mainPid: Number(mainPid),
     controlGroup: String(controlGroup),
     invocationId: Buffer.from(invocationId as Buffer),
-  }));
-}
-
-/**
- * State of a loaded service by name (any service: the client's, to match a peer against its MainPID
- * and cgroup). GetUnit decides whether it is loaded. `seenLoaded`: a read before found it loaded, so
- * its properties are asked for in the same round trip, on the path its name gives (unitObjectPath,
- * what GetUnit answers for a loaded unit), instead of one round trip after GetUnit's answer: the
- * broker's look that a provisional WELCOME waits for, before the hand-off of nearly every start.
- * Should the unit have been unloaded since, PID 1 answers GetUnit first (it reads its messages in
- * order), the answer is "not loaded" as without the early read, and that read loads the unit from
- * its file again (as `systemctl show` does), to be collected as any loaded, inactive unit is.
- */
-export async function readServiceState(connection: DbusConnection, unit: string, seenLoaded = false): Promise<ServiceState> {
-  const early = seenLoaded ? readServiceProperties(connection, unitObjectPath(unit)) : undefined;
-  // Its rejection (the unit unloaded meanwhile) is answered by GetUnit below, not left unhandled.
-  early?.catch(() => undefined);
-  const path = await unitPath(connection, unit);
-  if (path === undefined) throw new SystemdError('NO_SUCH_UNIT', `${unit} is not loaded`, { unit });
-  return early && path === unitObjectPath(unit) ? early : readServiceProperties(connection, path);
+  };
 }
 
 /** Properties at `path`, each read on its own, so one that fails (or that this systemd lacks) leaves only that one unset. */
