@@ -107,10 +107,11 @@ void control_send_end(void) {
 
 // The program's pid, sent before anything is written to the client: the worker takes "no PID" after
 // the unit's end to mean that nothing was, so the client's write side was never the helper's.
-void control_send_pid(pid_t pid) {
-  unsigned char payload[4];
-  put_be32(payload, (uint32_t)pid);
-  send_message(CONTROL_PID, payload, sizeof payload);
+int control_send_pid(pid_t pid) {
+  unsigned char header[CONTROL_HEADER_SIZE + 4] = {CONTROL_PID};
+  put_be32(header + 1, 4);
+  put_be32(header + CONTROL_HEADER_SIZE, (uint32_t)pid);
+  return control_write_all(header, sizeof header);
 }
 
 static int read_exact_control(void *buf, size_t len);
@@ -125,7 +126,6 @@ static void put_pid(unsigned char *p, pid_t pid) {
 // and the first output: the PID message out, STARTED and GO back (two wake-ups of two processes).
 // -1 when it is not a STARTED of this session's version.
 static int take_started(uint32_t len) {
-  if (len == 0) return 0; // the worker wrote STARTED itself
   size_t pids = r.version >= 2 ? 8 : 4;
   if (len < HEADER_SIZE + pids + 1 || len > sizeof r.started) return -1;
   if (read_exact_control(r.started, len) < 0) return -1;

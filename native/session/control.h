@@ -9,8 +9,8 @@
 
 enum control_type {
   // worker -> helper, all empty but ENV and GO
-  CONTROL_GO = 0x01,        // the client socket's write side is the helper's now; a payload is the STARTED
-                            // frame to write first, its pids filled in here (empty: the worker wrote it)
+  CONTROL_GO = 0x01,        // the client socket's write side is the helper's now; its payload is the
+                            // STARTED frame to write first, its pids filled in here
   CONTROL_TERMINATE = 0x02, // end at a frame boundary and report "terminated"
   CONTROL_KILL = 0x03,      // STOP's last step: SIGKILL every other process of the session's cgroup
   CONTROL_ENV = 0x04,       // with --env-from-control, the first message: "NAME=value\0" each, for execve only

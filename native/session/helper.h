@@ -100,7 +100,7 @@ void say(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 int control_read(void);
 void control_send_stop(void);
 void control_send_end(void);
-void control_send_pid(pid_t pid);
+int control_send_pid(pid_t pid);
 int control_write_all(const unsigned char *data, size_t len);
 const char *control_read_env(char ***envp);
 
@@ -109,6 +109,7 @@ void kill_cgroup_others(void);
 
 // relay.c
 _Noreturn void relay(void);
+_Noreturn void worker_gone(void);
 int64_t now_ms(void);
 
 // end-input.c

@@ -227,6 +227,8 @@ int main(int argc, char **argv) {
   if (r.child < 0) give_up(1, "fork: %s", strerror(errno));
   if (r.child == 0) run_child(slave, argv + i + 2);
   close(slave);
-  control_send_pid(r.child);
+  // Without the PID at the worker, nothing may be written: the worker takes "no PID" to mean the
+  // client's write side is still its own.
+  if (control_send_pid(r.child) < 0) worker_gone();
   relay();
 }

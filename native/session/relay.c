@@ -195,8 +195,13 @@ static _Noreturn void finish(void) {
   exit_like(r.status);
 }
 
-// The worker is gone: nobody will ever read a report. Hang the program up and end as it ends.
-static _Noreturn void worker_gone(void) {
+// The worker's channel ended (or broke its rules): the worker is gone, or it ended the session before
+// its start (it shuts the channel for reading: src/worker/unit-start.ts). The report goes out all the
+// same, so a worker that still reads can write its last frame after what was written; then the
+// program is hung up and the helper ends as it ends.
+_Noreturn void worker_gone(void) {
+  if (!r.end_reason) fail(END_TERMINATED, ERR_SHUTDOWN, "the supervisor ended the session");
+  control_send_end();
   close(r.master);
   hangup_child();
   reap(true);

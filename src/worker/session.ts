@@ -153,10 +153,13 @@ export class Session {
   }
 
   /**
-   * A start that failed once the unit was asked for: its helper, if it runs, has had the client's
-   * write side since its fork. The unit is ended first; then a helper that reported had its frame
-   * finished and the failure follows it (as any end of ours), and one that never named its program
-   * never wrote a byte (it sends PID before anything else), so the write side is ours again.
+   * A start that failed once the unit was asked for: its helper, if it runs, may hold the client's
+   * write side. TERMINATE goes out first, behind GO (or the channel was shut for reading: an abort,
+   * unit-start.ts), so a helper that has not read GO yet finds the end with it and writes nothing; one
+   * that has read GO sent PID before it (main.c: no write comes before PID reached us). So once the
+   * unit is stopped and the channel read, no PID means the write side is ours again, whether or not
+   * the stop succeeded; with a PID, the helper's report decides, as for any end of ours (its frame
+   * finished first), and without one nothing is written.
    */
   async #failAfterLaunch(failure: SessionError): Promise<EndReason> {
     this.#outcome.workerError ??= failure;
@@ -280,14 +283,21 @@ export class Session {
     const mainPid = await start.mainPid;
     this.#units.watch((error) => this.#onWatchLost(error));
     this.#helper.start();
-    await unlessJobFails(
-      this.#programPid.confirm(this.#version, mainPid, name, {
-        // What the helper sent before its unit ended is read first: a fast failure has its report.
-        unitDone: this.#units.done.then(() => this.#helper?.readAvailable()),
-        timeoutMs: config.limits.operationTimeoutMs,
-      }),
-      job,
-    );
+    const confirmed = this.#programPid.confirm(this.#version, mainPid, name, {
+      // What the helper sent before its unit ended is read first: a fast failure has its report.
+      unitDone: this.#units.done.then(() => this.#helper?.readAvailable()),
+      timeoutMs: config.limits.operationTimeoutMs,
+    });
+    try {
+      await unlessJobFails(confirmed, job);
+    } catch (error) {
+      // A program that exits at once with a status of systemd's own range (200..243) fails the job
+      // (start-outcome.ts); if the helper had named it, it has written STARTED: the session ran, and
+      // its end (EXIT) is the answer, as for any job failure seen after the start.
+      this.#helper.readAvailable();
+      if (!this.#programPid.known) throw error;
+      await confirmed;
+    }
     this.#startedAt = process.hrtime.bigint();
     // After this the unit's own end decides the session; a late job failure is only told, unless
     // our own stop (a hang-up, a report, a shutdown in the few ms before JobRemoved) cancelled it.
@@ -310,7 +320,7 @@ export class Session {
         return this.#deps.log(`${unit}: session helper [${message.priority}]: ${JSON.stringify(message.text)}`);
       case 'stop':
         // The client may have STARTED (the helper's) and sent STOP before this worker saw the PID.
-        if (this.#phase === 'running' || (this.#phase === 'starting' && this.#launched)) void this.#units.stopSteps(() => this.#helper?.send('kill'));
+        if (this.#phase === 'running' || this.#phase === 'starting') void this.#units.stopSteps(() => this.#helper?.send('kill'));
         return;
       case 'pid':
         return this.#programPid.reported(message.pid);

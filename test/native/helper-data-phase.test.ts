@@ -209,12 +209,12 @@ test('the client closing: a client-gone report, the program hung up', async () =
   assert.is(ended.signal, 'SIGHUP');
 });
 
-test('the worker gone (control channel closed): no report, the program hung up', async () => {
+test('the worker\'s channel ended (gone, or it ended the session): a "terminated" report for a worker that still reads, the program hung up', async () => {
   const run = new HelperRun(sh('echo ready; exec sleep 100'));
   await run.waitFor('ready');
   run.control.shutdown('write');
   const ended = await run.ended;
-  assert.is(ended.report, undefined);
+  assert.is(ended.report?.reason, 'terminated');
   assert.is(ended.signal, 'SIGHUP');
 });
 

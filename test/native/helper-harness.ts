@@ -39,7 +39,18 @@ export const signal = (n: number) => frame(T.SIGNAL, Buffer.from([n]));
 export const input = (text: string | Buffer) => frame(T.INPUT, text);
 export const END_INPUT = frame(T.END_INPUT);
 const command = (type: number) => Buffer.from([type, 0, 0, 0, 0]);
-export const GO = command(0x01);
+
+/** A STARTED frame by hand (docs/protocol.md), pids zero (the helper sets them): version 2 with no dropped names. */
+export function startedFrame(version: number, unit = 'pty-1.service'): Buffer {
+  const name = Buffer.from(unit, 'latin1');
+  const payload =
+    version >= 2
+      ? Buffer.concat([Buffer.alloc(8), Buffer.from([name.length >> 8, name.length & 0xff]), name, Buffer.from([0, 0])])
+      : Buffer.concat([Buffer.alloc(4), name]);
+  const header = Buffer.from([0x04, 0, 0, 0, 0]);
+  header.writeUInt32BE(payload.length, 1);
+  return Buffer.concat([header, payload]);
+}
 
 /** GO carrying the STARTED frame the helper writes first. */
 export function goWith(started: Buffer): Buffer {
@@ -62,7 +73,8 @@ export interface RunOptions {
   dirFd?: number;
   /** Send GO at once (default true). */
   go?: boolean;
-  /** GO's STARTED frame: the client must then see it first, whole, and nothing before it. */
+  /** GO's STARTED frame (by default startedFrame() of the version in `options`): the client must see it
+   * first, whole, and nothing before it. */
   started?: Buffer;
   /** Grant credit back for every OUTPUT as it arrives (default true). */
   autoCredit?: boolean;
@@ -94,7 +106,7 @@ export class HelperRun {
   #closed = false;
   #violation: Error | undefined;
   #decoder = new HelperDecoder();
-  #expectStarted: Buffer | undefined;
+  #expectStarted: Buffer;
   /** The STARTED frame the helper wrote (header included), when GO carried one. */
   started: Buffer | undefined;
 
@@ -108,7 +120,7 @@ export class HelperRun {
     closeSync(clientTheirs);
     closeSync(controlTheirs);
     this.#autoCredit = options.autoCredit ?? true;
-    this.#expectStarted = options.started;
+    this.#expectStarted = options.started ?? startedFrame(pre.includes('--protocol=2') ? 2 : 1);
     this.client = new FdSocket(clientOurs);
     this.control = new FdSocket(controlOurs);
     this.client.on('error', () => undefined);
@@ -144,7 +156,7 @@ export class HelperRun {
   }
 
   go(): void {
-    this.control.write(this.#expectStarted ? goWith(this.#expectStarted) : GO);
+    this.control.write(goWith(this.#expectStarted));
   }
 
   send(bytes: Buffer, fds: number[] = []): void {
@@ -169,7 +181,7 @@ export class HelperRun {
     while (this.#raw.length >= 5 && !this.#violation) {
       const type = this.#raw[0]!;
       const length = this.#raw.readUInt32BE(1);
-      if (this.#expectStarted && !this.started) {
+      if (!this.started) {
         if (type !== 0x04 || length !== this.#expectStarted.length - 5) {
           this.#violation = new Error(`the first frame is not the STARTED of GO: type ${type}, length ${length}`);
           break;

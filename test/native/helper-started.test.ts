@@ -3,16 +3,9 @@
 // that is not such a frame ends the helper before it writes a byte.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { HelperRun, goWith, sh } from './helper-harness.ts';
+import { HelperRun, TERMINATE, goWith, sh, startedFrame } from './helper-harness.ts';
 
 /** A STARTED frame by hand (docs/protocol.md), pids zero: the helper fills them in. */
-function startedV1(unit: string): Buffer {
-  const payload = Buffer.concat([Buffer.alloc(4), Buffer.from(unit, 'latin1')]);
-  const header = Buffer.from([0x04, 0, 0, 0, 0]);
-  header.writeUInt32BE(payload.length, 1);
-  return Buffer.concat([header, payload]);
-}
-
 function startedV2(unit: string, dropped: string[]): Buffer {
   const name = Buffer.from(unit, 'latin1');
   const parts: Buffer[] = [Buffer.alloc(8), Buffer.from([name.length >> 8, name.length & 0xff]), name, Buffer.from([dropped.length >> 8, dropped.length & 0xff])];
@@ -50,7 +43,7 @@ test('version 2: nothing before GO; then STARTED first, with the program\'s pid 
 });
 
 test('version 1: STARTED names the helper as the main process', async () => {
-  const template = startedV1('pty-7.service');
+  const template = startedFrame(1, 'pty-7.service');
   const run = new HelperRun(sh('echo hi'), { started: template });
   const ended = await run.ended;
   assert.is(run.started!.readUInt32BE(5), run.child.pid);
@@ -78,6 +71,7 @@ test('a STARTED the full socket cut travels in the report: the client gets it wh
 });
 
 for (const [name, go] of [
+  ['nothing (the worker always sends STARTED with it)', goWith(Buffer.alloc(0))],
   ['not a STARTED', goWith(Buffer.from('0600000001' + '61', 'hex'))],
   ['a length that is not its own', goWith(Buffer.from('0400000009' + '00000000' + '7878', 'hex'))],
   ['too short for its pids', goWith(Buffer.from('0400000003' + '000000', 'hex'))],
@@ -89,8 +83,32 @@ for (const [name, go] of [
     const ended = await run.ended;
     assert.is(ended.output.length, 0);
     assert.is(run.received, 0);
-    assert.is(ended.report, undefined, 'a worker that sends junk is treated as gone: no report');
+    assert.is(ended.report?.reason, 'terminated', 'a worker that sends junk is treated as gone: reported, nothing written');
+    assert.is(ended.report?.remainder.length, 0);
   });
 }
+
+// The worker's rule after a failed start (src/worker/session.ts #failAfterLaunch): TERMINATE queued
+// behind GO, or the channel shut, before the helper read GO, means nothing reaches the client.
+test('GO and TERMINATE read together: no STARTED, no output, a "terminated" report with nothing to finish', async () => {
+  const run = new HelperRun(sh('echo hi; exec sleep 100'), { go: false });
+  await run.waitForMessage('pid');
+  run.control.write(Buffer.concat([goWith(startedFrame(1)), TERMINATE]));
+  const ended = await run.ended;
+  assert.is(run.received, 0);
+  assert.is(run.started, undefined, 'STARTED never written');
+  assert.is(ended.report?.reason, 'terminated');
+  assert.is(ended.report?.remainder.length, 0);
+});
+
+test('the channel shut for reading after the fork, GO never read: nothing reaches the client, and the report still comes', async () => {
+  const run = new HelperRun(sh('echo hi; exec sleep 100'), { go: false });
+  await run.waitForMessage('pid');
+  run.control.shutdown('write');
+  const ended = await run.ended;
+  assert.is(run.received, 0);
+  assert.is(run.started, undefined);
+  assert.is(ended.report?.reason, 'terminated', 'the worker that shut the channel still reads the report');
+});
 
 test.run();

@@ -98,4 +98,33 @@ test('a start job that fails after the fork: the ERROR is the job\'s, though the
   cleanUp();
 });
 
+/** The helper's END report of a program that ended (native/session/control.c control_send_end). */
+function endExit(): Buffer {
+  const message = Buffer.alloc(5 + 23);
+  message[0] = 0x43;
+  message.writeUInt32BE(23, 1);
+  message[5] = 1; // END_EXIT; code, counts and remainder length stay 0
+  return message;
+}
+
+test('a job that fails after the helper named its program (a status of systemd\'s range): the session ran, and it ends with EXIT, not START_FAILED', async () => {
+  const { client, ended, job, unitEnd, asked, cleanUp } = startingSession();
+  const { helperCopy, stdoutCopy, progress } = await asked;
+  progress.forked?.(process.pid);
+  helperStarts(helperCopy, stdoutCopy, PROGRAM_PID, process.pid);
+  closeSync(stdoutCopy);
+  const end = endExit();
+  assert.is(native().sendmsg(helperCopy, end, 0, end.length, []), end.length);
+  // PID 1 reaped the helper before it saw the exec: the job "failed", the unit's end says how.
+  job.reject(new SystemdError('UNIT_START_FAILED', 'start job ended "failed"', { jobResult: 'failed', exit: { code: 1, status: 203, result: 'exit-code' } }));
+  unitEnd.resolve({ code: 1, status: 203, result: 'exit-code' });
+  await client.frame('exit');
+  assert.equal(client.frames.map((frame) => frame.type), ['started', 'exit']);
+  assert.equal(client.first('exit'), { type: 'exit', code: 1, status: 203, result: 'exit-code' });
+  assert.is(await ended, 'exit');
+  client.close();
+  closeSync(helperCopy);
+  cleanUp();
+});
+
 test.run();

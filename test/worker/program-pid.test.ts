@@ -3,6 +3,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ProgramPid, startedTemplate, programInUnit } from '../../src/worker/program-pid.ts';
 import { SessionError } from '../../src/protocol/session-error.ts';
+import { encodeFrame, parsePayload } from '../../src/protocol/index.ts';
 
 const never = new Promise<void>(() => undefined);
 
@@ -61,6 +62,18 @@ test('confirm in version 1 also waits for the fork: a helper that failed before 
 test('startedTemplate: the frame the helper completes, pids as placeholders, dropped names in version 2 only', () => {
   assert.equal(startedTemplate(1, 'u.service', ['X']), { type: 'started', mainPid: 1, unit: 'u.service' });
   assert.equal(startedTemplate(2, 'u.service', ['X']), { type: 'started', mainPid: 1, unit: 'u.service', programPid: 1, droppedEnv: ['X'] });
+});
+
+test('the encoded template has its pids where the helper writes them (control.c take_started)', () => {
+  for (const version of [1, 2]) {
+    const frame = encodeFrame(startedTemplate(version, 'u.service', ['X']), version);
+    if (version >= 2) {
+      frame.writeUInt32BE(4243, 5); // programPid
+      frame.writeUInt32BE(4242, 9); // mainPid
+    } else frame.writeUInt32BE(4242, 5);
+    const parsed = parsePayload(0x04, frame.subarray(5), version);
+    assert.equal(parsed, version >= 2 ? { type: 'started', programPid: 4243, mainPid: 4242, unit: 'u.service', droppedEnv: ['X'] } : { type: 'started', mainPid: 4242, unit: 'u.service' });
+  }
 });
 
 test('programInUnit: false only for a live process of another cgroup', () => {
