@@ -293,7 +293,7 @@ export class Session {
     } catch (error) {
       // A program that exits at once with a status of systemd's own range (200..243) fails the job
       // (start-outcome.ts); if the helper had named it, it has written STARTED: the session ran, and
-      // its end (EXIT) is the answer, as for any job failure seen after the start.
+      // it ends as any started session does, as for any job failure seen after the start.
       this.#helper.readAvailable();
       if (!this.#programPid.known) throw error;
       await confirmed;
