@@ -8,11 +8,11 @@ export class FrameClient {
   #socket: FdSocket;
   #waiting: { type: string; resolve: () => void }[] = [];
 
-  /** Takes `fd` and reads frames from it until it closes. */
-  constructor(fd: number) {
+  /** Takes `fd` and reads frames of protocol `version` from it until it closes. */
+  constructor(fd: number, version = 1) {
     this.#socket = new FdSocket(fd);
     this.#socket.on('error', () => undefined);
-    const decoder = new FrameDecoder('to-client');
+    const decoder = new FrameDecoder('to-client', version);
     this.closed = new Promise((resolve) => this.#socket.once('end', () => resolve()));
     this.#socket.startReading((chunk) => {
       for (const frame of decoder.push(chunk)) {

@@ -8,6 +8,7 @@ import { closeSync } from 'node:fs';
 import { native } from '../../src/native/binding.ts';
 import { ErrorCode, type Frame } from '../../src/protocol/index.ts';
 import { SystemdError } from '../../src/systemd/errors.ts';
+import { SessionError } from '../../src/protocol/session-error.ts';
 import type { StartProgress, StartedSession } from '../../src/systemd/unit-manager.ts';
 import type { SessionUnitSpec } from '../../src/systemd/unit-properties.ts';
 import type { ExitStatus } from '../../src/systemd/unit-watch.ts';
@@ -20,7 +21,7 @@ import { deferred } from '../deferred.ts';
 const PROGRAM_PID = 2;
 
 /** A session whose unit manager announces the fork and then holds the job open until the test settles it. */
-function startingSession() {
+function startingSession(version = 1) {
   const job = deferred<StartedSession>();
   // The unit's end as its signals tell it (UnitStop.watch): held until the test settles it.
   const unitEnd = deferred<ExitStatus>();
@@ -34,8 +35,8 @@ function startingSession() {
     waitForExit: () => unitEnd.promise,
   };
   const started = deferred<WorkerMessage>();
-  const { clientFd, ended, cleanUp } = runSession(manager, { report: (message) => message.type === 'started' && started.resolve(message) });
-  return { client: new FrameClient(clientFd), ended, job, unitEnd, asked: asked.promise, started: started.promise, cleanUp };
+  const { session, clientFd, ended, cleanUp } = runSession(manager, { version, report: (message) => message.type === 'started' && started.resolve(message) });
+  return { session, client: new FrameClient(clientFd, version), ended, job, unitEnd, asked: asked.promise, started: started.promise, cleanUp };
 }
 
 test('the session counts as started on the helper PID message while the start job is still running', async () => {
@@ -122,6 +123,57 @@ test('a job that fails after the helper named its program (a status of systemd\'
   assert.equal(client.frames.map((frame) => frame.type), ['started', 'exit']);
   assert.equal(client.first('exit'), { type: 'exit', code: 1, status: 203, result: 'exit-code' });
   assert.is(await ended, 'exit');
+  client.close();
+  closeSync(helperCopy);
+  cleanUp();
+});
+
+/** An END report (control.c control_send_end): `reason` 1 exit, 6 terminated; `remainder` the rest of a frame. */
+function endReport(reason: number, remainder = Buffer.alloc(0)): Buffer {
+  const payload = Buffer.alloc(23 + remainder.length);
+  payload[0] = reason;
+  payload.writeUInt32BE(remainder.length, 19);
+  remainder.copy(payload, 23);
+  const header = Buffer.from([0x43, 0, 0, 0, 0]);
+  header.writeUInt32BE(payload.length, 1);
+  return Buffer.concat([header, payload]);
+}
+
+test('version 2, a helper naming its own pid after it wrote STARTED and half an OUTPUT: its report\'s remainder, then ERROR INTERNAL, and nothing else of the worker\'s', async () => {
+  const { client, ended, job, asked, cleanUp } = startingSession(2);
+  const { helperCopy, stdoutCopy, progress } = await asked;
+  // The helper's writes: STARTED (pids as it set them), then an OUTPUT frame cut after its header.
+  helperStarts(helperCopy, stdoutCopy, process.pid, process.pid, 2);
+  const cut = Buffer.from('0600000003', 'hex');
+  assert.is(native().sendmsg(stdoutCopy, cut, 0, cut.length, []), cut.length);
+  closeSync(stdoutCopy);
+  const report = endReport(6, Buffer.from('hi!'));
+  assert.is(native().sendmsg(helperCopy, report, 0, report.length, []), report.length);
+  progress.forked?.(process.pid);
+  // A failure waits for the job's own end (unlessJobFails: a failed job's error would win).
+  job.resolve({ mainPid: process.pid });
+  await client.frame('error');
+  assert.equal(client.frames.map((frame) => frame.type), ['started', 'output', 'error']);
+  assert.equal(client.first('output'), { type: 'output', data: Buffer.from('hi!') });
+  assert.is(client.first('error')!.code, ErrorCode.INTERNAL);
+  assert.match(client.first('error')!.message, 'which is not its program');
+  assert.is(await ended, 'error');
+  client.close();
+  closeSync(helperCopy);
+  cleanUp();
+});
+
+test('a shutdown while the start job waits (no fork yet): the helper\'s channel is shut and read away, and the client gets ERROR SHUTDOWN', async () => {
+  const { session, client, ended, asked, cleanUp } = startingSession();
+  const { helperCopy, stdoutCopy } = await asked;
+  closeSync(stdoutCopy);
+  session.end('shutdown', new SessionError(ErrorCode.SHUTDOWN, 'supervisor is shutting down'));
+  await client.frame('error');
+  assert.is(client.first('error')!.code, ErrorCode.SHUTDOWN);
+  assert.equal(client.frames.map((frame) => frame.type), ['error']);
+  // A helper that ran only now would find nothing to read: no ENV, no GO (it would end, writing nothing).
+  assert.is(native().recvmsg(helperCopy, Buffer.alloc(64), 0, 64, 0)?.bytes ?? 0, 0);
+  assert.is(await ended, 'shutdown');
   client.close();
   closeSync(helperCopy);
   cleanUp();

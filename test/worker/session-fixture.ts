@@ -45,6 +45,8 @@ export interface SessionOptions {
   start?: boolean;
   /** The worker's reports to the broker. */
   report?: (message: WorkerMessage) => void;
+  /** The protocol version WELCOME named (1 by default). */
+  version?: number;
 }
 
 /**
@@ -62,16 +64,17 @@ export function runSession(manager: Units, options: SessionOptions = {}) {
     helperPath: '/nonexistent/opencode-pty-session',
     report: options.report ?? (() => undefined),
     log: () => undefined,
+    version: options.version,
   });
   const ended = session.run();
-  if (options.start === false) return { clientFd, ended, serverIdentity, dirIdentity: undefined, cleanUp: () => rmSync(dir, { recursive: true }) };
+  if (options.start === false) return { session, clientFd, ended, serverIdentity, dirIdentity: undefined, cleanUp: () => rmSync(dir, { recursive: true }) };
   const dirFd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
   const stat = fstatSync(dirFd, { bigint: true });
   const start = encodeFrame({ type: 'start', rows: 24, cols: 80, cwdDev: stat.dev, cwdIno: stat.ino, argv: ['/bin/true'], env: [] });
   assert.is(native().sendmsg(clientFd, start, 0, start.length, [dirFd]), start.length);
   const dirIdentity = identity(dirFd);
   closeSync(dirFd);
-  return { clientFd, ended, serverIdentity, dirIdentity, cleanUp: () => rmSync(dir, { recursive: true }) };
+  return { session, clientFd, ended, serverIdentity, dirIdentity, cleanUp: () => rmSync(dir, { recursive: true }) };
 }
 
 /**
