@@ -44,10 +44,12 @@ int control_write_all(const unsigned char *data, size_t len) {
   return 0;
 }
 
-static void send_message(uint8_t type, const unsigned char *payload, size_t len) {
+// -1 when the worker is gone.
+static int send_message(uint8_t type, const unsigned char *payload, size_t len) {
   unsigned char header[CONTROL_HEADER_SIZE] = {type};
   put_be32(header + 1, (uint32_t)len);
-  if (control_write_all(header, sizeof header) == 0 && len > 0) control_write_all(payload, len);
+  if (control_write_all(header, sizeof header) < 0) return -1;
+  return len > 0 ? control_write_all(payload, len) : 0;
 }
 
 // Cuts at a UTF-8 character boundary so the worker's strict decoding never sees a torn character.
@@ -108,16 +110,30 @@ void control_send_end(void) {
 // The program's pid, sent before anything is written to the client: the worker takes "no PID" after
 // the unit's end to mean that nothing was, so the client's write side was never the helper's.
 int control_send_pid(pid_t pid) {
-  unsigned char header[CONTROL_HEADER_SIZE + 4] = {CONTROL_PID};
-  put_be32(header + 1, 4);
-  put_be32(header + CONTROL_HEADER_SIZE, (uint32_t)pid);
-  return control_write_all(header, sizeof header);
+  unsigned char payload[4];
+  put_be32(payload, (uint32_t)pid);
+  return send_message(CONTROL_PID, payload, sizeof payload);
 }
 
-static int read_exact_control(void *buf, size_t len);
-
-static void put_pid(unsigned char *p, pid_t pid) {
-  put_be32(p, (uint32_t)pid);
+// Exactly len bytes, waiting as needed: -1 when the worker is gone first. The worker sends every
+// message whole (GO's STARTED with ENV, into an empty buffer), so this waits for nothing in practice.
+static int read_exact_control(void *buf, size_t len) {
+  unsigned char *p = buf;
+  while (len > 0) {
+    ssize_t n = recv(r.control, p, len, MSG_DONTWAIT);
+    if (n > 0) {
+      p += n, len -= (size_t)n;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      struct pollfd q = {.fd = r.control, .events = POLLIN};
+      if (poll(&q, 1, -1) < 0 && errno != EINTR) return -1;
+      continue;
+    }
+    return -1;
+  }
+  return 0;
 }
 
 // GO's payload: the STARTED frame the worker encoded for this session (docs/protocol.md), written
@@ -133,10 +149,10 @@ static int take_started(uint32_t len) {
   if (r.started[0] != FRAME_STARTED || payload != len - HEADER_SIZE) return -1;
   // Version 1: mainPid, unit. Version 2: programPid, mainPid, the rest.
   if (r.version >= 2) {
-    put_pid(r.started + HEADER_SIZE, r.child);
-    put_pid(r.started + HEADER_SIZE + 4, getpid());
+    put_be32(r.started + HEADER_SIZE, (uint32_t)r.child);
+    put_be32(r.started + HEADER_SIZE + 4, (uint32_t)getpid());
   } else {
-    put_pid(r.started + HEADER_SIZE, getpid());
+    put_be32(r.started + HEADER_SIZE, (uint32_t)getpid());
   }
   r.started_len = len;
   r.started_off = 0;
@@ -171,27 +187,6 @@ int control_read(void) {
       return -1;
     }
   }
-}
-
-// Exactly len bytes, waiting as needed: -1 when the worker is gone first. The worker sends every
-// message whole (GO's STARTED with ENV, into an empty buffer), so this waits for nothing in practice.
-static int read_exact_control(void *buf, size_t len) {
-  unsigned char *p = buf;
-  while (len > 0) {
-    ssize_t n = recv(r.control, p, len, MSG_DONTWAIT);
-    if (n > 0) {
-      p += n, len -= (size_t)n;
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      struct pollfd q = {.fd = r.control, .events = POLLIN};
-      if (poll(&q, 1, -1) < 0 && errno != EINTR) return -1;
-      continue;
-    }
-    return -1;
-  }
-  return 0;
 }
 
 static bool same_name(const char *a, const char *b) {

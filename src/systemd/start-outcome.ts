@@ -19,7 +19,7 @@ const SYSTEMD_EXIT_FIRST = 200;
  * a status of its own, or a signal ended it. The session then started and ended, and its exit is
  * the answer (EXIT), not a start failure. A status in systemd's range stays a start failure here;
  * the session, though, counts as started on the helper's PID message (the helper writes STARTED), before
- * the job ends, and a job that fails after that is only logged: the session then ends with EXIT and that status.
+ * the job ends, and a job that fails after that is only logged: the session then ends as any started one.
  */
 export function programRan(jobResult: string, exit: ExitStatus | undefined): boolean {
   if (jobResult !== 'failed' || !exit) return false;

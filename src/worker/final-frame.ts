@@ -62,6 +62,17 @@ export function lastWrite(outcome: SessionOutcome): LastWrite {
   }
 }
 
+/**
+ * After a start that failed once the unit was asked for, with the unit stopped and the helper's
+ * channel read (docs/architecture.md "The token rule"): a helper that named its program may have
+ * written, so its report decides as for any end (lastWrite, `outcome.workerError` the failure); one
+ * that did not has written nothing, so the failure goes out as an ordinary ERROR.
+ */
+export function lastWriteAfterFailedLaunch(outcome: SessionOutcome, failure: SessionError, helperNamedProgram: boolean): LastWrite {
+  if (helperNamedProgram) return lastWrite(outcome);
+  return outcome.clientGone ? {} : { frame: errorFrame(failure.wireCode, failure.message) };
+}
+
 const UNMEASURED: Accounting = {
   cpuUsageNsec: null,
   memoryBytes: null,

@@ -9,13 +9,13 @@ import { FdSocket } from '../io/fd-socket.ts';
 import { closeQuietly } from '../io/fds.ts';
 import { passRights } from '../io/pass-rights.ts';
 import { native } from '../native/binding.ts';
-import { ErrorCode, encodeFrame, errorFrame, PROTOCOL_VERSION, type ErrorCodeValue, type Frame, type FrameOf } from '../protocol/index.ts';
+import { ErrorCode, encodeFrame, errorFrame, PROTOCOL_VERSION, type ErrorCodeValue, type FrameOf } from '../protocol/index.ts';
 import type { Units } from '../systemd/bus-session.ts';
 import { unitNameFor } from '../systemd/unit-names.ts';
 import type { ExitStatus } from '../systemd/unit-watch.ts';
 import type { PeerIdentity, WorkerMessage } from '../control/broker-worker.ts';
 import type { HelperMessage } from '../control/helper-channel.ts';
-import { lastWrite, writeFinalFrame, type SessionOutcome } from './final-frame.ts';
+import { lastWrite, lastWriteAfterFailedLaunch, writeFinalFrame, type SessionOutcome } from './final-frame.ts';
 import { HelperLink } from './helper-link.ts';
 import { unsafeHelper } from './helper-path.ts';
 import { recheckPeer } from '../identity/peer-recheck.ts';
@@ -168,16 +168,8 @@ export class Session {
     this.#helper?.send('terminate');
     await this.#units.stop();
     this.#helper?.readAvailable();
-    const ran = this.#programPid.known;
-    let frame: Frame | undefined;
-    if (!this.#outcome.clientGone && !ran) {
-      frame = errorFrame(failure.wireCode, failure.message);
-      await writeFinalFrame(this.#client, frame, this.#writeTimeoutMs);
-    } else if (ran) {
-      const last = lastWrite({ ...this.#outcome, exit: undefined });
-      frame = last.frame;
-      if (frame) await writeFinalFrame(this.#client, frame, this.#writeTimeoutMs, last.remainder, this.#version);
-    }
+    const { remainder, frame } = lastWriteAfterFailedLaunch(this.#outcome, failure, this.#programPid.known);
+    if (frame) await writeFinalFrame(this.#client, frame, this.#writeTimeoutMs, remainder, this.#version);
     const reason = this.#failureReason();
     this.#ending = { reason, error: frame?.type === 'error' ? new SessionError(frame.code as ErrorCodeValue, frame.message) : undefined };
     await this.#cleanUp();

@@ -40,13 +40,17 @@ export const input = (text: string | Buffer) => frame(T.INPUT, text);
 export const END_INPUT = frame(T.END_INPUT);
 const command = (type: number) => Buffer.from([type, 0, 0, 0, 0]);
 
-/** A STARTED frame by hand (docs/protocol.md), pids zero (the helper sets them): version 2 with no dropped names. */
-export function startedFrame(version: number, unit = 'pty-1.service'): Buffer {
+/** A STARTED frame by hand (docs/protocol.md), pids zero (the helper sets them); `dropped` in version 2 only. */
+export function startedFrame(version: number, unit = 'pty-1.service', dropped: string[] = []): Buffer {
   const name = Buffer.from(unit, 'latin1');
-  const payload =
-    version >= 2
-      ? Buffer.concat([Buffer.alloc(8), Buffer.from([name.length >> 8, name.length & 0xff]), name, Buffer.from([0, 0])])
-      : Buffer.concat([Buffer.alloc(4), name]);
+  const u16 = (n: number) => Buffer.from([n >> 8, n & 0xff]);
+  const names = dropped.map((entry) => {
+    const bytes = Buffer.from(entry, 'latin1');
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(bytes.length);
+    return Buffer.concat([length, bytes]);
+  });
+  const payload = version >= 2 ? Buffer.concat([Buffer.alloc(8), u16(name.length), name, u16(dropped.length), ...names]) : Buffer.concat([Buffer.alloc(4), name]);
   const header = Buffer.from([0x04, 0, 0, 0, 0]);
   header.writeUInt32BE(payload.length, 1);
   return Buffer.concat([header, payload]);

@@ -99,13 +99,15 @@ test('a start job that fails after the fork: the ERROR is the job\'s, though the
   cleanUp();
 });
 
-/** The helper's END report of a program that ended (native/session/control.c control_send_end). */
-function endExit(): Buffer {
-  const message = Buffer.alloc(5 + 23);
-  message[0] = 0x43;
-  message.writeUInt32BE(23, 1);
-  message[5] = 1; // END_EXIT; code, counts and remainder length stay 0
-  return message;
+/** An END report (control.c control_send_end): `reason` 1 exit, 6 terminated; `remainder` the rest of a frame. */
+function endReport(reason: number, remainder = Buffer.alloc(0)): Buffer {
+  const payload = Buffer.alloc(23 + remainder.length);
+  payload[0] = reason;
+  payload.writeUInt32BE(remainder.length, 19);
+  remainder.copy(payload, 23);
+  const header = Buffer.from([0x43, 0, 0, 0, 0]);
+  header.writeUInt32BE(payload.length, 1);
+  return Buffer.concat([header, payload]);
 }
 
 test('a job that fails after the helper named its program (a status of systemd\'s range): the session ran, and it ends with EXIT, not START_FAILED', async () => {
@@ -114,7 +116,7 @@ test('a job that fails after the helper named its program (a status of systemd\'
   progress.forked?.(process.pid);
   helperStarts(helperCopy, stdoutCopy, PROGRAM_PID, process.pid);
   closeSync(stdoutCopy);
-  const end = endExit();
+  const end = endReport(1);
   assert.is(native().sendmsg(helperCopy, end, 0, end.length, []), end.length);
   // PID 1 reaped the helper before it saw the exec: the job "failed", the unit's end says how.
   job.reject(new SystemdError('UNIT_START_FAILED', 'start job ended "failed"', { jobResult: 'failed', exit: { code: 1, status: 203, result: 'exit-code' } }));
@@ -127,17 +129,6 @@ test('a job that fails after the helper named its program (a status of systemd\'
   closeSync(helperCopy);
   cleanUp();
 });
-
-/** An END report (control.c control_send_end): `reason` 1 exit, 6 terminated; `remainder` the rest of a frame. */
-function endReport(reason: number, remainder = Buffer.alloc(0)): Buffer {
-  const payload = Buffer.alloc(23 + remainder.length);
-  payload[0] = reason;
-  payload.writeUInt32BE(remainder.length, 19);
-  remainder.copy(payload, 23);
-  const header = Buffer.from([0x43, 0, 0, 0, 0]);
-  header.writeUInt32BE(payload.length, 1);
-  return Buffer.concat([header, payload]);
-}
 
 test('version 2, a helper naming its own pid after it wrote STARTED and half an OUTPUT: its report\'s remainder, then ERROR INTERNAL, and nothing else of the worker\'s', async () => {
   const { client, ended, job, asked, cleanUp } = startingSession(2);

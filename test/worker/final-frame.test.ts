@@ -1,7 +1,7 @@
 // The worker's last write after the hand-off, decided from the helper's report and systemd's view.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { lastWrite, type SessionOutcome } from '../../src/worker/final-frame.ts';
+import { lastWrite, lastWriteAfterFailedLaunch, type SessionOutcome } from '../../src/worker/final-frame.ts';
 import type { EndReport, HelperEndReason } from '../../src/control/helper-channel.ts';
 import { SessionError } from '../../src/protocol/session-error.ts';
 import { endRecord } from '../../src/worker/end-record.ts';
@@ -69,6 +69,17 @@ test('the end record: MemoryPeak before MemoryCurrent; past 2^53 or unmeasured i
   assert.is(record.tasks, null);
   assert.is(record.inputBytes, null);
   assert.is(record.durationUsec, null);
+});
+
+test('after a failed launch: no PID, the failure as an ERROR (none to a gone client); a PID, what the report allows', () => {
+  const failure = new SessionError(8, 'session unit could not be started');
+  assert.equal(lastWriteAfterFailedLaunch(outcome({ workerError: failure }), failure, false), { frame: { type: 'error', code: 8, message: 'session unit could not be started' } });
+  assert.equal(lastWriteAfterFailedLaunch(outcome({ workerError: failure, clientGone: true }), failure, false), {});
+  // The helper named its program and died without a report: nothing may be written.
+  assert.equal(lastWriteAfterFailedLaunch(outcome({ workerError: failure }), failure, true), {});
+  const rest = Buffer.from('hi!');
+  const reported = lastWriteAfterFailedLaunch(outcome({ workerError: failure, report: report('terminated', { remainder: rest }) }), failure, true);
+  assert.equal(reported, { remainder: rest, frame: { type: 'error', code: 8, message: 'session unit could not be started' } });
 });
 
 test.run();
