@@ -166,6 +166,12 @@ static int read_client(void) {
     ssize_t n = recvmsg(r.client, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+    // A failed call leaves msg untouched (msg_controllen still our buffer's size, the buffer never
+    // written): it is judged as the error it is, before any control data is looked at.
+    if (n < 0) {
+      fail(END_CLIENT_GONE, 0, "client connection failed: %s", strerror(errno));
+      return -1;
+    }
     if (msg.msg_controllen > 0 || (msg.msg_flags & MSG_CTRUNC)) {
       for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
@@ -175,9 +181,8 @@ static int read_client(void) {
       fail(END_PROTOCOL, ERR_PROTOCOL, "protocol error: a descriptor may only travel with START");
       return -1;
     }
-    if (n <= 0) {
-      if (n == 0) fail(END_CLIENT_GONE, 0, "client closed the connection");
-      else fail(END_CLIENT_GONE, 0, "client connection failed: %s", strerror(errno));
+    if (n == 0) {
+      fail(END_CLIENT_GONE, 0, "client closed the connection");
       return -1;
     }
     return decode(buf, (size_t)n);

@@ -4,22 +4,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { HelperRun, TERMINATE, goWith, sh, startedFrame } from './helper-harness.ts';
-
-/** A STARTED frame by hand (docs/protocol.md), pids zero: the helper fills them in. */
-function startedV2(unit: string, dropped: string[]): Buffer {
-  const name = Buffer.from(unit, 'latin1');
-  const parts: Buffer[] = [Buffer.alloc(8), Buffer.from([name.length >> 8, name.length & 0xff]), name, Buffer.from([dropped.length >> 8, dropped.length & 0xff])];
-  for (const entry of dropped) {
-    const bytes = Buffer.from(entry, 'latin1');
-    const length = Buffer.alloc(4);
-    length.writeUInt32BE(bytes.length);
-    parts.push(length, bytes);
-  }
-  const payload = Buffer.concat(parts);
-  const header = Buffer.from([0x04, 0, 0, 0, 0]);
-  header.writeUInt32BE(payload.length, 1);
-  return Buffer.concat([header, payload]);
-}
+import { closeSync } from 'node:fs';
+import { native } from '../../src/native/binding.ts';
 
 const programPid = (run: HelperRun): number => {
   const message = run.messages.find((m) => m.type === 'pid');
@@ -27,7 +13,7 @@ const programPid = (run: HelperRun): number => {
 };
 
 test('version 2: nothing before GO; then STARTED first, with the program\'s pid and the helper\'s, the rest as sent', async () => {
-  const template = startedV2('pty-7.service', ['LISTEN_FDS', 'NOTIFY_SOCKET']);
+  const template = startedFrame(2, 'pty-7.service', ['LISTEN_FDS', 'NOTIFY_SOCKET']);
   const run = new HelperRun(sh('echo pid=$$'), { options: ['--protocol=2'], go: false, started: template });
   await run.waitForMessage('pid');
   assert.is(run.received, 0, 'nothing reaches the client before GO');
@@ -55,7 +41,7 @@ test('a STARTED the full socket cut travels in the report: the client gets it wh
   // 50 KiB of dropped names, a 4 KiB socket and a client that reads nothing: the helper's send stops
   // inside STARTED, output waits, and the write timeout ends the session with the rest in its report.
   const dropped = Array.from({ length: 100 }, (_, i) => `N${i}_${'x'.repeat(500)}`);
-  const template = startedV2('pty-7.service', dropped);
+  const template = startedFrame(2, 'pty-7.service', dropped);
   const run = new HelperRun(sh('echo hi; exec sleep 100'), { options: ['--protocol=2'], go: false, started: template, writeTimeoutMs: 100, clientBuffer: 4096 });
   run.client.pauseReading();
   run.go();
@@ -68,6 +54,30 @@ test('a STARTED the full socket cut travels in the report: the client gets it wh
   const ended = await run.ended;
   assert.equal(run.started!.subarray(13), template.subarray(13));
   assert.is(ended.output.length, 0, 'no output was sent past the cut');
+});
+
+test('a client that resets its connection with STARTED unread is gone, not a protocol error (a failed recvmsg has no control data)', async () => {
+  // A 4 KiB socket holds part of a 50 KiB STARTED; closing with it unread resets the connection
+  // (ECONNRESET at the helper's next read).
+  const template = startedFrame(2, 'pty-7.service', Array.from({ length: 100 }, (_, i) => `N${i}_${'x'.repeat(500)}`));
+  const run = new HelperRun(sh('echo hi; exec sleep 100'), { options: ['--protocol=2'], go: false, started: template, clientBuffer: 4096 });
+  run.client.pauseReading();
+  run.go();
+  // STARTED's first bytes are in our unread queue: the helper is past GO and blocked inside STARTED.
+  const copy = native().dupCloexec(run.client.fd); // the paused socket keeps its own watcher on its fd
+  await new Promise<void>((resolve) => {
+    const watcher = native().watch(copy, { readable: true }, () => {
+      watcher.close();
+      resolve();
+    });
+  });
+  closeSync(copy);
+  run.client.close();
+  await run.waitForMessage('end');
+  const end = run.messages.find((m) => m.type === 'end');
+  assert.is(end?.type === 'end' && end.report.reason, 'client-gone', end?.type === 'end' ? end.report.text : 'no report');
+  // Our end is closed, so `ended` (which waits for its EOF) never comes: the helper's exit does.
+  if (run.child.exitCode === null && run.child.signalCode === null) await new Promise((resolve) => run.child.once('exit', resolve));
 });
 
 for (const [name, go] of [
