@@ -15,7 +15,7 @@
       "type": "executable",
       "sources": [
         "native/session/main.c", "native/session/relay.c", "native/session/decode.c",
-        "native/session/control.c", "native/session/cgroup.c",
+        "native/session/control.c", "native/session/cgroup.c", "native/session/figures.c",
         "native/session/end-input.c"
       ],
       "cflags": ["-std=c11", "-Wall", "-Wextra", "-O2", "-D_GNU_SOURCE"],

@@ -20,7 +20,7 @@
 #endif
 
 // The "0::/path" line of /proc/<pid>/cgroup (cgroup v2); false when it cannot be read.
-static bool cgroup_of(const char *pid, char *path, size_t size) {
+bool cgroup_of(const char *pid, char *path, size_t size) {
   char file[64];
   snprintf(file, sizeof file, "/proc/%s/cgroup", pid);
   FILE *f = fopen(file, "re");

@@ -82,10 +82,23 @@ void control_send_stop(void) {
   send_message(CONTROL_STOP, NULL, 0);
 }
 
+// The session's figures, read while this process keeps its cgroup alive (figures.c); the worker takes
+// them for the last frame and the journal instead of asking systemd.
+_Static_assert(FIGURES_SIZE == 8 * FIGURE_COUNT, "one u64 a figure");
+
+static void control_send_figures(void) {
+  uint64_t figures[FIGURE_COUNT];
+  read_figures(figures);
+  unsigned char payload[FIGURES_SIZE];
+  for (int i = 0; i < FIGURE_COUNT; i++) put_be64(payload + 8 * i, figures[i]);
+  send_message(CONTROL_FIGURES, payload, sizeof payload);
+}
+
 // The one END: how the data phase ended, what crossed (OUTPUT payload bytes the client gets, the
 // remainder's included), and the rest of the frame in progress (at
 // most one frame), which the worker writes before its last frame so the client never sees it torn.
 void control_send_end(void) {
+  control_send_figures();
   static unsigned char payload[MAX_CONTROL_PAYLOAD];
   const unsigned char *rest = NULL;
   size_t rest_len = 0;

@@ -19,7 +19,20 @@ enum control_type {
   CONTROL_STOP = 0x42,      // the client sent STOP (empty); the worker stops the session's processes
   CONTROL_END = 0x43,       // the end report; the helper writes nothing to the client after it
   CONTROL_PID = 0x44,       // the program's pid u32, once, right after the fork (before the helper writes anything)
+  CONTROL_FIGURES = 0x45,   // the session cgroup's figures, u64 each in enum figure's order, once, right before END
 };
+
+// FIGURES: what systemd would report as the unit's properties, from the same cgroup files.
+enum figure {
+  FIGURE_CPU_NSEC = 0,       // CPUUsageNSec
+  FIGURE_MEMORY_PEAK = 1,    // MemoryPeak
+  FIGURE_MEMORY_CURRENT = 2, // MemoryCurrent
+  FIGURE_TASKS = 3,          // TasksCurrent
+  FIGURE_IO_READ = 4,        // IOReadBytes
+  FIGURE_IO_WRITE = 5,       // IOWriteBytes
+  FIGURE_COUNT = 6,
+};
+#define FIGURE_UNAVAILABLE UINT64_MAX // as systemd marks a figure it has not
 
 enum end_reason {
   END_EXIT = 1,        // the program ended and all its output was sent
@@ -35,6 +48,7 @@ enum control_limits {
   CONTROL_HEADER_SIZE = 5,
   // END: reason u8, code u16, bytes in u64, bytes out u64, remainder length u32, remainder, text.
   END_FIXED_SIZE = 23,
+  FIGURES_SIZE = 48, // 8 * FIGURE_COUNT
   MAX_REMAINDER = 5 + 65536, // the rest of any frame the helper writes: STARTED's payload is the largest
   MAX_REPORT_TEXT = 1024,
   MAX_LOG_TEXT = 1024,

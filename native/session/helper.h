@@ -105,7 +105,13 @@ int control_write_all(const unsigned char *data, size_t len);
 const char *control_read_env(char ***envp);
 
 // cgroup.c
+bool cgroup_of(const char *pid, char *path, size_t size);
 void kill_cgroup_others(void);
+
+// figures.c: the session cgroup's figures in the order of control.h's enum figure (of the cgroup
+// directory `dir` for read_figures_at).
+void read_figures(uint64_t figures[FIGURE_COUNT]);
+void read_figures_at(const char *dir, uint64_t figures[FIGURE_COUNT]);
 
 // relay.c
 _Noreturn void relay(void);

@@ -12,7 +12,13 @@ export const HelperMessageType = {
   STOP: 0x42, // helper → worker: the client sent STOP
   END: 0x43, // helper → worker: the one end report; the helper writes nothing to the client after it
   PID: 0x44, // helper → worker: the program's pid (u32), once, right after the fork, before the helper writes anything
+  FIGURES: 0x45, // helper → worker: its cgroup's figures (u64 each, FIGURE_NAMES' order), once, right before END
 } as const;
+
+/** FIGURES' fields in wire order, named as the systemd properties they stand for (native/session/figures.c);
+ * 2^64-1 is "unavailable", as systemd marks it. */
+export const FIGURE_NAMES = ['CPUUsageNSec', 'MemoryPeak', 'MemoryCurrent', 'TasksCurrent', 'IOReadBytes', 'IOWriteBytes'] as const;
+export type FigureName = (typeof FIGURE_NAMES)[number];
 
 /** The kernel's largest pid_max (PID_MAX_LIMIT, include/linux/threads.h): no pid is above it. */
 export const PID_MAX_LIMIT = 4 * 1024 * 1024;
@@ -33,6 +39,7 @@ export const HelperLimits = {
   HEADER_SIZE: 5,
   /** END: reason u8, code u16, bytes in u64, bytes out u64, remainder length u32. */
   END_FIXED_SIZE: 23,
+  FIGURES_SIZE: 8 * 6,
   /** The rest of one frame at most: a header and the largest payload (a version 2 STARTED's). */
   MAX_REMAINDER: 5 + 65536,
   MAX_REPORT_TEXT: 1024,
@@ -68,7 +75,9 @@ export type HelperMessage =
   | { type: 'stop' }
   | { type: 'end'; report: EndReport }
   /** Untrusted like the rest: only its range is checked here (the session's cgroup is the worker's to check). */
-  | { type: 'pid'; pid: number };
+  | { type: 'pid'; pid: number }
+  /** The helper's own cgroup figures; bounded on the way to the client (end-record.ts). */
+  | { type: 'figures'; figures: Record<FigureName, bigint> };
 
 export class HelperChannelError extends Error {
   readonly code = 'HELPER_CHANNEL';
@@ -168,6 +177,11 @@ function parseMessage(type: number, payload: Buffer): HelperMessage {
       if (pid < 2 || pid > PID_MAX_LIMIT) throw new HelperChannelError(`PID ${pid} is outside 2..${PID_MAX_LIMIT}`);
       return { type: 'pid', pid };
     }
+    case HelperMessageType.FIGURES: {
+      if (payload.length !== HelperLimits.FIGURES_SIZE) throw new HelperChannelError(`FIGURES of ${payload.length} bytes`);
+      const figures = Object.fromEntries(FIGURE_NAMES.map((name, i) => [name, payload.readBigUInt64BE(8 * i)])) as Record<FigureName, bigint>;
+      return { type: 'figures', figures };
+    }
     default:
       throw new HelperChannelError(`unknown message type 0x${type.toString(16).padStart(2, '0')}`);
   }
@@ -191,6 +205,7 @@ export class HelperDecoder {
   #pidSeen = false;
   #fault: HelperChannelError | undefined;
   #stopSeen = false;
+  #figuresSeen = false;
 
   push(chunk: Buffer): HelperDecoded {
     const messages: HelperMessage[] = [];
@@ -227,6 +242,10 @@ export class HelperDecoder {
     }
     // The helper reports the client's STOP once (decode.c act()); every message must be bounded in
     // number, or a helper writing them without end keeps the worker decoding at a full core.
+    if (message.type === 'figures') {
+      if (this.#figuresSeen) throw new HelperChannelError('a second FIGURES');
+      this.#figuresSeen = true;
+    }
     if (message.type === 'stop') {
       if (this.#stopSeen) throw new HelperChannelError('a second STOP');
       this.#stopSeen = true;

@@ -1,6 +1,7 @@
-// Session-end accounting: the unit's figures as systemd reports them (as `systemd-run` prints them
-// after a unit ends), logged to the journal with the session's fields. A figure systemd cannot give
-// (no controller, accounting off, gone with the cgroup) is left out, never logged as zero.
+// Session-end accounting: the unit's figures (as `systemd-run` prints them after a unit ends), logged
+// to the journal with the session's fields. They come from the unit's cgroup files (cgroup-figures.ts)
+// or, when those are gone, from systemd. A figure nobody can give (no controller, accounting off, gone
+// with the cgroup) is left out, never logged as zero.
 import { createLogger, sessionFields, wireCodeName, type LogFields, type Logger } from '../log.ts';
 import type { UnitManager } from '../systemd/unit-manager.ts';
 import type { ExitStatus } from '../systemd/unit-watch.ts';
@@ -18,7 +19,7 @@ const FIGURES = {
 
 const UINT64_MAX = 2n ** 64n - 1n;
 
-export type SessionFigures = Partial<Record<(typeof FIGURES)[keyof typeof FIGURES], bigint>> & { startedUsec?: bigint; description?: string };
+export type SessionFigures = Partial<Record<(typeof FIGURES)[keyof typeof FIGURES], bigint>>;
 
 function asBigint(value: unknown): bigint | undefined {
   if (typeof value === 'bigint') return value;
@@ -35,19 +36,16 @@ export function figuresFrom(properties: Record<string, unknown> | undefined): Se
     const value = asBigint(properties[property]);
     if (value !== undefined && value !== UINT64_MAX) figures[field] = value;
   }
-  const started = asBigint(properties.ActiveEnterTimestamp);
-  if (started) figures.startedUsec = started;
-  if (typeof properties.Description === 'string') figures.description = properties.Description;
   return figures;
 }
 
-/** Reads the figures now (before the unit is stopped, so MemoryCurrent still exists); never rejects.
- * A manager without unitProperties (a test's fake) gives no figures. */
+/** Reads systemd's figures now (before the unit is stopped, so MemoryCurrent still exists); never
+ * rejects. A manager without unitProperties (a test's fake) gives no figures. */
 export function readSessionFigures(manager: object, unit: string | undefined): Promise<SessionFigures> {
   const { unitProperties } = manager as Partial<Pick<UnitManager, 'unitProperties'>>;
   if (!unit || !unitProperties) return Promise.resolve({});
   return unitProperties
-    .call(manager, unit, { unit: ['ActiveEnterTimestamp', 'Description'], service: Object.keys(FIGURES) })
+    .call(manager, unit, { service: Object.keys(FIGURES) })
     .then(figuresFrom, () => ({}));
 }
 
@@ -60,25 +58,28 @@ export interface SessionEnd {
   /** INPUT and OUTPUT payload bytes, as the session helper counted them (its end report); absent without one. */
   bytesIn?: bigint;
   bytesOut?: bigint;
+  /** The program as the unit's description names it (start-plan.ts), once a unit was asked for. */
+  program?: string;
+  /** From the program's start (its pid known) to the unit's end; absent when it never started. */
+  durationMs?: bigint;
 }
 
 /** Pure: the journal fields of one session's end. */
-export function sessionEndFields(end: SessionEnd, figures: SessionFigures, nowUsec: bigint): LogFields {
-  const { startedUsec, description, ...counts } = figures;
+export function sessionEndFields(end: SessionEnd, figures: SessionFigures): LogFields {
   return {
     ...sessionFields(end.unit),
     OPENCODE_PTY_EVENT: 'session-end',
     PEER_PID: end.peer.pid,
     PEER_UID: end.peer.uid,
-    PROGRAM: description?.replace(/^opencode-pty session /, ''),
+    PROGRAM: end.program,
     RESULT: end.exit?.result ?? end.reason,
     EXIT_CODE: end.exit?.code,
     EXIT_STATUS: end.exit?.status,
     ERROR_CODE: end.error ? wireCodeName(end.error.wireCode) : undefined,
-    DURATION_MS: startedUsec ? (nowUsec - startedUsec) / 1000n : undefined,
+    DURATION_MS: end.durationMs,
     BYTES_IN: end.bytesIn,
     BYTES_OUT: end.bytesOut,
-    ...counts,
+    ...figures,
   };
 }
 
@@ -87,7 +88,7 @@ let logger: Logger | undefined;
 /** Logs one session's end with its figures (the hook in the session's end). */
 export async function logSessionEnd(end: SessionEnd, figures: Promise<SessionFigures>, log: Logger = (logger ??= createLogger(`worker[${process.pid}]`))): Promise<void> {
   if (!end.unit) return;
-  const fields = sessionEndFields(end, await figures, BigInt(Date.now()) * 1000n);
+  const fields = sessionEndFields(end, await figures);
   const shown = ['CPU_USAGE_NSEC', 'MEMORY_CURRENT_BYTES', 'TASKS_CURRENT', 'IO_READ_BYTES', 'IO_WRITE_BYTES', 'BYTES_IN', 'BYTES_OUT']
     .map((name) => `${name.toLowerCase()}=${fields[name] ?? 'unavailable'}`)
     .join(' ');

@@ -12,6 +12,7 @@ import { native } from '../native/binding.ts';
 import { ErrorCode, encodeFrame, errorFrame, PROTOCOL_VERSION, type ErrorCodeValue, type FrameOf } from '../protocol/index.ts';
 import type { Units } from '../systemd/bus-session.ts';
 import { unitNameFor } from '../systemd/unit-names.ts';
+import { programLabel } from '../systemd/unit-text.ts';
 import type { ExitStatus } from '../systemd/unit-watch.ts';
 import type { PeerIdentity, WorkerMessage } from '../control/broker-worker.ts';
 import type { HelperMessage } from '../control/helper-channel.ts';
@@ -22,7 +23,7 @@ import { recheckPeer } from '../identity/peer-recheck.ts';
 import { receiveStart } from './receive-start.ts';
 import { SessionError } from '../protocol/session-error.ts';
 import { asSessionError, raceAbort, settled } from './start-errors.ts';
-import { logSessionEnd } from './accounting.ts';
+import { figuresFrom, logSessionEnd } from './accounting.ts';
 import { endRecord } from './end-record.ts';
 import { ProgramPid, startedTemplate } from './program-pid.ts';
 import { planStart } from './start-plan.ts';
@@ -70,6 +71,8 @@ export class Session {
   /** process.hrtime.bigint() when the helper named its program (it writes STARTED right then) and when the unit ended (durationUsec). */
   #startedAt: bigint | undefined;
   #unitEndedAt: bigint | undefined;
+  /** The program's name as the unit's description gives it, for the journal. */
+  #program: string | undefined;
   /** Before the hand-off: an end that needs no unit (handshake timeout, client gone, shutdown). */
   #abort: (error: SessionError | undefined) => void = () => undefined;
   #abortPromise = new Promise<SessionError | undefined>((resolve) => (this.#abort = resolve));
@@ -248,6 +251,7 @@ export class Session {
     this.#deps.report({ type: 'unit', name });
     recheckPeer(this.#client.fd, this.#pidfd, this.#peer);
     const { dropped, envMessage, spec } = planStart(frame, config, helperPath, this.#version);
+    this.#program = programLabel(frame.argv[0]!);
     // Names only, quoted: the client's values never reach the journal.
     if (dropped.length > 0) this.#deps.log(`${name}: environment names not passed to the program: ${JSON.stringify(dropped)}`);
     const [workerEnd, helperEnd] = native().socketpair();
@@ -316,6 +320,8 @@ export class Session {
         return;
       case 'pid':
         return this.#programPid.reported(message.pid);
+      case 'figures':
+        return this.#units.reported(figuresFrom(message.figures));
       case 'end': {
         if (this.#outcome.report) return;
         this.#outcome.report = message.report;
@@ -361,7 +367,17 @@ export class Session {
     await this.#units.gone();
     const { report } = this.#outcome;
     await logSessionEnd(
-      { unit: this.unit, peer: this.#peer, reason: this.#ending?.reason ?? 'error', exit: this.#ending?.exit, error: this.#ending?.error, bytesIn: report?.bytesIn, bytesOut: report?.bytesOut },
+      {
+        unit: this.unit,
+        peer: this.#peer,
+        reason: this.#ending?.reason ?? 'error',
+        exit: this.#ending?.exit,
+        error: this.#ending?.error,
+        bytesIn: report?.bytesIn,
+        bytesOut: report?.bytesOut,
+        program: this.#program,
+        durationMs: this.#startedAt === undefined ? undefined : ((this.#unitEndedAt ?? process.hrtime.bigint()) - this.#startedAt) / 1_000_000n,
+      },
       figures,
     );
   }

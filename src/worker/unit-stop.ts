@@ -1,5 +1,5 @@
 // A session unit's end as the worker drives it: watched until inactive, stopped at most once (after
-// STOP's signal steps when the client asks), its figures read while its cgroup still exists.
+// STOP's signal steps when the client asks), its figures taken while its cgroup still exists.
 import { unitStopWaitMs, type Config } from '../config/schema.ts';
 import type { Units } from '../systemd/bus-session.ts';
 import type { ExitStatus } from '../systemd/unit-watch.ts';
@@ -52,7 +52,13 @@ export class UnitStop {
     );
   }
 
-  /** The figures, read once: while the helper still lives, its cgroup does (MemoryCurrent, TasksCurrent). */
+  /** The helper's own reading of its cgroup (FIGURES, just before its END): taken unless systemd was asked first. */
+  reported(figures: SessionFigures): void {
+    this.#figures ??= Promise.resolve(figures);
+  }
+
+  /** The figures, once: the helper's, or read from systemd now, while the helper still lives, so its
+   * cgroup does (MemoryCurrent, TasksCurrent): a stop of ours, or a helper that sent none. */
   figures(): Promise<SessionFigures> {
     return (this.#figures ??= readSessionFigures(this.#deps.manager, this.#name));
   }

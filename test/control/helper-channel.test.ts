@@ -63,7 +63,7 @@ test('LOG, STOP and END decode, split at every offset', () => {
 });
 
 test('untrusted: unknown types, unknown reasons, codes, oversize, bad UTF-8, a second message after END', () => {
-  refuses(message(0x45, Buffer.alloc(0)), /unknown message type/);
+  refuses(message(0x46, Buffer.alloc(0)), /unknown message type/);
   refuses(message(0x01, Buffer.alloc(0)), /unknown message type/); // a command, never sent by a helper
   refuses(end(8, 0, Buffer.alloc(0), ''), /unknown reason/);
   refuses(end(5, 10, Buffer.alloc(0), ''), /protocol with code 10/);
@@ -98,6 +98,19 @@ test('PID: the program\'s pid once, four bytes, within the kernel\'s pid range',
   refuses(pid(0xffffffff), /outside/);
   refuses(message(0x44, Buffer.from('000010', 'hex')), /PID of 3 bytes/);
   refuses(Buffer.concat([pid(10), pid(11)]), /a second PID/);
+});
+
+test('FIGURES: six u64 figures once, named as the properties they stand for; all-ones stays as sent (unavailable)', () => {
+  const payload = Buffer.alloc(48);
+  [12_500_000n, 4_194_304n, 65_536n, 2n, 0n, 2n ** 64n - 1n].forEach((value, i) => payload.writeBigUInt64BE(value, 8 * i));
+  const figures = message(0x45, payload);
+  assert.equal(decodeAll(figures), [
+    { type: 'figures', figures: { CPUUsageNSec: 12_500_000n, MemoryPeak: 4_194_304n, MemoryCurrent: 65_536n, TasksCurrent: 2n, IOReadBytes: 0n, IOWriteBytes: 2n ** 64n - 1n } },
+  ]);
+  refuses(message(0x45, Buffer.alloc(47)), /FIGURES of 47 bytes/);
+  refuses(message(0x45, Buffer.alloc(49)), /FIGURES of 49 bytes/);
+  refuses(Buffer.concat([figures, figures]), /a second FIGURES/);
+  refuses(Buffer.concat([end(1, 0, Buffer.alloc(0), ''), figures]), /after END/);
 });
 
 test('STOP once: the helper sends one for the client\'s STOP, so a second is a broken helper (a flood of them kept a worker at a full core)', () => {

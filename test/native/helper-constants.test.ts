@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ErrorCode, FrameType, HEADER_SIZE, Limits } from '../../src/protocol/constants.ts';
-import { ALLOWED_SIGNALS, EndReasonCode, HelperLimits, HelperMessageType } from '../../src/control/helper-channel.ts';
+import { ALLOWED_SIGNALS, EndReasonCode, FIGURE_NAMES, HelperLimits, HelperMessageType } from '../../src/control/helper-channel.ts';
 
 const header = (name: string) => readFileSync(fileURLToPath(new URL(`../../native/session/${name}`, import.meta.url)), 'utf8');
 
@@ -41,7 +41,7 @@ test('control channel: message types, end reasons, limits', () => {
   for (const [name, value] of Object.entries(HelperMessageType)) assert.is(control.get(`CONTROL_${name}`), value, name);
   for (const [name, value] of Object.entries(EndReasonCode)) assert.is(control.get(`END_${name.toUpperCase().replace('-', '_')}`), value, name);
   assert.is(control.get('CONTROL_HEADER_SIZE'), HelperLimits.HEADER_SIZE);
-  for (const name of ['END_FIXED_SIZE', 'MAX_REMAINDER', 'MAX_REPORT_TEXT', 'MAX_LOG_TEXT', 'MAX_LOGS', 'MAX_ENV_ENTRIES', 'MAX_ENV_PAYLOAD'] as const) {
+  for (const name of ['END_FIXED_SIZE', 'FIGURES_SIZE', 'MAX_REMAINDER', 'MAX_REPORT_TEXT', 'MAX_LOG_TEXT', 'MAX_LOGS', 'MAX_ENV_ENTRIES', 'MAX_ENV_PAYLOAD'] as const) {
     assert.is(control.get(name), HelperLimits[name], name);
   }
   assert.is(HelperLimits.MAX_CONTROL_PAYLOAD, HelperLimits.END_FIXED_SIZE + HelperLimits.MAX_REMAINDER + HelperLimits.MAX_REPORT_TEXT);
@@ -49,6 +49,20 @@ test('control channel: message types, end reasons, limits', () => {
   assert.is(HelperLimits.MAX_REMAINDER, HEADER_SIZE + Limits.MAX_FRAME_PAYLOAD);
   assert.is(HelperLimits.MAX_ENV_ENTRIES, Limits.MAX_ENVC + 1, "the client's entries and TERM");
   assert.is(HelperLimits.MAX_ENV_PAYLOAD, Limits.MAX_FRAME_PAYLOAD);
+});
+
+test('FIGURES: one u64 a figure, in the same order', () => {
+  const cNames: Record<(typeof FIGURE_NAMES)[number], string> = {
+    CPUUsageNSec: 'FIGURE_CPU_NSEC',
+    MemoryPeak: 'FIGURE_MEMORY_PEAK',
+    MemoryCurrent: 'FIGURE_MEMORY_CURRENT',
+    TasksCurrent: 'FIGURE_TASKS',
+    IOReadBytes: 'FIGURE_IO_READ',
+    IOWriteBytes: 'FIGURE_IO_WRITE',
+  };
+  FIGURE_NAMES.forEach((name, index) => assert.is(control.get(cNames[name]), index, name));
+  assert.is(control.get('FIGURE_COUNT'), FIGURE_NAMES.length);
+  assert.is(HelperLimits.FIGURES_SIZE, 8 * FIGURE_NAMES.length);
 });
 
 test('allowed signals', () => {

@@ -1,10 +1,13 @@
 // The session helper run as a plain child process: cwd by fd, its terminal, the program's fds, exit status.
-import { closeSync, mkdirSync, mkdtempSync, openSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import type { HelperMessage } from '../../src/control/helper-channel.ts';
 import { HelperRun, input, lines, resize, sh } from './helper-harness.ts';
+
+const ALL_ONES = 2n ** 64n - 1n;
 
 test('pwd is the directory of fd 0', async () => {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), 'helper-cwd-')));
@@ -90,6 +93,16 @@ test('exit 7 gives exit code 7 and an exit report counting the bytes', async () 
   assert.is(ended.report?.bytesIn, 4n);
   assert.is(ended.report?.bytesOut, BigInt(ended.output.length));
   assert.is(ended.report?.remainder.length, 0);
+  // Its cgroup's figures come once, right before END: CPU wherever the cgroup v2 files are where the
+  // helper looks (under a unit), every figure unavailable (all-ones) where they are not.
+  const types = run.messages.map((m) => m.type);
+  assert.equal(types.slice(-2), ['figures', 'end']);
+  assert.is(types.filter((t) => t === 'figures').length, 1);
+  const { figures } = run.messages.at(-2) as Extract<HelperMessage, { type: 'figures' }>;
+  const own = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((line) => line.startsWith('0::'))!.slice(3);
+  const unified = existsSync(`/sys/fs/cgroup${own === '/' ? '' : own}/cpu.stat`);
+  assert.ok(unified ? figures.CPUUsageNSec > 0n && figures.CPUUsageNSec < ALL_ONES : figures.CPUUsageNSec === ALL_ONES, String(figures.CPUUsageNSec));
+  if (!unified) assert.equal(Object.values(figures), Array(6).fill(ALL_ONES));
 });
 
 test('a missing program: the message on the terminal, exit code 127', async () => {

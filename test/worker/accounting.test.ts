@@ -6,20 +6,17 @@ import { figuresFrom, logSessionEnd, sessionEndFields } from '../../src/worker/a
 const MAX = 2n ** 64n - 1n;
 
 test('figures systemd reports as UINT64_MAX, or not at all, are left out', () => {
-  assert.equal(figuresFrom({ CPUUsageNSec: 12_000_000n, MemoryCurrent: MAX, TasksCurrent: 0n, IOReadBytes: MAX, ActiveEnterTimestamp: 1_000_000n, Description: 'opencode-pty session bash' }), {
+  assert.equal(figuresFrom({ CPUUsageNSec: 12_000_000n, MemoryCurrent: MAX, TasksCurrent: 0n, IOReadBytes: MAX }), {
     CPU_USAGE_NSEC: 12_000_000n,
     TASKS_CURRENT: 0n,
-    startedUsec: 1_000_000n,
-    description: 'opencode-pty session bash',
   });
   assert.equal(figuresFrom(undefined), {});
 });
 
 test('the end fields: session, peer, result, exit, duration and the figures present', () => {
   const fields = sessionEndFields(
-    { unit: 'u.service', peer: { pid: 7, uid: 4242 }, reason: 'exit', exit: { code: 1, status: 3, result: 'exit-code' }, bytesIn: 4n, bytesOut: 120n },
-    { CPU_USAGE_NSEC: 5n, startedUsec: 1_000_000n, description: 'opencode-pty session sh' },
-    3_500_000n,
+    { unit: 'u.service', peer: { pid: 7, uid: 4242 }, reason: 'exit', exit: { code: 1, status: 3, result: 'exit-code' }, bytesIn: 4n, bytesOut: 120n, program: 'sh', durationMs: 2500n },
+    { CPU_USAGE_NSEC: 5n },
   );
   assert.equal(fields, {
     SESSION_UNIT: 'u.service',

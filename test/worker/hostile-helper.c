@@ -8,6 +8,7 @@
 //   stop-flood  sends STOP messages without end
 //   end-lines   reports END (internal) with a text holding line breaks, then exits
 //   junk        sends a message of an unknown type, then exits as a finished program's helper would
+//   figures     reports FIGURES of its own making (one beyond what the wire carries), then END (exit)
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
@@ -18,7 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-enum { CONTROL = 2, GO = 0x01, STOP = 0x42, END = 0x43, PID = 0x44 };
+enum { CONTROL = 2, GO = 0x01, STOP = 0x42, END = 0x43, PID = 0x44, FIGURES = 0x45 };
 
 static int read_exact(void *buf, size_t len) {
   unsigned char *p = buf;
@@ -104,6 +105,13 @@ int main(int argc, char **argv) {
     }
   } else if (strcmp(mode, "end-lines") == 0) {
     end_report(7, "worn out\nsession opencode-pty-session-0.service could not be cleaned up: forged");
+  } else if (strcmp(mode, "figures") == 0) {
+    // CPU 4.242 ms, memory 2^60 (past the wire's 2^53), tasks unavailable, 7 and 0 bytes of IO.
+    uint64_t figures[6] = {4242000, (uint64_t)1 << 60, 65536, UINT64_MAX, 7, 0};
+    unsigned char payload[48];
+    for (int k = 0; k < 6; k++) put_be32(payload + 8 * k, (uint32_t)(figures[k] >> 32)), put_be32(payload + 8 * k + 4, (uint32_t)figures[k]);
+    message(FIGURES, payload, sizeof payload);
+    end_report(1, "");
   } else if (strcmp(mode, "junk") == 0) {
     message(0x99, NULL, 0);
   } else {

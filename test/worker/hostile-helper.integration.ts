@@ -41,11 +41,11 @@ test.after(async () => {
 });
 
 /** A worker running the hostile helper in `mode`, its session STARTED. */
-async function hostileSession(mode: string, reuse = false) {
+async function hostileSession(mode: string, reuse = false, version?: number) {
   const worker = new WorkerProcess(sandbox, workerConfig(sandbox, { helperPath: HOSTILE_INSIDE }));
   await worker.waitFor('ready');
   worker.messages.splice(0);
-  const client = worker.connect({ reuse });
+  const client = worker.connect(version === undefined ? { reuse } : { reuse, version });
   client.start(workDir, [mode]);
   await within(client.waitFor('started'), 'STARTED');
   // The worker reports its start once the helper named its program: its messages flow from then on.
@@ -72,6 +72,17 @@ test("a helper's end report cannot start a line of root's journal", async () => 
   const forged = worker.stderr.split('\n').filter((line) => /^<\d>worker\[\d+\]: session opencode-pty-session-0\.service/.test(line));
   assert.equal(forged, [], worker.stderr);
   assert.match(worker.stderr, 'END text');
+  assert.equal(await sessionUnits(sandbox), []);
+});
+
+test("the helper's FIGURES are the session's end record, bounded as any figure: no property read decides it", async () => {
+  const { worker, client } = await hostileSession('figures', false, 2);
+  const exit = await within(client.waitFor('exit'), 'EXIT');
+  assert.equal([exit.code, exit.status], [1, 0], 'the program\'s end as systemd recorded it');
+  assert.equal(exit.accounting, { cpuUsageNsec: 4_242_000, memoryBytes: null, ioReadBytes: 7, ioWriteBytes: 0, tasks: null, inputBytes: 0, outputBytes: 0, durationUsec: exit.accounting!.durationUsec });
+  await within(worker.waitFor('ended'), 'the worker ended');
+  assert.is(await within(worker.exited, 'worker exit'), 0, worker.stderr);
+  assert.match(worker.stderr, /accounting: exit, cpu_usage_nsec=4242000 memory_current_bytes=65536 /);
   assert.equal(await sessionUnits(sandbox), []);
 });
 

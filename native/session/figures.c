@@ -1,0 +1,111 @@
+// The session cgroup's figures, read by the helper (still inside it, so it surely exists) right
+// before its END report: the files systemd reads for the unit's CPUUsageNSec (cpu.stat usage_usec),
+// MemoryPeak (systemd 255 on: memory.peak), MemoryCurrent, TasksCurrent (pids.current) and
+// IOReadBytes/IOWriteBytes (io.stat rbytes/wbytes summed over devices). Read here, the worker asks
+// systemd for nothing at the end: eight property reads sent then queued in PID 1 and the worker in
+// front of the unit's end signal, 3–5 ms of every EXIT (traced). A file whose controller the cgroup
+// lacks gives FIGURE_UNAVAILABLE, as systemd reports it.
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "helper.h"
+
+// A decimal counter of at most 20 digits, then an optional newline; anything else is unavailable.
+static uint64_t parse_counter(const char *text, size_t len) {
+  if (len > 0 && text[len - 1] == '\n') len--;
+  if (len == 0 || len > 20) return FIGURE_UNAVAILABLE;
+  uint64_t value = 0;
+  for (size_t i = 0; i < len; i++) {
+    if (text[i] < '0' || text[i] > '9') return FIGURE_UNAVAILABLE;
+    uint64_t digit = (uint64_t)(text[i] - '0');
+    if (value > (UINT64_MAX - digit) / 10) return FIGURE_UNAVAILABLE;
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
+// The whole of a small file, NUL-terminated; -1 when it cannot be read (no such controller, gone).
+static ssize_t read_small(const char *dir, const char *name, char *buf, size_t size) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  size_t total = 0;
+  while (total + 1 < size) {
+    ssize_t n = read(fd, buf + total, size - 1 - total);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    total += (size_t)n;
+  }
+  close(fd);
+  buf[total] = '\0';
+  return (ssize_t)total;
+}
+
+static uint64_t counter_file(const char *dir, const char *name) {
+  char buf[64];
+  ssize_t n = read_small(dir, name, buf, sizeof buf);
+  return n < 0 ? FIGURE_UNAVAILABLE : parse_counter(buf, (size_t)n);
+}
+
+// The value of "key N" lines (cpu.stat) or "key=N" words (io.stat) after `at`, up to the line's end.
+static uint64_t keyed(const char *at, const char *key, char separator) {
+  size_t klen = strlen(key);
+  for (const char *p = at; (p = strstr(p, key)) != NULL; p += klen) {
+    bool starts = p == at || p[-1] == ' ' || p[-1] == '\n';
+    if (!starts || p[klen] != separator) continue;
+    const char *value = p + klen + 1;
+    return parse_counter(value, strcspn(value, " \n"));
+  }
+  return FIGURE_UNAVAILABLE;
+}
+
+// A sum that would pass 2^64-1 is no figure either.
+static void add(uint64_t *sum, uint64_t value) {
+  if (value == FIGURE_UNAVAILABLE || *sum == FIGURE_UNAVAILABLE) return;
+  *sum = value > FIGURE_UNAVAILABLE - 1 - *sum ? FIGURE_UNAVAILABLE : *sum + value;
+}
+
+// io.stat: one line per device, "MAJ:MIN rbytes=N wbytes=N rios=N …"; summed as systemd sums them.
+static void io_figures(const char *dir, uint64_t *read_bytes, uint64_t *write_bytes) {
+  static char buf[65536];
+  ssize_t n = read_small(dir, "io.stat", buf, sizeof buf);
+  if (n < 0) return;
+  *read_bytes = 0, *write_bytes = 0;
+  for (char *line = buf; *line; ) {
+    char *end = line + strcspn(line, "\n");
+    char saved = *end;
+    *end = '\0';
+    add(read_bytes, keyed(line, "rbytes", '='));
+    add(write_bytes, keyed(line, "wbytes", '='));
+    if (!saved) break;
+    line = end + 1;
+  }
+}
+
+void read_figures_at(const char *dir, uint64_t figures[FIGURE_COUNT]) {
+  for (int i = 0; i < FIGURE_COUNT; i++) figures[i] = FIGURE_UNAVAILABLE;
+  char cpu[1024];
+  if (read_small(dir, "cpu.stat", cpu, sizeof cpu) >= 0) {
+    uint64_t usec = keyed(cpu, "usage_usec", ' ');
+    if (usec != FIGURE_UNAVAILABLE && usec <= UINT64_MAX / 1000) figures[FIGURE_CPU_NSEC] = usec * 1000;
+  }
+  figures[FIGURE_MEMORY_PEAK] = counter_file(dir, "memory.peak");
+  figures[FIGURE_MEMORY_CURRENT] = counter_file(dir, "memory.current");
+  figures[FIGURE_TASKS] = counter_file(dir, "pids.current");
+  io_figures(dir, &figures[FIGURE_IO_READ], &figures[FIGURE_IO_WRITE]);
+}
+
+void read_figures(uint64_t figures[FIGURE_COUNT]) {
+  char own[4096];
+  if (!cgroup_of("self", own, sizeof own)) {
+    for (int i = 0; i < FIGURE_COUNT; i++) figures[i] = FIGURE_UNAVAILABLE;
+    return;
+  }
+  char dir[4200];
+  snprintf(dir, sizeof dir, "/sys/fs/cgroup%s", strcmp(own, "/") == 0 ? "" : own);
+  read_figures_at(dir, figures);
+}
