@@ -18,8 +18,11 @@ import { formatSections, rotation, summarize, withRatios, type Figure, type Sect
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const { values: args } = parseArgs({
-  options: { quick: { type: 'boolean', default: false }, json: { type: 'string' }, only: { type: 'string' }, profile: { type: 'boolean', default: false } },
+  options: { quick: { type: 'boolean', default: false }, json: { type: 'string' }, only: { type: 'string' }, profile: { type: 'boolean', default: false }, rounds: { type: 'string' } },
 });
+/** --rounds N: samples of each contender in the warm and cold sections (else 20 and 10, 8 and 3 with --quick). */
+const rounds = args.rounds === undefined ? undefined : Number(args.rounds);
+if (rounds !== undefined && !(Number.isInteger(rounds) && rounds > 0)) throw new Error(`--rounds ${args.rounds}: a positive whole number`);
 const quick = args.quick!;
 const only = args.only ? new Set(args.only.split(',')) : undefined;
 const MiB = 1024 * 1024;
@@ -38,7 +41,8 @@ function ms(values: (number | undefined)[]): number[] {
 }
 
 function figure(row: string, contender: string, values: number[], unit = 'ms', note?: string, p99 = false): Figure {
-  return { row, contender, unit, summary: summarize(values, p99), ...(note ? { note } : {}) };
+  const samples = values.map((value) => Math.round(value * 1000) / 1000);
+  return { row, contender, unit, summary: summarize(values, p99), ...(note ? { note } : {}), samples };
 }
 
 interface Context {
@@ -432,14 +436,14 @@ async function main(): Promise<void> {
       let warmSection: Section | undefined;
       if (want('warm')) {
         say('warm starts');
-        warmSection = await warm(ctx, quick ? 8 : 20);
+        warmSection = await warm(ctx, rounds ?? (quick ? 8 : 20));
         sections.push(warmSection);
       }
       const warmAnchor = warmSection?.figures.find((f) => f.row === '→EXIT' && f.contender === SDRUN);
       const warmLib = warmSection?.figures.find((f) => f.row === '→EXIT' && f.contender === LIB);
       if (want('cold')) {
         say('cold starts');
-        await attempt('cold start', () => cold(ctx, quick ? 3 : 10, warmAnchor));
+        await attempt('cold start', () => cold(ctx, rounds ?? (quick ? 3 : 10), warmAnchor));
       }
       // Everything below needs the broker's PID; start one now.
       await ctx.agent.call({ op: 'library', argv: ['true'] });

@@ -43,6 +43,8 @@ export interface Figure {
   summary: Summary;
   /** median / the anchor's median in the same row. */
   ratio?: number;
+  /** Every sample, for the JSON only: runs pooled (bench/pool.ts) resolve what one run's spread hides. */
+  samples?: number[];
   note?: string;
 }
 
