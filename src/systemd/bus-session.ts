@@ -30,7 +30,8 @@ const FIRST_DELAY_MS = 50;
 const MAX_DELAY_MS = 2000;
 
 function exitLost(name: string, cause: unknown): SystemdError {
-  return new SystemdError('NO_SUCH_UNIT', `${name} ended while the D-Bus connection was lost; its exit status is unknown`, { unit: name, cause });
+  const why = cause instanceof Error ? ` (${cause.message})` : '';
+  return new SystemdError('NO_SUCH_UNIT', `${name} ended while the D-Bus connection was lost; its exit status is unknown${why}`, { unit: name, cause });
 }
 
 function isLost(error: unknown): boolean {
