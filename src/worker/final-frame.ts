@@ -6,6 +6,9 @@ import type { SessionError } from '../protocol/session-error.ts';
 import type { EndReport } from '../control/helper-channel.ts';
 import type { ExitStatus } from '../systemd/unit-watch.ts';
 
+/** How a session ended, for its journal line and the broker (end-report.ts). */
+export type EndReason = 'exit' | 'stop' | 'client-gone' | 'error' | 'shutdown';
+
 export interface SessionOutcome {
   /** The client closed or reset its connection: it is sent nothing. */
   clientGone: boolean;
@@ -31,6 +34,21 @@ export interface LastWrite {
  * After the hand-off: without a report nothing may be written (the helper may have died inside an
  * OUTPUT frame, and a frame of ours would land in its payload), nor to a client that is gone.
  */
+/** The reason of an end that reached the unit's end or the helper's report (pure). */
+export function endReason(outcome: SessionOutcome): EndReason {
+  const { clientGone, workerError, report } = outcome;
+  if (clientGone || report?.reason === 'client-gone') return 'client-gone';
+  if (workerError) return workerError.wireCode === ErrorCode.SHUTDOWN ? 'shutdown' : 'error';
+  if (report?.reason === 'exit') return 'exit';
+  if (report?.reason === 'stop') return 'stop';
+  return 'error';
+}
+
+/** The reason of a start that failed (pure): a shutdown's, the client's going, or an error. */
+export function failureReason(outcome: SessionOutcome): EndReason {
+  return outcome.workerError?.wireCode === ErrorCode.SHUTDOWN ? 'shutdown' : outcome.clientGone ? 'client-gone' : 'error';
+}
+
 export function lastWrite(outcome: SessionOutcome): LastWrite {
   const { report } = outcome;
   if (outcome.clientGone || !report || report.reason === 'client-gone') return {};

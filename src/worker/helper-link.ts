@@ -5,11 +5,34 @@ import { native, type FdWatcher } from '../native/binding.ts';
 import { closeReceived } from '../io/fds.ts';
 import { closePeer } from '../io/peer-close.ts';
 import { HelperChannelError, HelperDecoder, HelperLimits, encodeCommand, encodeGo, type HelperMessage } from '../control/helper-channel.ts';
+import { closeQuietly } from '../io/fds.ts';
+import { passRights } from '../io/pass-rights.ts';
+import { ErrorCode } from '../protocol/constants.ts';
+import { SessionError } from '../protocol/session-error.ts';
 
 export interface HelperLinkEvents {
   message(message: HelperMessage): void;
   /** The helper broke the channel's rules (a protocol fault of the helper's); nothing more is read from it. */
   failed(error: Error): void;
+}
+
+/**
+ * A new control channel for a session's helper: our end as a link, the helper's end (the unit's stderr)
+ * for the caller, and ENV then GO (with `started`) queued before the unit exists, so the helper reads
+ * them the moment it runs. The empty 128 KiB buffer takes both whole; if not, nothing has started yet
+ * and the start fails (INTERNAL), both ends closed.
+ */
+export function openHelperLink(envMessage: Buffer, started: Buffer, events: HelperLinkEvents): { link: HelperLink; helperEnd: number } {
+  const [workerEnd, helperEnd] = native().socketpair();
+  // The helper never sends a descriptor: the kernel refuses any it tries.
+  passRights(workerEnd, false);
+  const link = new HelperLink(workerEnd, events);
+  if (!link.sendEnv(envMessage) || !link.sendGo(started)) {
+    link.close();
+    closeQuietly(helperEnd);
+    throw new SessionError(ErrorCode.INTERNAL, 'the session helper cannot be reached');
+  }
+  return { link, helperEnd };
 }
 
 export class HelperLink {

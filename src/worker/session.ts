@@ -8,7 +8,6 @@ import type { Config } from '../config/schema.ts';
 import { FdSocket } from '../io/fd-socket.ts';
 import { closeQuietly } from '../io/fds.ts';
 import { passRights } from '../io/pass-rights.ts';
-import { native } from '../native/binding.ts';
 import { ErrorCode, encodeFrame, errorFrame, PROTOCOL_VERSION, type ErrorCodeValue, type FrameOf } from '../protocol/index.ts';
 import type { Units } from '../systemd/bus-session.ts';
 import { unitNameFor } from '../systemd/unit-names.ts';
@@ -16,8 +15,8 @@ import { programLabel } from '../systemd/unit-text.ts';
 import type { ExitStatus } from '../systemd/unit-watch.ts';
 import type { PeerIdentity, WorkerMessage } from '../control/broker-worker.ts';
 import type { HelperMessage } from '../control/helper-channel.ts';
-import { lastWrite, lastWriteAfterFailedLaunch, writeFinalFrame, type SessionOutcome } from './final-frame.ts';
-import { HelperLink } from './helper-link.ts';
+import { endReason, failureReason, lastWrite, lastWriteAfterFailedLaunch, writeFinalFrame, type EndReason, type SessionOutcome } from './final-frame.ts';
+import { openHelperLink, type HelperLink } from './helper-link.ts';
 import { unsafeHelper } from './helper-path.ts';
 import { recheckPeer } from '../identity/peer-recheck.ts';
 import { receiveStart } from './receive-start.ts';
@@ -30,7 +29,7 @@ import { planStart } from './start-plan.ts';
 import { UnitStop } from './unit-stop.ts';
 import { startUnit, unlessJobFails } from './unit-start.ts';
 
-export type EndReason = 'exit' | 'stop' | 'client-gone' | 'error' | 'shutdown';
+export type { EndReason };
 
 export interface SessionDeps {
   manager: Units;
@@ -127,7 +126,7 @@ export class Session {
       if (this.#launched) return this.#failAfterLaunch(failure);
       // Before the unit is asked for, the worker holds the client's write side: an ordinary ERROR.
       if (!this.#outcome.clientGone) await writeFinalFrame(this.#client, errorFrame(failure.wireCode, failure.message), this.#writeTimeoutMs);
-      const reason = this.#failureReason();
+      const reason = failureReason(this.#outcome);
       this.#ending = { reason, error: this.#outcome.clientGone ? undefined : failure };
       await this.#cleanUp();
       return reason;
@@ -145,14 +144,10 @@ export class Session {
     const { remainder, frame } = lastWrite(this.#outcome);
     if (frame) await writeFinalFrame(this.#client, frame, this.#writeTimeoutMs, remainder, this.#version);
     else if (!this.#outcome.report && !this.#outcome.clientGone) this.#deps.log(`${this.unit}: the session helper ended without a report; closing without a last frame`);
-    const reason = this.#reason();
+    const reason = endReason(this.#outcome);
     this.#ending = { reason, exit, error: frame?.type === 'error' ? new SessionError(frame.code as ErrorCodeValue, frame.message) : undefined };
     await this.#cleanUp();
     return reason;
-  }
-
-  #failureReason(): EndReason {
-    return this.#outcome.workerError?.wireCode === ErrorCode.SHUTDOWN ? 'shutdown' : this.#outcome.clientGone ? 'client-gone' : 'error';
   }
 
   /**
@@ -173,7 +168,7 @@ export class Session {
     this.#helper?.readAvailable();
     const { remainder, frame } = lastWriteAfterFailedLaunch(this.#outcome, failure, this.#programPid.known);
     if (frame) await writeFinalFrame(this.#client, frame, this.#writeTimeoutMs, remainder, this.#version);
-    const reason = this.#failureReason();
+    const reason = failureReason(this.#outcome);
     this.#ending = { reason, error: frame?.type === 'error' ? new SessionError(frame.code as ErrorCodeValue, frame.message) : undefined };
     await this.#cleanUp();
     return reason;
@@ -208,15 +203,6 @@ export class Session {
 
   get #writeTimeoutMs(): number {
     return this.#deps.config.limits.writeTimeoutMs;
-  }
-
-  #reason(): EndReason {
-    const { clientGone, workerError, report } = this.#outcome;
-    if (clientGone || report?.reason === 'client-gone') return 'client-gone';
-    if (workerError) return workerError.wireCode === ErrorCode.SHUTDOWN ? 'shutdown' : 'error';
-    if (report?.reason === 'exit') return 'exit';
-    if (report?.reason === 'stop') return 'stop';
-    return 'error';
   }
 
   async #start(): Promise<void> {
@@ -254,23 +240,16 @@ export class Session {
     this.#program = programLabel(frame.argv[0]!);
     // Names only, quoted: the client's values never reach the journal.
     if (dropped.length > 0) this.#deps.log(`${name}: environment names not passed to the program: ${JSON.stringify(dropped)}`);
-    const [workerEnd, helperEnd] = native().socketpair();
-    // The helper never sends a descriptor: the kernel refuses any it tries.
-    passRights(workerEnd, false);
-    this.#helper = new HelperLink(workerEnd, {
+    // STARTED goes with GO: the helper writes it itself right after its fork (it alone knows the
+    // program's pid then), so the first output waits for no turn of ours (AddRef keeps a fast end
+    // visible to the watch below).
+    const started = encodeFrame(startedTemplate(this.#version, name, dropped), this.#version);
+    const { link, helperEnd } = openHelperLink(envMessage, started, {
       message: (message) => this.#onHelperMessage(message),
       // The helper's word is untrusted: what it broke is logged as its fault, quoted (never spliced in).
       failed: (error) => this.#deps.log(`${name}: protocol fault of the session helper on its control channel: ${JSON.stringify(error.message)}`),
     });
-    // Queued before the unit exists, so the helper reads them the moment it runs: ENV, then GO with
-    // STARTED, which the helper writes itself right after its fork (it alone knows the program's pid
-    // then), so the first output waits for no turn of ours (AddRef keeps a fast end visible to the
-    // watch below). The empty 128 KiB buffer takes both whole; if not, nothing has started yet.
-    const started = encodeFrame(startedTemplate(this.#version, name, dropped), this.#version);
-    if (!this.#helper.sendEnv(envMessage) || !this.#helper.sendGo(started)) {
-      closeQuietly(helperEnd);
-      throw new SessionError(ErrorCode.INTERNAL, 'the session helper cannot be reached');
-    }
+    this.#helper = link;
     this.#launched = true;
     const start = startUnit(manager, name, spec, { cwdFd, clientFd: this.#client.fd, helperEnd }, this.#abortPromise);
     const { job } = start;

@@ -1,7 +1,7 @@
 // The worker's last write after the hand-off, decided from the helper's report and systemd's view.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { lastWrite, lastWriteAfterFailedLaunch, type SessionOutcome } from '../../src/worker/final-frame.ts';
+import { endReason, failureReason, lastWrite, lastWriteAfterFailedLaunch, type SessionOutcome } from '../../src/worker/final-frame.ts';
 import type { EndReport, HelperEndReason } from '../../src/control/helper-channel.ts';
 import { SessionError } from '../../src/protocol/session-error.ts';
 import { endRecord } from '../../src/worker/end-record.ts';
@@ -80,6 +80,22 @@ test('after a failed launch: no PID, the failure as an ERROR (none to a gone cli
   const rest = Buffer.from('hi!');
   const reported = lastWriteAfterFailedLaunch(outcome({ workerError: failure, report: report('terminated', { remainder: rest }) }), failure, true);
   assert.equal(reported, { remainder: rest, frame: { type: 'error', code: 8, message: 'session unit could not be started' } });
+});
+
+test('the end\'s reason: the client\'s going first, then a shutdown or error of ours, then the helper\'s report', () => {
+  const shutdown = new SessionError(11, 'supervisor shutting down');
+  const internal = new SessionError(10, 'watch lost');
+  assert.is(endReason(outcome({ report: report('exit'), exit })), 'exit');
+  assert.is(endReason(outcome({ report: report('stop'), exit })), 'stop');
+  assert.is(endReason(outcome({ report: report('client-gone') })), 'client-gone');
+  assert.is(endReason(outcome({ clientGone: true, workerError: shutdown, report: report('exit') })), 'client-gone');
+  assert.is(endReason(outcome({ workerError: shutdown, report: report('terminated') })), 'shutdown');
+  assert.is(endReason(outcome({ workerError: internal, report: report('exit') })), 'error');
+  assert.is(endReason(outcome({ report: report('flow') })), 'error');
+  assert.is(endReason(outcome({})), 'error', 'no report: the helper died');
+  assert.is(failureReason(outcome({ workerError: shutdown, clientGone: true })), 'shutdown');
+  assert.is(failureReason(outcome({ clientGone: true })), 'client-gone');
+  assert.is(failureReason(outcome({ workerError: internal })), 'error');
 });
 
 test.run();
