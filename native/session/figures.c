@@ -27,20 +27,25 @@ static uint64_t parse_counter(const char *text, size_t len) {
   return value;
 }
 
-// The whole of a small file, NUL-terminated; -1 when it cannot be read (no such controller, gone).
+// The whole of a small file, NUL-terminated; -1 when it cannot be read whole (no such controller,
+// gone, a read error, or more than the buffer holds: a figure from part of a file would be wrong).
 static ssize_t read_small(const char *dir, const char *name, char *buf, size_t size) {
   char path[4200];
   snprintf(path, sizeof path, "%s/%s", dir, name);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
   size_t total = 0;
-  while (total + 1 < size) {
-    ssize_t n = read(fd, buf + total, size - 1 - total);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    total += (size_t)n;
-  }
+  ssize_t n;
+  // One byte more than the buffer keeps: reading it means the file does not fit.
+  char spare;
+  do {
+    bool full = total + 1 >= size;
+    n = read(fd, full ? &spare : buf + total, full ? 1 : size - 1 - total);
+    if (n > 0 && full) n = -1, errno = EFBIG;
+    if (n > 0) total += (size_t)n;
+  } while (n > 0 || (n < 0 && errno == EINTR));
   close(fd);
+  if (n < 0) return -1;
   buf[total] = '\0';
   return (ssize_t)total;
 }
@@ -51,22 +56,28 @@ static uint64_t counter_file(const char *dir, const char *name) {
   return n < 0 ? FIGURE_UNAVAILABLE : parse_counter(buf, (size_t)n);
 }
 
-// The value of "key N" lines (cpu.stat) or "key=N" words (io.stat) after `at`, up to the line's end.
-static uint64_t keyed(const char *at, const char *key, char separator) {
+// The value of the first "key N" line (cpu.stat) or "key=N" word (io.stat) in `at`: 1 with *value
+// set, 0 when there is none, -1 when its value is no counter.
+static int keyed(const char *at, const char *key, char separator, uint64_t *value) {
   size_t klen = strlen(key);
   for (const char *p = at; (p = strstr(p, key)) != NULL; p += klen) {
     bool starts = p == at || p[-1] == ' ' || p[-1] == '\n';
     if (!starts || p[klen] != separator) continue;
-    const char *value = p + klen + 1;
-    return parse_counter(value, strcspn(value, " \n"));
+    const char *text = p + klen + 1;
+    *value = parse_counter(text, strcspn(text, " \n"));
+    return *value == FIGURE_UNAVAILABLE ? -1 : 1;
   }
-  return FIGURE_UNAVAILABLE;
+  return 0;
 }
 
-// A sum that would pass 2^64-1 is no figure either.
-static void add(uint64_t *sum, uint64_t value) {
-  if (value == FIGURE_UNAVAILABLE || *sum == FIGURE_UNAVAILABLE) return;
-  *sum = value > FIGURE_UNAVAILABLE - 1 - *sum ? FIGURE_UNAVAILABLE : *sum + value;
+// Adds the line's `key` to *sum; a value that is no counter, or a sum past 2^64-2, makes the whole
+// figure unavailable (systemd fails the read on such a value: unit_get_io_accounting_raw).
+static void add(uint64_t *sum, const char *line, const char *key) {
+  uint64_t value = 0;
+  int found = keyed(line, key, '=', &value);
+  if (*sum == FIGURE_UNAVAILABLE || found == 0) return;
+  if (found < 0 || value > FIGURE_UNAVAILABLE - 1 - *sum) *sum = FIGURE_UNAVAILABLE;
+  else *sum += value;
 }
 
 // io.stat: one line per device, "MAJ:MIN rbytes=N wbytes=N rios=N …"; summed as systemd sums them.
@@ -79,8 +90,8 @@ static void io_figures(const char *dir, uint64_t *read_bytes, uint64_t *write_by
     char *end = line + strcspn(line, "\n");
     char saved = *end;
     *end = '\0';
-    add(read_bytes, keyed(line, "rbytes", '='));
-    add(write_bytes, keyed(line, "wbytes", '='));
+    add(read_bytes, line, "rbytes");
+    add(write_bytes, line, "wbytes");
     if (!saved) break;
     line = end + 1;
   }
@@ -88,10 +99,10 @@ static void io_figures(const char *dir, uint64_t *read_bytes, uint64_t *write_by
 
 void read_figures_at(const char *dir, uint64_t figures[FIGURE_COUNT]) {
   for (int i = 0; i < FIGURE_COUNT; i++) figures[i] = FIGURE_UNAVAILABLE;
-  char cpu[1024];
+  char cpu[4096];
   if (read_small(dir, "cpu.stat", cpu, sizeof cpu) >= 0) {
-    uint64_t usec = keyed(cpu, "usage_usec", ' ');
-    if (usec != FIGURE_UNAVAILABLE && usec <= UINT64_MAX / 1000) figures[FIGURE_CPU_NSEC] = usec * 1000;
+    uint64_t usec = 0;
+    if (keyed(cpu, "usage_usec", ' ', &usec) > 0 && usec <= UINT64_MAX / 1000) figures[FIGURE_CPU_NSEC] = usec * 1000;
   }
   figures[FIGURE_MEMORY_PEAK] = counter_file(dir, "memory.peak");
   figures[FIGURE_MEMORY_CURRENT] = counter_file(dir, "memory.current");
@@ -101,11 +112,14 @@ void read_figures_at(const char *dir, uint64_t figures[FIGURE_COUNT]) {
 
 void read_figures(uint64_t figures[FIGURE_COUNT]) {
   char own[4096];
-  if (!cgroup_of("self", own, sizeof own)) {
+  // Only a service's own cgroup (a session unit), as kill_cgroup_others: never the root or a slice,
+  // whose files would give the whole machine's or many units' figures as the session's.
+  size_t len = cgroup_of("self", own, sizeof own) ? strlen(own) : 0;
+  if (len < 9 || own[0] != '/' || strcmp(own + len - 8, ".service") != 0) {
     for (int i = 0; i < FIGURE_COUNT; i++) figures[i] = FIGURE_UNAVAILABLE;
     return;
   }
   char dir[4200];
-  snprintf(dir, sizeof dir, "/sys/fs/cgroup%s", strcmp(own, "/") == 0 ? "" : own);
+  snprintf(dir, sizeof dir, "/sys/fs/cgroup%s", own);
   read_figures_at(dir, figures);
 }

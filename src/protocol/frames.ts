@@ -10,14 +10,14 @@ export interface EnvEntry {
  * when the server could not measure it (sent as 2^64-1, never as 0). Integers up to 2^53.
  */
 export interface Accounting {
-  /** systemd's CPUUsageNSec of the unit. */
+  /** The unit's CPUUsageNSec (its cgroup's cpu.stat usage_usec, in ns). */
   cpuUsageNsec: number | null;
-  /** The unit's memory: MemoryPeak where systemd has it, else MemoryCurrent before it stopped. */
+  /** The unit's memory: MemoryPeak (memory.peak) where there is one, else MemoryCurrent at the session's end. */
   memoryBytes: number | null;
   /** IOReadBytes, IOWriteBytes (IO accounting on). */
   ioReadBytes: number | null;
   ioWriteBytes: number | null;
-  /** TasksCurrent before the unit stopped. */
+  /** TasksCurrent at the session's end. */
   tasks: number | null;
   /** INPUT payload bytes the server received, OUTPUT payload bytes it sent. */
   inputBytes: number | null;

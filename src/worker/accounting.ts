@@ -1,7 +1,7 @@
-// Session-end accounting: the unit's figures (as `systemd-run` prints them after a unit ends), logged
-// to the journal with the session's fields. They come from the unit's cgroup files (cgroup-figures.ts)
-// or, when those are gone, from systemd. A figure nobody can give (no controller, accounting off, gone
-// with the cgroup) is left out, never logged as zero.
+// Session-end accounting: the unit's figures as systemd reports them (as `systemd-run` prints them
+// after a unit ends), logged to the journal with the session's fields: root's record never takes the
+// session helper's word (its FIGURES go to its client's end record only). A figure systemd cannot give
+// (no controller, accounting off, gone with the cgroup) is left out, never logged as zero.
 import { createLogger, sessionFields, wireCodeName, type LogFields, type Logger } from '../log.ts';
 import type { UnitManager } from '../systemd/unit-manager.ts';
 import type { ExitStatus } from '../systemd/unit-watch.ts';

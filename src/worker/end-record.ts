@@ -1,6 +1,6 @@
 // Protocol version 2's end record (docs/protocol.md "EXIT and STOPPED, version 2"): the unit's figures
-// as systemd gave them and what crossed the connection as the session helper counted it. A figure
-// nobody could measure is null (sent as 2^64-1), never 0. Pure.
+// (the helper's reading of its cgroup, else systemd's) and what crossed the connection as the session
+// helper counted it. A figure nobody could measure is null (sent as 2^64-1), never 0. Pure.
 import type { Accounting } from '../protocol/index.ts';
 import type { EndReport } from '../control/helper-channel.ts';
 import type { SessionFigures } from './accounting.ts';
@@ -13,7 +13,7 @@ function figure(value: bigint | undefined): number | null {
 export function endRecord(figures: SessionFigures, report: EndReport | undefined, durationUsec: bigint | undefined): Accounting {
   return {
     cpuUsageNsec: figure(figures.CPU_USAGE_NSEC),
-    // MemoryPeak where systemd has it (255 and later), else MemoryCurrent as read before the unit ended.
+    // MemoryPeak where there is one (the cgroup's memory.peak, or systemd 255 on), else MemoryCurrent at the end.
     memoryBytes: figure(figures.MEMORY_PEAK_BYTES ?? figures.MEMORY_CURRENT_BYTES),
     ioReadBytes: figure(figures.IO_READ_BYTES),
     ioWriteBytes: figure(figures.IO_WRITE_BYTES),

@@ -22,7 +22,7 @@ import { recheckPeer } from '../identity/peer-recheck.ts';
 import { receiveStart } from './receive-start.ts';
 import { SessionError } from '../protocol/session-error.ts';
 import { asSessionError, raceAbort, settled } from './start-errors.ts';
-import { figuresFrom, logSessionEnd } from './accounting.ts';
+import { figuresFrom, logSessionEnd, type SessionFigures } from './accounting.ts';
 import { endRecord } from './end-record.ts';
 import { ProgramPid, startedTemplate } from './program-pid.ts';
 import { planStart } from './start-plan.ts';
@@ -72,6 +72,8 @@ export class Session {
   #unitEndedAt: bigint | undefined;
   /** The program's name as the unit's description gives it, for the journal. */
   #program: string | undefined;
+  /** The helper's reading of its cgroup, sent right before its END report (FIGURES). */
+  #helperFigures: SessionFigures | undefined;
   /** Before the hand-off: an end that needs no unit (handshake timeout, client gone, shutdown). */
   #abort: (error: SessionError | undefined) => void = () => undefined;
   #abortPromise = new Promise<SessionError | undefined>((resolve) => (this.#abort = resolve));
@@ -191,11 +193,12 @@ export class Session {
     return this.#deps.version ?? PROTOCOL_VERSION;
   }
 
-  /** Version 2's end record, for the last frame: the unit's figures (read when the helper reported, while
-   * its cgroup still existed), the helper's counts, and the time from STARTED to the unit's end. */
+  /** Version 2's end record, for the last frame: the unit's figures (the helper's reading of its cgroup
+   * right before its report, so no property read waits in front of the unit's end; systemd's when it
+   * sent none), the helper's counts, and the time from STARTED to the unit's end. */
   async #measure(): Promise<void> {
     if (!this.#outcome.report || this.#outcome.clientGone) return;
-    const figures = this.#units.figures();
+    const figures = this.#helperFigures ?? this.#units.figures();
     const duration = this.#startedAt !== undefined && this.#unitEndedAt !== undefined ? (this.#unitEndedAt - this.#startedAt) / 1000n : undefined;
     this.#outcome.version = this.#version;
     this.#outcome.accounting = endRecord(await figures, this.#outcome.report, duration);
@@ -300,14 +303,17 @@ export class Session {
       case 'pid':
         return this.#programPid.reported(message.pid);
       case 'figures':
-        return this.#units.reported(figuresFrom(message.figures));
+        // The helper's word, for its client's end record only (root's journal takes systemd's).
+        this.#helperFigures = figuresFrom(message.figures);
+        return;
       case 'end': {
         if (this.#outcome.report) return;
         this.#outcome.report = message.report;
         // The helper has ended the data phase: what is left is the unit's end and the last frame.
         if (this.#phase === 'running') this.#finishing();
         this.#programPid.failed(message.report.text);
-        void this.#units.figures();
+        // Without the helper's own figures, systemd's are read now, while its cgroup still is.
+        if (!this.#helperFigures) void this.#units.figures();
         const { reason } = message.report;
         // After exit or stop the helper ends by itself; otherwise the program may outlive the hang-up.
         if (reason !== 'exit' && reason !== 'stop') void this.#units.stop();

@@ -52,13 +52,8 @@ export class UnitStop {
     );
   }
 
-  /** The helper's own reading of its cgroup (FIGURES, just before its END): taken unless systemd was asked first. */
-  reported(figures: SessionFigures): void {
-    this.#figures ??= Promise.resolve(figures);
-  }
-
-  /** The figures, once: the helper's, or read from systemd now, while the helper still lives, so its
-   * cgroup does (MemoryCurrent, TasksCurrent): a stop of ours, or a helper that sent none. */
+  /** systemd's figures, read once: before a stop of ours (while the cgroup still is, so MemoryCurrent
+   * and TasksCurrent are there), else when first asked (after the unit's end: CPU and IO survive it). */
   figures(): Promise<SessionFigures> {
     return (this.#figures ??= readSessionFigures(this.#deps.manager, this.#name));
   }

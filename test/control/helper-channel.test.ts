@@ -110,6 +110,9 @@ test('FIGURES: six u64 figures once, named as the properties they stand for; all
   refuses(message(0x45, Buffer.alloc(47)), /FIGURES of 47 bytes/);
   refuses(message(0x45, Buffer.alloc(49)), /FIGURES of 49 bytes/);
   refuses(Buffer.concat([figures, figures]), /a second FIGURES/);
+  // FIGURES belongs to the end: any message after it but END is a broken helper.
+  refuses(Buffer.concat([figures, message(0x42, Buffer.alloc(0))]), /STOP after FIGURES/);
+  assert.equal(decodeAll(Buffer.concat([figures, end(1, 0, Buffer.alloc(0), '')])).map((m) => m.type), ['figures', 'end']);
   refuses(Buffer.concat([end(1, 0, Buffer.alloc(0), ''), figures]), /after END/);
 });
 

@@ -60,10 +60,23 @@ test('odd contents are no figure: a limit\'s "max", empty, signs, 21 digits, pas
     ALL_ONES,
     ALL_ONES,
   ]);
-  // A device line with an odd value adds nothing; the others still count.
-  assert.equal(figures({ 'io.stat': '8:0 rbytes=abc wbytes=4\n8:16 xrbytes=9 rbytes=2\n' }).slice(4), [2n, 4n]);
+  // An odd value makes its figure unavailable, as systemd fails the whole read; a key inside another
+  // word is not the key, and a line without it adds nothing.
+  assert.equal(figures({ 'io.stat': '8:0 rbytes=abc wbytes=4\n8:16 xrbytes=9 rbytes=2\n' }).slice(4), [ALL_ONES, 4n]);
+  assert.equal(figures({ 'io.stat': '8:0 xrbytes=9 wbytes=4\n8:16 rbytes=2 wbytes=1\n' }).slice(4), [2n, 5n]);
   // A sum that would wrap is no figure.
   assert.equal(figures({ 'io.stat': '8:0 rbytes=18446744073709551614 wbytes=1\n8:16 rbytes=5 wbytes=1\n' }).slice(4), [ALL_ONES, 2n]);
+});
+
+test('a file larger than the reader keeps is no figure, not the sum of its first part', () => {
+  const line = (i: number) => `${8 + (i % 200)}:${i} rbytes=123456789 wbytes=1 rios=1 wios=1 dbytes=0 dios=0\n`;
+  const lines = (count: number) => Array.from({ length: count }, (_, i) => line(i)).join('');
+  const fits = lines(900);
+  assert.ok(fits.length < 65535, String(fits.length));
+  assert.equal(figures({ 'io.stat': fits }).slice(4), [900n * 123456789n, 900n]);
+  const tooLarge = lines(1200);
+  assert.ok(tooLarge.length > 65536, String(tooLarge.length));
+  assert.equal(figures({ 'io.stat': tooLarge }).slice(4), [ALL_ONES, ALL_ONES]);
 });
 
 test.run();
