@@ -6,7 +6,7 @@
 // a unit that ended during the gap may have been collected and its exit status lost; that watch
 // fails with a clear error (NO_SUCH_UNIT, saying so) rather than waiting forever.
 import type { Logger } from '../log.ts';
-import { SystemdError } from './errors.ts';
+import { isSystemdAbsent, SystemdError } from './errors.ts';
 import type { ManagerOptions, UnitManager } from './unit-manager.ts';
 import type { ExitStatus, WatchOptions } from './unit-watch.ts';
 
@@ -126,13 +126,16 @@ export class BusSession implements Units {
     }
   }
 
-  /** Runs an idempotent call, once more on a new connection if the old one was lost under it. */
+  /** Runs an idempotent call, once more on a new connection if the old one was lost under it (or systemd was not on its bus). */
   async #again<T>(call: (manager: Connected) => Promise<T>): Promise<T> {
     const manager = await this.manager();
     try {
       return await call(manager);
     } catch (error) {
-      if (!isLost(error) || this.#closed) throw error;
+      if (this.#closed) throw error;
+      // A bus systemd is not on (reached mid-restart) is dropped like a lost one.
+      if (isSystemdAbsent(error)) manager.close();
+      else if (!isLost(error)) throw error;
       return call(await this.manager());
     }
   }
@@ -147,22 +150,32 @@ export class BusSession implements Units {
    * again and watched from its current state. Gone by then: NO_SUCH_UNIT (its status went with it).
    */
   async waitForExit(name: string, options: WatchOptions = {}): Promise<ExitStatus> {
-    let again = false;
-    for (let manager = await this.manager(); ; again = true) {
+    let manager = await this.manager();
+    for (let again = false; ; again = true) {
       try {
         return await manager.waitForExit(name, options);
       } catch (error) {
         if (again && error instanceof SystemdError && error.code === 'NO_SUCH_UNIT') throw exitLost(name, error);
-        if (!isLost(error) || this.#closed) throw error;
+        // A bus systemd is not on (one reached mid-restart) is as good as lost: another connection.
+        if (isSystemdAbsent(error) && !this.#closed) manager.close();
+        else if (!isLost(error) || this.#closed) throw error;
       }
-      manager = await this.manager();
+      manager = await this.#referencedAgain(name);
+    }
+  }
+
+  /** A new connection on which `name` is referenced again; one whose bus systemd is not on is dropped for the next. */
+  async #referencedAgain(name: string): Promise<Connected> {
+    for (;;) {
+      const manager = await this.manager();
       try {
         await manager.ref(name);
+        this.#log('notice', `${name}: watching again after the D-Bus reconnection`);
+        return manager;
       } catch (error) {
-        if (isLost(error)) continue;
-        throw exitLost(name, error);
+        if (isSystemdAbsent(error)) manager.close();
+        else if (!isLost(error)) throw exitLost(name, error);
       }
-      this.#log('notice', `${name}: watching again after the D-Bus reconnection`);
     }
   }
 

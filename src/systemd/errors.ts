@@ -61,7 +61,22 @@ export const DbusErrorName = {
   NO_SUCH_UNIT: 'org.freedesktop.systemd1.NoSuchUnit',
   UNKNOWN_OBJECT: 'org.freedesktop.DBus.Error.UnknownObject',
   UNIT_EXISTS: 'org.freedesktop.systemd1.UnitExists',
+  SERVICE_UNKNOWN: 'org.freedesktop.DBus.Error.ServiceUnknown',
+  NAME_HAS_NO_OWNER: 'org.freedesktop.DBus.Error.NameHasNoOwner',
 } as const;
+
+/**
+ * True when the bus says systemd is not on it: a connection made while the bus restarts can reach the
+ * old daemon after PID 1 has left it (or the new one before PID 1 is back). That connection is no
+ * use, but says nothing about any unit.
+ */
+export function isSystemdAbsent(error: unknown): boolean {
+  return (
+    error instanceof SystemdError &&
+    error.code === 'DBUS_ERROR' &&
+    (error.dbusName === DbusErrorName.SERVICE_UNKNOWN || error.dbusName === DbusErrorName.NAME_HAS_NO_OWNER)
+  );
+}
 
 /** True when the error says the unit is not loaded (by name or by object path). */
 export function isUnitGone(error: unknown): boolean {

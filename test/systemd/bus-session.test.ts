@@ -14,9 +14,12 @@ class FakeConnection {
   watchers = new Set<{ resolve: (exit: ExitStatus) => void; reject: (error: Error) => void }>();
   refs: string[] = [];
   refError: Error | undefined;
+  callError: Error | undefined;
   calls: string[] = [];
   constructor(readonly id: number) {}
+  closed = false;
   lose(): void {
+    this.closed = true;
     const error = new SystemdError('DBUS_CLOSED', 'D-Bus connection closed by the bus');
     for (const watcher of this.watchers) watcher.reject(error);
     for (const listener of this.closeListeners) listener(error);
@@ -35,13 +38,16 @@ class FakeConnection {
         fake.calls.push(`stop ${name}`);
       },
       async listUnitsByPrefix() {
+        if (fake.callError) throw fake.callError;
         fake.calls.push('list');
         return ['u.service'];
       },
       async serviceState() {
         throw new Error('not used');
       },
-      close() {},
+      close() {
+        if (!fake.closed) fake.lose();
+      },
       async ref(name) {
         if (fake.refError) throw fake.refError;
         fake.refs.push(name);
@@ -120,6 +126,40 @@ test('a unit collected during the outage ends its watch with a clear error', asy
     assert.is((error as SystemdError).code, 'NO_SUCH_UNIT');
     assert.match((error as Error).message, 'ended while the D-Bus connection was lost; its exit status is unknown');
   }
+  bus.close();
+});
+
+test('a connection made mid-restart that systemd is not on is dropped for another; the watch goes on', async () => {
+  const { connections, connect, nextConnection, log } = setup();
+  const bus = await BusSession.open(connect, log, { waitMs: 5000, firstDelayMs: 1 });
+  const exit = bus.waitForExit('u.service');
+  await Promise.resolve();
+  let back = nextConnection();
+  connections[0]!.lose();
+  await back;
+  // The bus answers for systemd's name: it has left this daemon (or is not on the new one yet).
+  connections[1]!.refError = new SystemdError('DBUS_ERROR', 'The name org.freedesktop.systemd1 was not provided by any .service files', { dbusName: 'org.freedesktop.DBus.Error.ServiceUnknown' });
+  // Before the fix the watch ended here, as for a unit gone ("ended while the D-Bus connection was lost").
+  let early: unknown;
+  exit.catch((error: unknown) => (early = error));
+  back = nextConnection();
+  await Promise.race([back, exit.catch(() => undefined)]);
+  while (connections[2]?.watchers.size !== 1 && early === undefined) await new Promise((resolve) => setImmediate(resolve));
+  assert.is(early, undefined, String(early));
+  assert.ok(connections[1]!.closed, 'the useless connection was closed');
+  assert.equal(connections[2]!.refs, ['u.service']);
+  for (const watcher of connections[2]!.watchers) watcher.resolve(EXIT);
+  assert.equal(await exit, EXIT);
+  bus.close();
+});
+
+test('a call answered "systemd is not on this bus" is made again on a new connection', async () => {
+  const { connections, connect, log } = setup();
+  const bus = await BusSession.open(connect, log, { waitMs: 5000, firstDelayMs: 1 });
+  connections[0]!.callError = new SystemdError('DBUS_ERROR', 'Could not activate remote peer.', { dbusName: 'org.freedesktop.DBus.Error.NameHasNoOwner' });
+  assert.equal(await bus.listUnitsByPrefix('p-'), ['u.service']);
+  assert.ok(connections[0]!.closed);
+  assert.equal(connections[1]!.calls, ['list']);
   bus.close();
 });
 
