@@ -24,24 +24,34 @@ static void put_be64(unsigned char *p, uint64_t v) {
   put_be32(p + 4, (uint32_t)v);
 }
 
-// Blocking in effect, without touching the socket's flags: messages are small and the worker always
-// reads. -1 when the worker is gone.
-int control_write_all(const unsigned char *data, size_t len) {
+// All of len bytes out (POLLOUT) or in (POLLIN), blocking in effect without touching the socket's
+// flags: messages are small and the worker always reads, and it sends every message whole (GO's
+// STARTED with ENV, into an empty buffer), so this waits for nothing in practice. -1 when the worker
+// is gone first.
+static int transfer_all(unsigned char *p, size_t len, short direction) {
   while (len > 0) {
-    ssize_t n = send(r.control, data, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    ssize_t n = direction == POLLOUT ? send(r.control, p, len, MSG_DONTWAIT | MSG_NOSIGNAL) : recv(r.control, p, len, MSG_DONTWAIT);
     if (n > 0) {
-      data += n, len -= (size_t)n;
+      p += n, len -= (size_t)n;
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      struct pollfd p = {.fd = r.control, .events = POLLOUT};
-      if (poll(&p, 1, -1) < 0 && errno != EINTR) return -1;
+      struct pollfd q = {.fd = r.control, .events = direction};
+      if (poll(&q, 1, -1) < 0 && errno != EINTR) return -1;
       continue;
     }
     return -1;
   }
   return 0;
+}
+
+int control_write_all(const unsigned char *data, size_t len) {
+  return transfer_all((unsigned char *)data, len, POLLOUT); // sending only reads through it
+}
+
+static int read_exact_control(void *buf, size_t len) {
+  return transfer_all(buf, len, POLLIN);
 }
 
 // -1 when the worker is gone.
@@ -82,8 +92,8 @@ void control_send_stop(void) {
   send_message(CONTROL_STOP, NULL, 0);
 }
 
-// The session's figures, read while this process keeps its cgroup alive (figures.c); the worker takes
-// them for the last frame and the journal instead of asking systemd.
+// The session's figures, read while this process keeps its cgroup alive (figures.c), for the client's
+// end record: the worker's last frame need not wait for systemd's.
 _Static_assert(FIGURES_SIZE == 8 * FIGURE_COUNT, "one u64 a figure");
 
 static void control_send_figures(void) {
@@ -126,27 +136,6 @@ int control_send_pid(pid_t pid) {
   unsigned char payload[4];
   put_be32(payload, (uint32_t)pid);
   return send_message(CONTROL_PID, payload, sizeof payload);
-}
-
-// Exactly len bytes, waiting as needed: -1 when the worker is gone first. The worker sends every
-// message whole (GO's STARTED with ENV, into an empty buffer), so this waits for nothing in practice.
-static int read_exact_control(void *buf, size_t len) {
-  unsigned char *p = buf;
-  while (len > 0) {
-    ssize_t n = recv(r.control, p, len, MSG_DONTWAIT);
-    if (n > 0) {
-      p += n, len -= (size_t)n;
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      struct pollfd q = {.fd = r.control, .events = POLLIN};
-      if (poll(&q, 1, -1) < 0 && errno != EINTR) return -1;
-      continue;
-    }
-    return -1;
-  }
-  return 0;
 }
 
 // GO's payload: the STARTED frame the worker encoded for this session (docs/protocol.md), written

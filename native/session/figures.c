@@ -1,10 +1,10 @@
 // The session cgroup's figures, read by the helper (still inside it, so it surely exists) right
 // before its END report: the files systemd reads for the unit's CPUUsageNSec (cpu.stat usage_usec),
 // MemoryPeak (systemd 255 on: memory.peak), MemoryCurrent, TasksCurrent (pids.current) and
-// IOReadBytes/IOWriteBytes (io.stat rbytes/wbytes summed over devices). Read here, the worker asks
-// systemd for nothing at the end: eight property reads sent then queued in PID 1 and the worker in
-// front of the unit's end signal, 3–5 ms of every EXIT (traced). A file whose controller the cgroup
-// lacks gives FIGURE_UNAVAILABLE, as systemd reports it.
+// IOReadBytes/IOWriteBytes (io.stat rbytes/wbytes summed over devices), for the client's end record.
+// Read here, no property read waits in front of the unit's end signal: eight of them, sent by the
+// worker on the END report, queued in PID 1 and the worker, 3–5 ms of every EXIT (traced). A file
+// whose controller the cgroup lacks gives FIGURE_UNAVAILABLE, as systemd reports it.
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

@@ -243,7 +243,7 @@ export class HelperDecoder {
     // The helper reports the client's STOP once (decode.c act()); every message must be bounded in
     // number, or a helper writing them without end keeps the worker decoding at a full core.
     // FIGURES comes right before END (control.c control_send_end): anything else after it is a broken helper.
-    if (this.#figuresSeen && message.type !== 'end') throw new HelperChannelError(`${message.type === 'figures' ? 'a second FIGURES' : `${message.type.toUpperCase()} after FIGURES`}`);
+    if (this.#figuresSeen && message.type !== 'end') throw new HelperChannelError(message.type === 'figures' ? 'a second FIGURES' : `${message.type.toUpperCase()} after FIGURES`);
     if (message.type === 'figures') this.#figuresSeen = true;
     if (message.type === 'stop') {
       if (this.#stopSeen) throw new HelperChannelError('a second STOP');

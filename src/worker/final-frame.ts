@@ -30,10 +30,6 @@ export interface LastWrite {
   frame?: Frame;
 }
 
-/**
- * After the hand-off: without a report nothing may be written (the helper may have died inside an
- * OUTPUT frame, and a frame of ours would land in its payload), nor to a client that is gone.
- */
 /** The reason of an end that reached the unit's end or the helper's report (pure). */
 export function endReason(outcome: SessionOutcome): EndReason {
   const { clientGone, workerError, report } = outcome;
@@ -49,6 +45,10 @@ export function failureReason(outcome: SessionOutcome): EndReason {
   return outcome.workerError?.wireCode === ErrorCode.SHUTDOWN ? 'shutdown' : outcome.clientGone ? 'client-gone' : 'error';
 }
 
+/**
+ * After the hand-off: without a report nothing may be written (the helper may have died inside an
+ * OUTPUT frame, and a frame of ours would land in its payload), nor to a client that is gone.
+ */
 export function lastWrite(outcome: SessionOutcome): LastWrite {
   const { report } = outcome;
   if (outcome.clientGone || !report || report.reason === 'client-gone') return {};

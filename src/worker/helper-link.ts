@@ -2,10 +2,9 @@
 // Read with recvmsg on our own watcher (never libuv's read, which would drop a stray fd unseen), and
 // readable to EAGAIN on demand: once the unit is inactive, what is not there now will never come.
 import { native, type FdWatcher } from '../native/binding.ts';
-import { closeReceived } from '../io/fds.ts';
+import { closeQuietly, closeReceived } from '../io/fds.ts';
 import { closePeer } from '../io/peer-close.ts';
 import { HelperChannelError, HelperDecoder, HelperLimits, encodeCommand, encodeGo, type HelperMessage } from '../control/helper-channel.ts';
-import { closeQuietly } from '../io/fds.ts';
 import { passRights } from '../io/pass-rights.ts';
 import { ErrorCode } from '../protocol/constants.ts';
 import { SessionError } from '../protocol/session-error.ts';

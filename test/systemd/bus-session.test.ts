@@ -77,6 +77,18 @@ function setup(failFirst = 0) {
   return { connections, connect, nextConnection, lines, log };
 }
 
+/** A session whose exit watch on u.service was cut by the first connection's loss, the second one made. */
+async function watchCutByLoss() {
+  const fixture = setup();
+  const bus = await BusSession.open(fixture.connect, fixture.log, { waitMs: 5000, firstDelayMs: 1 });
+  const exit = bus.waitForExit('u.service');
+  await Promise.resolve();
+  const back = fixture.nextConnection();
+  fixture.connections[0]!.lose();
+  await back;
+  return { ...fixture, bus, exit };
+}
+
 test('a call during the outage waits for the new connection; listeners hear of it; two log lines', async () => {
   const { connections, connect, lines, log } = setup(2);
   const bus = await BusSession.open(connect, log, { waitMs: 5000, firstDelayMs: 1, maxDelayMs: 4 });
@@ -95,13 +107,7 @@ test('a call during the outage waits for the new connection; listeners hear of i
 });
 
 test('an exit watch cut by the loss is taken up on the new connection with a fresh reference', async () => {
-  const { connections, connect, nextConnection, log } = setup();
-  const bus = await BusSession.open(connect, log, { waitMs: 5000, firstDelayMs: 1 });
-  const exit = bus.waitForExit('u.service');
-  await Promise.resolve();
-  const back = nextConnection();
-  connections[0]!.lose();
-  await back;
+  const { connections, bus, exit } = await watchCutByLoss();
   // Let the watcher re-attach, then end the unit on the new connection.
   while (connections[1]!.watchers.size === 0) await new Promise((resolve) => setImmediate(resolve));
   assert.equal(connections[1]!.refs, ['u.service']);
@@ -111,13 +117,7 @@ test('an exit watch cut by the loss is taken up on the new connection with a fre
 });
 
 test('a unit collected during the outage ends its watch with a clear error', async () => {
-  const { connections, connect, nextConnection, log } = setup();
-  const bus = await BusSession.open(connect, log, { waitMs: 5000, firstDelayMs: 1 });
-  const exit = bus.waitForExit('u.service');
-  await Promise.resolve();
-  const back = nextConnection();
-  connections[0]!.lose();
-  await back;
+  const { connections, bus, exit } = await watchCutByLoss();
   connections[1]!.refError = new SystemdError('DBUS_ERROR', 'Unit u.service not loaded.', { dbusName: 'org.freedesktop.systemd1.NoSuchUnit' });
   try {
     await exit;
@@ -130,19 +130,13 @@ test('a unit collected during the outage ends its watch with a clear error', asy
 });
 
 test('a connection made mid-restart that systemd is not on is dropped for another; the watch goes on', async () => {
-  const { connections, connect, nextConnection, log } = setup();
-  const bus = await BusSession.open(connect, log, { waitMs: 5000, firstDelayMs: 1 });
-  const exit = bus.waitForExit('u.service');
-  await Promise.resolve();
-  let back = nextConnection();
-  connections[0]!.lose();
-  await back;
+  const { connections, nextConnection, bus, exit } = await watchCutByLoss();
   // The bus answers for systemd's name: it has left this daemon (or is not on the new one yet).
   connections[1]!.refError = new SystemdError('DBUS_ERROR', 'The name org.freedesktop.systemd1 was not provided by any .service files', { dbusName: 'org.freedesktop.DBus.Error.ServiceUnknown' });
   // Before the fix the watch ended here, as for a unit gone ("ended while the D-Bus connection was lost").
   let early: unknown;
   exit.catch((error: unknown) => (early = error));
-  back = nextConnection();
+  const back = nextConnection();
   await Promise.race([back, exit.catch(() => undefined)]);
   while (connections[2]?.watchers.size !== 1 && early === undefined) await new Promise((resolve) => setImmediate(resolve));
   assert.is(early, undefined, String(early));
