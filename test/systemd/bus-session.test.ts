@@ -147,6 +147,27 @@ test('a connection made mid-restart that systemd is not on is dropped for anothe
   bus.close();
 });
 
+test('a bus that systemd never comes back to ends the watch after the wait, with growing delays, not a connection every turn', async () => {
+  const { connections, connect, lines, log } = setup();
+  const absent = () => new SystemdError('DBUS_ERROR', 'The name org.freedesktop.systemd1 was not provided by any .service files', { dbusName: 'org.freedesktop.DBus.Error.ServiceUnknown' });
+  const connectAbsent = async () => {
+    const made = await connect();
+    if (connections.length > 1) connections.at(-1)!.refError = absent();
+    return made;
+  };
+  const bus = await BusSession.open(connectAbsent, log, { waitMs: 60, firstDelayMs: 1, maxDelayMs: 8 });
+  const exit = bus.waitForExit('u.service');
+  await Promise.resolve();
+  connections[0]!.lose();
+  // Before the fix the watch never ended: a bounded wait for it says so instead of hanging the file.
+  const ended = await Promise.race([exit.then(() => 'exit', (error: Error) => error), new Promise((resolve) => setTimeout(() => resolve('still watching'), 2000))]);
+  assert.instance(ended, SystemdError);
+  assert.match((ended as Error).message, /systemd was not on the D-Bus for 60 ms/);
+  // Delays of 1, 2, 4 and then 8 ms over 60 ms: about a dozen connections, not hundreds.
+  assert.ok(connections.length <= 16, `${connections.length} connections, ${lines.length} log lines`);
+  bus.close();
+});
+
 test('a call answered "systemd is not on this bus" is made again on a new connection', async () => {
   const { connections, connect, log } = setup();
   const bus = await BusSession.open(connect, log, { waitMs: 5000, firstDelayMs: 1 });
