@@ -43,3 +43,12 @@ export function fromSystemError(error: unknown, operation: string): IoError {
   const code: IoErrorCode = errno !== undefined && PEER_GONE_ERRNOS.has(errno) ? 'PEER_GONE' : 'SYSCALL';
   return new IoError(code, `${operation} failed: ${errno ?? String(error)}`, { errno, syscall, cause: error });
 }
+
+/** Codes that say the peer went away (our IoError codes, and a Node socket's errno codes): an end, not a fault. */
+const PEER_GONE_CODES = new Set(['EOF', 'CLOSED', 'PEER_GONE', 'ECONNRESET', 'EPIPE']);
+
+/** Whether `error` says the peer went away; the one list every side branches on. */
+export function isPeerGone(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && PEER_GONE_CODES.has(code);
+}
