@@ -3,8 +3,8 @@
     {
       "target_name": "opencode_pty",
       "sources": [
-        "native/addon.cc", "native/args.cc", "native/close-pool.cc", "native/errors.cc", "native/fd-flags.cc",
-        "native/fd-passing.cc", "native/fd-stat.cc", "native/peer.cc", "native/received-close.cc", "native/sockets.cc", "native/watch.cc"
+        "native/addon/addon.cc", "native/addon/args.cc", "native/addon/close-pool.cc", "native/addon/errors.cc", "native/addon/fd-flags.cc",
+        "native/addon/fd-passing.cc", "native/addon/fd-stat.cc", "native/addon/peer.cc", "native/addon/received-close.cc", "native/addon/sockets.cc", "native/addon/watch.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS", "OPENCODE_PTY_SEPARATE_SOURCES"],

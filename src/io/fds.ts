@@ -18,7 +18,7 @@ export function closeAll(fds: readonly number[]): void {
 const MAX_FDS_PER_MESSAGE = 253;
 
 /**
- * Closes descriptors a peer sent, so that no close can hold this thread (native/received-close.cc): a
+ * Closes descriptors a peer sent, so that no close can hold this thread (native/addon/received-close.cc): a
  * pipe, an anonymous inode or a file on one of our non-FUSE mounts at once; a socket (a Unix one's last
  * close frees its own queue here; a TCP one's linger can be armed again by a sender that kept a copy)
  * or a file on FUSE or a mount we cannot see (close(2) sends FLUSH) on the close pool. Its threads are
