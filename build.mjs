@@ -75,7 +75,7 @@ const common = {
 // The CLI (ESM: it awaits at its top level).
 await build({
   ...common,
-  entryPoints: { cli: join(root, 'src/cli.ts') },
+  entryPoints: { cli: join(root, 'src/cli/main.ts') },
   outdir: out,
   format: 'esm',
   outExtension: { '.js': '.js' },

@@ -3,3 +3,4 @@ export { connect, Client, type ConnectOptions, type StartOptions } from './clien
 export { Session, type SessionEnd } from './session.ts';
 export { ClientError, isClientError, type ClientErrorCode, type WireErrorName } from './client-error.ts';
 export { exitStatus } from './exit-status.ts';
+export { DEFAULT_SOCKET, defaultSocketPath } from './default-socket.ts';

@@ -1,5 +1,5 @@
 // node-pty's spawn options checked and resolved into a START: what applies is taken, what cannot apply is refused.
-import { DEFAULT_SOCKET } from '../cli-args.ts';
+import { defaultSocketPath } from '../default-socket.ts';
 import { ClientError } from '../client-error.ts';
 
 /** The options node-pty's `spawn` takes that mean something here (node-pty's IPtyForkOptions). */
@@ -84,7 +84,7 @@ export function resolveOptions(file: unknown, args: unknown, options: unknown, e
     if (!ACCEPTED.has(key)) throw invalid(`unknown option ${key}`);
   }
   const { name = 'xterm', cwd = process.cwd(), encoding = 'utf8', handleFlowControl = false, timeoutMs } = given;
-  const socketPath = given.socketPath ?? (env.OPENCODE_PTY_SOCKET || DEFAULT_SOCKET);
+  const socketPath = given.socketPath ?? defaultSocketPath(env);
   if (typeof name !== 'string' || name === '') throw invalid('name must be a non-empty string');
   if (typeof cwd !== 'string' || cwd === '') throw invalid('cwd must be a non-empty string');
   if (typeof socketPath !== 'string' || socketPath === '') throw invalid('socketPath must be a non-empty string');

@@ -1,7 +1,7 @@
 // "ROWS COLS" lines for `run --resize-fd`: split at every offset, each malformed form refused, bounded.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { parseSizeLine, RESIZE_LINE_MAX, ResizeLines } from '../../src/client/resize-lines.ts';
+import { parseSizeLine, RESIZE_LINE_MAX, ResizeLines } from '../../src/cli/resize-lines.ts';
 
 test('a line as stty size prints it, with spaces, tabs or a CR around, is a size', () => {
   assert.equal(parseSizeLine('24 80'), { size: { rows: 24, cols: 80 } });

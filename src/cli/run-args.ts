@@ -1,6 +1,7 @@
 // The CLI's command line as a pure function: arguments and environment in, a command or a usage error out.
+import { DEFAULT_SOCKET, defaultSocketPath } from '../client/index.ts';
 
-export const DEFAULT_SOCKET = '/run/opencode-pty/supervisor.sock';
+export { DEFAULT_SOCKET };
 
 /** Exit status for a command line we cannot understand (as getopt-style tools do). */
 export const USAGE_EXIT = 2;
@@ -82,7 +83,7 @@ export function parseCommandLine(args: readonly string[], env: Readonly<Record<s
 }
 
 function parseRun(args: readonly string[], env: Readonly<Record<string, string | undefined>>): CliCommand {
-  let socket = env.OPENCODE_PTY_SOCKET || DEFAULT_SOCKET;
+  let socket = defaultSocketPath(env);
   let cwd: string | undefined;
   let timeoutMs: number | undefined;
   let rows: number | undefined;

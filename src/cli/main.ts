@@ -1,9 +1,9 @@
 // The opencode-pty command: parses the command line and runs it; all diagnostics go to stderr.
-import { USAGE, USAGE_EXIT, parseCommandLine } from './client/cli-args.ts';
-import { runCommand } from './client/run-command.ts';
-import { packageVersion } from './version.ts';
-import { defaultContext } from './cli/context.ts';
-import { OPERATOR_COMMANDS, OPERATOR_USAGE } from './cli/operate.ts';
+import { USAGE, USAGE_EXIT, parseCommandLine } from './run-args.ts';
+import { runCommand } from './run.ts';
+import { packageVersion } from '../version.ts';
+import { defaultContext } from './context.ts';
+import { OPERATOR_COMMANDS, OPERATOR_USAGE } from './operate.ts';
 
 async function main(args: string[]): Promise<number> {
   const operator = OPERATOR_COMMANDS[args[0] ?? ''];

@@ -2,11 +2,8 @@
 import { once } from 'node:events';
 import { constants } from 'node:os';
 import type { ReadStream } from 'node:tty';
-import { FAILURE_EXIT, USAGE_EXIT, type RunCommand } from './cli-args.ts';
-import { connect } from './client.ts';
-import { isClientError } from './client-error.ts';
-import { exitStatus } from './exit-status.ts';
-import type { Session, SessionEnd } from './session.ts';
+import { FAILURE_EXIT, USAGE_EXIT, type RunCommand } from './run-args.ts';
+import { connect, exitStatus, isClientError, type Session, type SessionEnd } from '../client/index.ts';
 import { readResizeFd, unusableFd } from './resize-fd.ts';
 import { enterRawMode, terminalSize } from './terminal.ts';
 

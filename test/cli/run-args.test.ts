@@ -1,7 +1,7 @@
 // The CLI's command line parser: defaults, every option form, and each usage error.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { DEFAULT_SOCKET, parseCommandLine } from '../../src/client/cli-args.ts';
+import { DEFAULT_SOCKET, parseCommandLine } from '../../src/cli/run-args.ts';
 
 test('run with defaults takes TERM only from the environment', () => {
   assert.equal(parseCommandLine(['run', '--', 'bash', '-l'], { TERM: 'xterm', HOME: '/root' }), {

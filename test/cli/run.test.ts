@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { TestServer, type ServerConnection } from './test-server.ts';
+import { TestServer, type ServerConnection } from '../client/test-server.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -23,7 +23,7 @@ interface Outcome {
 
 /** Runs the CLI; `feed` gets its stdin while it runs. With `fd3`, a pipe is its fd 3 and `fd3` our end of it. */
 function spawnCli(args: string[], env: Record<string, string> = {}, feed?: (stdin: NodeJS.WritableStream) => void, withFd3 = false) {
-  const child = spawn(process.execPath, [...runtimeArgs('src/cli.ts'), ...args], {
+  const child = spawn(process.execPath, [...runtimeArgs('src/cli/main.ts'), ...args], {
     cwd: root,
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
     stdio: [feed ? 'pipe' : 'ignore', 'pipe', 'pipe', ...(withFd3 ? (['pipe'] as const) : [])],
@@ -182,7 +182,7 @@ test('--resize-fd naming a descriptor that is not open, is the runtime\'s own or
   // 9: nothing there, or one of the runtime's own descriptors (close-on-exec, never inherited).
   const unopened = await cli(['run', '--socket', server.path, '--resize-fd', '9', '--', 'x']);
   const writeOnly = openSync(join(server.dir, 'sizes'), 'w');
-  const child = spawn(process.execPath, [...runtimeArgs('src/cli.ts'), 'run', '--socket', server.path, '--resize-fd', '3', '--', 'x'], {
+  const child = spawn(process.execPath, [...runtimeArgs('src/cli/main.ts'), 'run', '--socket', server.path, '--resize-fd', '3', '--', 'x'], {
     cwd: root,
     stdio: ['ignore', 'ignore', 'pipe', writeOnly],
   });

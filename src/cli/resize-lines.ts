@@ -1,5 +1,5 @@
 // Window sizes from a caller without a terminal (`run --resize-fd`): lines "ROWS COLS", as `stty size`
-// prints them, decoded from a byte stream (pure; run-command.ts reads the fd).
+// prints them, decoded from a byte stream (pure; resize-fd.ts reads the fd).
 import type { TerminalSize } from './terminal.ts';
 
 /** A size line is at most "65535 65535\r": anything longer is not one, and is not buffered further. */
