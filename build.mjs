@@ -49,6 +49,19 @@ const noIntrospection = {
   },
 };
 
+// Our modules do nothing when imported but define what they export (entries aside, which esbuild always
+// runs), so a folder's door (its index.ts, re-exporting the folder) brings into a bundle only what the
+// bundle uses: without this, the CLI's config check would carry dbus-next through src/systemd/index.ts.
+const sourcesWithoutEffects = {
+  name: 'sources-without-effects',
+  setup(build) {
+    build.onResolve({ filter: /^\.\.?\/.*\.ts$/ }, (args) => {
+      const path = join(args.resolveDir, args.path);
+      return path.startsWith(join(root, 'src') + '/') ? { path, sideEffects: false } : undefined;
+    });
+  },
+};
+
 // dbus-next requires Node built-ins dynamically, so ESM output needs a real `require`.
 const banner = [
   "import { createRequire as __createRequire } from 'node:module';",
@@ -67,7 +80,7 @@ const common = {
   platform: 'node',
   target: 'node20',
   external: ['x11'],
-  plugins: [usocketByPath, noIntrospection],
+  plugins: [usocketByPath, noIntrospection, sourcesWithoutEffects],
   logLevel: 'warning',
   legalComments: 'none',
 };
@@ -125,6 +138,7 @@ await build({
   target: 'node20',
   format: 'esm',
   chunkNames: 'chunks/[name]-[hash]',
+  plugins: [sourcesWithoutEffects],
   logLevel: 'warning',
   legalComments: 'none',
 });

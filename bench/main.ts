@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { bootSandbox, sandboxUnavailable, type Sandbox } from '../test/sandbox/index.ts';
 import { AGENT_SERVICE, BROKER_UNIT, CONFIG_PATH, INSTALL_DIR, SOCKET_PATH, deploy, deployConfig } from '../test/sandbox/deploy.ts';
-import { IDLE_SPARE_MS } from '../src/broker/worker-pool.ts';
+import { IDLE_SPARE_MS } from '../src/broker/index.ts';
 import { SOCKET_GROUP } from '../test/sandbox/seed.ts';
 import { buildProbe } from './build-probe.ts';
 import { Probe } from './rpc.ts';

@@ -3,8 +3,8 @@
 // the native protocol, so fields are searchable (`journalctl SESSION_UNIT=…`); elsewhere a line goes to
 // stderr with an sd-daemon `<N>` prefix and its fields appended as KEY=value (sd-daemon(3)).
 import { existsSync } from 'node:fs';
-import { native } from './native/binding.ts';
-import { ErrorCode } from './protocol/constants.ts';
+import { native } from './native/index.ts';
+import { ErrorCode } from './protocol/index.ts';
 
 const PRIORITY = { error: 3, warning: 4, notice: 5, info: 6, debug: 7 } as const;
 export type LogLevel = keyof typeof PRIORITY;

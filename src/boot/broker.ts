@@ -3,9 +3,9 @@
 // waited for it (a Node start of its own), and the two starts overlap on separate cores this way.
 import { join } from 'node:path';
 import { runBundle } from './code-cache.ts';
-import { BUS_ADDRESS_ENV } from '../control/broker-worker.ts';
-import { startWorker, workerEnvironment, type StartedWorker } from '../broker/worker-process.ts';
-import { native } from '../native/binding.ts';
+import { BUS_ADDRESS_ENV } from '../control/index.ts';
+import { type StartedWorker, startWorker, workerEnvironment } from '../broker/index.ts';
+import { native } from '../native/index.ts';
 
 /** Only as root (the broker refuses to run otherwise); a failure is the broker's to log, the pool's to retry. */
 function earlySpare(): StartedWorker | Error | undefined {

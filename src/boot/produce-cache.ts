@@ -9,7 +9,7 @@
 // since the data holds that name: a copy, as a slice of the path would carry the whole path along
 // (V8 keeps a substring's parent string).
 import { readFileSync, writeFileSync } from 'node:fs';
-import { DEFAULT_LIMITS, DEFAULT_SESSION, type Config } from '../config/schema.ts';
+import { type Config, DEFAULT_LIMITS, DEFAULT_SESSION } from '../config/index.ts';
 import { basename } from 'node:path';
 import { CACHE_SUFFIX, bundleScript, cacheFile, evaluate } from './code-cache.ts';
 

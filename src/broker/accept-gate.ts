@@ -5,12 +5,11 @@
 // (a session's program included) could use up the admissions of the rolling minute and lock the
 // agent out. Here a peer outside the client unit is refused before it takes a slot or a rate token,
 // and without a D-Bus call when its cgroup cannot be the unit's (client-service.ts).
-import type { Config } from '../config/schema.ts';
-import { closeQuietly } from '../io/fds.ts';
-import { native, type PeerCredentials } from '../native/binding.ts';
+import type { Config } from '../config/index.ts';
+import { closeQuietly } from '../io/index.ts';
+import { native, type PeerCredentials } from '../native/index.ts';
 import { ErrorCode, type ErrorCodeValue } from '../protocol/index.ts';
-import type { ClientService } from '../identity/client-service.ts';
-import { credentialsMatch, pidfdIdentity, peerPidfd, ticksSinceBoot } from '../identity/peer-identity.ts';
+import { type ClientService, credentialsMatch, peerPidfd, pidfdIdentity, ticksSinceBoot } from '../identity/index.ts';
 import type { Admission, Slot } from './admission.ts';
 
 export const ADMISSION_REFUSED = 'authentication admission limit reached';

@@ -1,8 +1,8 @@
 // Accepting from the listening socket: a bounded batch per readable event, so a flood cannot starve
 // the rest of the event loop, and accept-backoff.ts when accept(2) itself fails.
-import { deferredDrains } from '../io/peer-close.ts';
+import { deferredDrains } from '../io/index.ts';
 import type { Logger } from '../log.ts';
-import { native, type FdWatcher } from '../native/binding.ts';
+import { type FdWatcher, native } from '../native/index.ts';
 import { AcceptBackoff } from './accept-backoff.ts';
 
 /**

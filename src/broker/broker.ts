@@ -1,18 +1,16 @@
 // The accept-broker: every connection's way in, in the earlier supervisor's order (the checks at
 // accept in accept-gate.ts, the handshake and hand-off in connection.ts); the connections in
 // handshake and the live sessions; idle exit; shutdown. Nothing after start-up is fatal.
-import { unitStopWaitMs, type Config } from '../config/schema.ts';
-import { FdSocket } from '../io/fd-socket.ts';
-import { closeQuietly } from '../io/fds.ts';
-import { passRights } from '../io/pass-rights.ts';
+import { type Config, unitStopWaitMs } from '../config/index.ts';
+import { closeQuietly, FdSocket, passRights } from '../io/index.ts';
 import type { Logger } from '../log.ts';
 import { ErrorCode, type ErrorCodeValue } from '../protocol/index.ts';
-import type { Units } from '../systemd/bus-session.ts';
+import type { Units } from '../systemd/index.ts';
 import { Admission, type Slot } from './admission.ts';
 import { SessionSlots } from './session-slots.ts';
 import { refuseNow, refuseSocket } from './refuse.ts';
 import type { Listener } from './listener.ts';
-import { ClientService, pidfdCgroupNow } from '../identity/client-service.ts';
+import { ClientService, pidfdCgroupNow } from '../identity/index.ts';
 import { AcceptGate, type PeerAtAccept } from './accept-gate.ts';
 import { RefusalReporter } from './refusal-reporter.ts';
 import { serveConnection, type ConnectionDeps } from './connection.ts';

@@ -3,15 +3,11 @@
 // a session slot (waited for while a finishing session frees one), WELCOME, a provisional "inside"
 // confirmed, a worker, the hand-off. Every refusal is one ERROR frame; whichever way out, the slots
 // it held are freed and what it owns is closed.
-import type { FdSocket } from '../io/fd-socket.ts';
-import { closeQuietly } from '../io/fds.ts';
-import { IoError } from '../io/io-error.ts';
-import { passRights } from '../io/pass-rights.ts';
+import { closeQuietly, type FdSocket, IoError, passRights } from '../io/index.ts';
 import { wireCodeName, type Logger } from '../log.ts';
-import { native } from '../native/binding.ts';
-import { ErrorCode, encodeFrame } from '../protocol/index.ts';
-import { SessionError } from '../protocol/session-error.ts';
-import type { ClientService, Look } from '../identity/client-service.ts';
+import { native } from '../native/index.ts';
+import { ErrorCode, SessionError, encodeFrame } from '../protocol/index.ts';
+import type { ClientService, Look } from '../identity/index.ts';
 import type { Admission, Slot } from './admission.ts';
 import type { SessionSlot, SessionSlots } from './session-slots.ts';
 import { AUTHENTICATION_FAILED, type PeerAtAccept } from './accept-gate.ts';

@@ -1,8 +1,6 @@
 // Reads HELLO frame-exact (never a byte of START, which carries the cwd fd) and picks the version.
-import type { FdSocket } from '../io/fd-socket.ts';
-import { closeReceived } from '../io/fds.ts';
-import { ErrorCode, FrameType, HEADER_SIZE, LATEST_VERSION, PROTOCOL_VERSION, isProtocolError, parseHeader, parsePayload, type FrameOf } from '../protocol/index.ts';
-import { SessionError } from '../protocol/session-error.ts';
+import { closeReceived, type FdSocket } from '../io/index.ts';
+import { ErrorCode, FrameType, HEADER_SIZE, LATEST_VERSION, PROTOCOL_VERSION, isProtocolError, parseHeader, parsePayload, SessionError, type FrameOf } from '../protocol/index.ts';
 
 /** Versions this supervisor speaks, lowest first (docs/protocol.md "Version 2"). The broker only chooses;
  * the worker and the session helper write and read the frames that differ, told the version at hand-off. */

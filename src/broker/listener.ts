@@ -1,7 +1,7 @@
 // The listening socket: systemd's (socket activation), or one made here the careful way when run by hand.
 import { chmodSync, chownSync, closeSync, lstatSync, unlinkSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { native } from '../native/binding.ts';
+import { native } from '../native/index.ts';
 
 /** sd_listen_fds(3): passed descriptors start at 3. */
 const LISTEN_FDS_START = 3;

@@ -2,18 +2,14 @@
 import { statSync } from 'node:fs';
 import { ErrorCode } from '../protocol/index.ts';
 import { refuseQueued } from './refuse.ts';
-import { checkSessionProperty } from '../config/properties.ts';
-import { loadConfig } from '../config/load.ts';
-import type { Config } from '../config/schema.ts';
+import { checkSessionProperty, type Config, loadConfig } from '../config/index.ts';
 import { createLogger } from '../log.ts';
-import { notify, watchdogIntervalMs } from '../systemd/notify.ts';
-import { UnitManager } from '../systemd/unit-manager.ts';
-import { openBusSession, type BusSession } from '../systemd/bus-session.ts';
+import { type BusSession, notify, openBusSession, UnitManager, watchdogIntervalMs } from '../systemd/index.ts';
 import { Broker } from './broker.ts';
 import { createListener, takeSystemdListener, type Listener } from './listener.ts';
 import { WorkerPool, workerCommand } from './worker-pool.ts';
 import { signalWorker, workerEnvironment, type StartedWorker } from './worker-process.ts';
-import { BUS_ADDRESS_ENV } from '../control/broker-worker.ts';
+import { BUS_ADDRESS_ENV } from '../control/index.ts';
 
 const log = createLogger('broker');
 

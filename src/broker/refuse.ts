@@ -1,7 +1,6 @@
 // Refusing a connection without ever blocking: one ERROR frame, then what the peer sent is read away.
-import type { FdSocket } from '../io/fd-socket.ts';
-import { closePeer } from '../io/peer-close.ts';
-import { native } from '../native/binding.ts';
+import { closePeer, type FdSocket } from '../io/index.ts';
+import { native } from '../native/index.ts';
 import { encodeFrame, errorFrame, type ErrorCodeValue } from '../protocol/index.ts';
 
 /** Best effort and never blocking: a refused peer may not be reading. */

@@ -3,13 +3,10 @@
 // once it reports a clean end. A worker tells us its unit's name before starting it, so that unit
 // can be stopped if the worker dies (live-sessions.ts).
 import type { ChildProcess } from 'node:child_process';
-import type { Config } from '../config/schema.ts';
-import { FdSocket } from '../io/fd-socket.ts';
-import { closeQuietly } from '../io/fds.ts';
-import { IoError } from '../io/io-error.ts';
+import type { Config } from '../config/index.ts';
+import { closeQuietly, FdSocket, IoError } from '../io/index.ts';
 import type { Logger } from '../log.ts';
-import { ControlDecoder, encodeControl, MAX_BROKER_MESSAGE, type PeerIdentity, type WorkerMessage } from '../control/broker-worker.ts';
-import { workerMessageFault } from '../control/worker-message.ts';
+import { ControlDecoder, encodeControl, MAX_BROKER_MESSAGE, type PeerIdentity, type WorkerMessage, workerMessageFault } from '../control/index.ts';
 import { signalWorker, type StartedWorker } from './worker-process.ts';
 
 export class WorkerHandle {

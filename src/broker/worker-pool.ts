@@ -4,10 +4,10 @@
 // back to the pool and serves the next start before any spare: starts in a row then boot no Node.
 // Idle for a while, the pool keeps one fresh spare only.
 import { fileURLToPath } from 'node:url';
-import type { Config } from '../config/schema.ts';
-import { closeQuietly } from '../io/fds.ts';
+import type { Config } from '../config/index.ts';
+import { closeQuietly } from '../io/index.ts';
 import type { Logger } from '../log.ts';
-import { ControlError } from '../control/broker-worker.ts';
+import { ControlError } from '../control/index.ts';
 import { WorkerHandle } from './worker-handle.ts';
 import { signalWorker, startWorker, type StartedWorker } from './worker-process.ts';
 

@@ -3,9 +3,9 @@
 // cold start the first session waited for that spare (traced: ready ~50 ms after WELCOME).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync } from 'node:fs';
-import type { Config } from '../config/schema.ts';
-import { native } from '../native/binding.ts';
-import { BUS_ADDRESS_ENV, WORKER_CONFIG_ENV } from '../control/broker-worker.ts';
+import type { Config } from '../config/index.ts';
+import { native } from '../native/index.ts';
+import { BUS_ADDRESS_ENV, WORKER_CONFIG_ENV } from '../control/index.ts';
 
 /**
  * The environment a worker gets: nothing systemd meant for the broker alone. Without `config` the

@@ -1,7 +1,7 @@
 // What every operator command gets: its output streams, the command runner and where the bundle is.
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runCommand, type Runner } from '../operate/system.ts';
+import { runCommand, type Runner } from '../operate/index.ts';
 
 export interface CommandContext {
   stdout: (text: string) => void;

@@ -1,11 +1,7 @@
 // opencode-pty install: checks the host, then installs or upgrades the supervisor (see the plan).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULT_CLIENT_UNIT, DEFAULT_LAYOUT, DEFAULT_SOCKET_GROUP, paths, type Layout } from '../operate/layout.ts';
-import { applyPlan } from '../operate/apply.ts';
-import { describeStep, planInstall, type Bundle, type Plan } from '../operate/install-plan.ts';
-import { parseManifest } from '../operate/manifest.ts';
-import { existingState, hostFacts, localAccounts } from '../operate/probe.ts';
+import { applyPlan, type Bundle, DEFAULT_CLIENT_UNIT, DEFAULT_LAYOUT, DEFAULT_SOCKET_GROUP, describeStep, existingState, hostFacts, type Layout, localAccounts, parseManifest, paths, type Plan, planInstall } from '../operate/index.ts';
 import type { CommandContext } from './context.ts';
 import { EXIT, EXIT_HELP } from './exit-codes.ts';
 import { parseOptions } from './options.ts';

@@ -1,5 +1,5 @@
 // A small option parser shared by the operator commands: --name VALUE, --name=VALUE and flags.
-import { DEFAULT_LAYOUT, type Layout } from '../operate/layout.ts';
+import { DEFAULT_LAYOUT, type Layout } from '../operate/index.ts';
 import type { CommandContext } from './context.ts';
 import { EXIT } from './exit-codes.ts';
 

@@ -1,7 +1,5 @@
 // opencode-pty status: the socket, the broker and every live session, for people or (--json) scripts.
-import { DEFAULT_LAYOUT } from '../operate/layout.ts';
-import { readRecord } from '../operate/probe.ts';
-import { formatStatus, gatherStatus } from '../operate/status.ts';
+import { DEFAULT_LAYOUT, formatStatus, gatherStatus, readRecord } from '../operate/index.ts';
 import type { CommandContext } from './context.ts';
 import { EXIT, EXIT_HELP } from './exit-codes.ts';
 import { commandOptions, prefixLayout } from './options.ts';

@@ -1,6 +1,5 @@
 // opencode-pty stop: ends live sessions from the operator's side by stopping their units.
-import { DEFAULT_LAYOUT } from '../operate/layout.ts';
-import { liveSessions, readRecord } from '../operate/probe.ts';
+import { DEFAULT_LAYOUT, liveSessions, readRecord } from '../operate/index.ts';
 import type { CommandContext } from './context.ts';
 import { EXIT, EXIT_HELP } from './exit-codes.ts';
 import { parseOptions } from './options.ts';

@@ -1,8 +1,5 @@
 // opencode-pty uninstall: ends live sessions and removes exactly what install wrote.
-import { DEFAULT_LAYOUT } from '../operate/layout.ts';
-import { applyPlan } from '../operate/apply.ts';
-import { existingState, readRecord } from '../operate/probe.ts';
-import { planUninstall } from '../operate/uninstall-plan.ts';
+import { applyPlan, DEFAULT_LAYOUT, existingState, planUninstall, readRecord } from '../operate/index.ts';
 import type { CommandContext } from './context.ts';
 import { EXIT, EXIT_HELP } from './exit-codes.ts';
 import { printPlan } from './install.ts';

@@ -1,10 +1,7 @@
 // opencode-pty verify: is what is installed exactly what the build shipped, on a supported Node?
 import { readlinkSync } from 'node:fs';
-import { checkSessionProperty } from '../config/properties.ts';
-import { loadConfig } from '../config/load.ts';
-import { DEFAULT_LAYOUT, paths } from '../operate/layout.ts';
-import { fileFacts, nodeFacts, readRecord } from '../operate/probe.ts';
-import { listFiles, readManifestAt, verifyDifferences } from '../operate/verify.ts';
+import { checkSessionProperty, loadConfig } from '../config/index.ts';
+import { DEFAULT_LAYOUT, fileFacts, listFiles, nodeFacts, paths, readManifestAt, readRecord, verifyDifferences } from '../operate/index.ts';
 import type { CommandContext } from './context.ts';
 import { EXIT, EXIT_HELP } from './exit-codes.ts';
 import { commandOptions, prefixLayout } from './options.ts';

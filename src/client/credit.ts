@@ -38,4 +38,4 @@ export class OutputWindow {
 }
 
 /** INPUT credit is the protocol's send window. */
-export { SendWindow as InputWindow } from '../protocol/credit.ts';
+export { SendWindow as InputWindow } from '../protocol/index.ts';

@@ -1,7 +1,7 @@
 // Frames over the client's runtime socket: decodes what the server sends, encodes what we send, maps failures to codes.
 import { FrameDecoder, encodeFrame, isProtocolError, type Frame } from '../protocol/index.ts';
 import { ClientError } from './client-error.ts';
-import { closeQuietly } from '../io/fds.ts';
+import { closeQuietly } from '../io/index.ts';
 import type { RuntimeSocket } from './runtime-socket.ts';
 
 export interface ChannelHandler {

@@ -7,8 +7,8 @@
 // Only what the kernel will not take now is handed to the runtime's own write queue, which waits for room.
 import { EventEmitter } from 'node:events';
 import net from 'node:net';
-import { native } from '../native/binding.ts';
-import { closeQuietly } from '../io/fds.ts';
+import { native } from '../native/index.ts';
+import { closeQuietly } from '../io/index.ts';
 import { ClientError } from './client-error.ts';
 
 const HANGUP_ERRNOS = new Set(['EPIPE', 'ECONNRESET', 'ENOTCONN']);

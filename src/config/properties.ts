@@ -1,5 +1,5 @@
 // Session unit properties a config may set: the unit-property builder's allowlist decides.
-import { limitProperties } from '../systemd/unit-limits.ts';
+import { limitProperties } from '../systemd/index.ts';
 
 /** Undefined when `name = value` is an allowed session property, else why not. */
 export function checkSessionProperty(name: string, value: unknown): string | undefined {

@@ -1,7 +1,7 @@
 // The broker↔worker control channel: length-prefixed JSON messages on a private socketpair.
 // The connection fd (and the peer's pidfd) ride on the `session` message as SCM_RIGHTS.
-import type { Config } from '../config/schema.ts';
-import type { PeerIdentity } from '../identity/peer.ts';
+import type { Config } from '../config/index.ts';
+import type { PeerIdentity } from '../identity/index.ts';
 
 export type { PeerIdentity };
 

@@ -1,6 +1,5 @@
 // The worker's end of the control channel: reads broker messages (with their fds), sends reports.
-import type { FdSocket } from '../io/fd-socket.ts';
-import { closeAll } from '../io/fds.ts';
+import { closeAll, type FdSocket } from '../io/index.ts';
 import { ControlError, MAX_BROKER_MESSAGE, encodeControl, type BrokerMessage, type WorkerMessage } from './broker-worker.ts';
 
 /** A session message carries the client connection and the peer's pidfd. */

@@ -6,8 +6,8 @@
 // younger than any older read, so it always gets a fresh look. Reads are single-flight: any number
 // of waiting peers share one D-Bus call, so a flood costs at most one call in flight.
 import { readFileSync } from 'node:fs';
-import { native } from '../native/binding.ts';
-import type { ServiceState } from '../systemd/unit-manager.ts';
+import { native } from '../native/index.ts';
+import type { ServiceState } from '../systemd/index.ts';
 import { cgroupWithin } from './peer-recheck.ts';
 
 /** One read of the service's state; `error` keeps why a read failed (never taken as "not live"). */

@@ -1,8 +1,8 @@
 // Who is on the other end: credentials against the configured account, a pidfd that names the
 // very process that connected, and when that process started.
 import { closeSync, readFileSync } from 'node:fs';
-import type { Config } from '../config/schema.ts';
-import { native, type NativeBinding, type PeerCredentials } from '../native/binding.ts';
+import type { Config } from '../config/index.ts';
+import { native, type NativeBinding, type PeerCredentials } from '../native/index.ts';
 
 export function credentialsMatch(credentials: PeerCredentials, config: Config): boolean {
   return credentials.uid === config.client.uid && credentials.gid === config.client.gid;

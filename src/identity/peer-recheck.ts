@@ -1,9 +1,8 @@
 // The peer's identity, checked once more just before its unit starts: same credentials, same live
 // process (through its pidfd, so a recycled PID cannot pass), still inside the client's cgroup.
-import { native } from '../native/binding.ts';
-import { ErrorCode } from '../protocol/constants.ts';
+import { native } from '../native/index.ts';
+import { ErrorCode, SessionError } from '../protocol/index.ts';
 import type { PeerIdentity } from './peer.ts';
-import { SessionError } from '../protocol/session-error.ts';
 
 /** True when `cgroup` is `unitGroup` or lies below it. */
 export function cgroupWithin(cgroup: string, unitGroup: string): boolean {

@@ -1,5 +1,5 @@
 // One frame-exact read in progress: recvmsg never past the bytes asked for, fds gathered across partial reads.
-import { native } from '../native/binding.ts';
+import { native } from '../native/index.ts';
 import { closeReceived } from './fds.ts';
 import { IoError, fromSystemError } from './io-error.ts';
 

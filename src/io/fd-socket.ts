@@ -2,7 +2,7 @@
 // libuv reads stream sockets with plain read(), which drops SCM_RIGHTS fds, and pause() does not stop it: every
 // socket that may carry or must reject an fd goes through this class instead of net.Socket.
 import { EventEmitter } from 'node:events';
-import { native, type FdWatcher, type PollEvents } from '../native/binding.ts';
+import { type FdWatcher, native, type PollEvents } from '../native/index.ts';
 import { ExactRequest, type ExactRead } from './exact-read.ts';
 import { closeQuietly } from './fds.ts';
 import { closePeer } from './peer-close.ts';

@@ -1,6 +1,6 @@
 // Closing descriptors on paths where a failure has nothing left to tell: already closed or never valid.
 import { closeSync } from 'node:fs';
-import { native } from '../native/binding.ts';
+import { native } from '../native/index.ts';
 
 export function closeQuietly(fd: number): void {
   try {

@@ -4,7 +4,7 @@
 // releases a unit's stdout. A peer's lingering TCP socket among them holds that close for its linger
 // time, and no recvmsg of ours ever saw it to disarm it (socket(7) "SO_LINGER"). Where the kernel has
 // SO_PASSRIGHTS (pass-rights.ts), our sockets take no descriptors outside START and nothing is queued.
-import { native } from '../native/binding.ts';
+import { native } from '../native/index.ts';
 import { closeQuietly } from './fds.ts';
 
 /** How often a drain the close pool stopped (its queue long) is tried again. */

@@ -1,5 +1,5 @@
 // The sending half of an FdSocket: a bounded queue flushed with sendmsg as far as the kernel takes it.
-import { native } from '../native/binding.ts';
+import { native } from '../native/index.ts';
 import { closeAll } from './fds.ts';
 import { IoError, fromSystemError } from './io-error.ts';
 import { WriteQueue } from './write-queue.ts';

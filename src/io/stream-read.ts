@@ -1,5 +1,5 @@
 // One streaming read: recvmsg into a scratch buffer, telling data, EOF and forbidden control data apart.
-import { native } from '../native/binding.ts';
+import { native } from '../native/index.ts';
 import { closeReceived } from './fds.ts';
 import { fromSystemError, type IoErrorCode } from './io-error.ts';
 

@@ -1,6 +1,6 @@
 // Install and upgrade as a pure plan: which files, groups and commands an install touches, each
 // marked changed or unchanged, from facts a probe gathered. `--dry-run` prints it; apply.ts runs it.
-import { DEFAULT_SOCKET_PATH } from '../config/schema.ts';
+import { DEFAULT_SOCKET_PATH } from '../config/index.ts';
 import { BROKER_UNIT, SERVICE_TEMPLATE, SESSIONS_SLICE, SOCKET_UNIT, paths, type InstallRecord, type Layout } from './layout.ts';
 import { sha256, versionName, type BuildManifest, type FileFacts } from './manifest.ts';
 import { hostNotes, hostProblems, type HostFacts } from './requirements.ts';

@@ -7,3 +7,4 @@ export { FrameDecoder, parsePayload } from './decode.ts';
 export { MAX_ERROR_TEXT, encodeFrame, errorFrame } from './encode.ts';
 export { SessionError } from './session-error.ts';
 export { checkEnvUnique } from './rules.ts';
+export { SendWindow } from './credit.ts';

@@ -1,5 +1,5 @@
 // sd_notify(3) for the supervisor's own units: readiness, status and watchdog, a no-op outside systemd.
-import { native } from '../native/binding.ts';
+import { native } from '../native/index.ts';
 import { SystemdError } from './errors.ts';
 
 export interface NotifyEnvironment {

@@ -1,0 +1,11 @@
+// The supervisor's configuration: its shape and defaults, loading and validating the file.
+export { loadConfig } from './load.ts';
+export { checkSessionProperty } from './properties.ts';
+export {
+  DEFAULT_LIMITS,
+  DEFAULT_SESSION,
+  DEFAULT_SOCKET_PATH,
+  unitStopWaitMs,
+  type Config,
+  type SessionConfig,
+} from './schema.ts';

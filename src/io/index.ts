@@ -1,0 +1,6 @@
+// The fd socket layer's door: Unix stream sockets whose descriptors are never lost to libuv, and their closing.
+export { FdSocket } from './fd-socket.ts';
+export { closeAll, closeQuietly, closeReceived } from './fds.ts';
+export { IoError, isPeerGone } from './io-error.ts';
+export { passRights } from './pass-rights.ts';
+export { closePeer, deferredDrains, drainPeer } from './peer-close.ts';

@@ -1,0 +1,11 @@
+// The systemd side's door: session units over D-Bus (start, watch, stop), their pure property builders, sd_notify.
+export { openBusSession, type BusSession, type Units } from './bus-session.ts';
+export { warmUpCodec } from './dbus-connection.ts';
+export { unitMatchRules } from './match-rules.ts';
+export { notify, watchdogIntervalMs } from './notify.ts';
+export { limitProperties } from './unit-limits.ts';
+export { UnitManager, type ServiceState, type StartedSession } from './unit-manager.ts';
+export { unitNameFor } from './unit-names.ts';
+export { sessionUnitProperties, type SessionUnitSpec } from './unit-properties.ts';
+export { programLabel } from './unit-text.ts';
+export { type ExitStatus } from './unit-watch.ts';
