@@ -114,7 +114,7 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
     try {
       worker = await deps.takeWorker();
     } catch (error) {
-      throw new SessionError(ErrorCode.INTERNAL, `no worker: ${(error as Error).message}`);
+      throw new SessionError(ErrorCode.INTERNAL, `no worker: ${(error as Error).message}`, { cause: error });
     }
     // Shutdown began (or the client went) while a worker was found: the finally gives it back.
     if (socket.closed) return;

@@ -1,5 +1,5 @@
 // Reads HELLO frame-exact (never a byte of START, which carries the cwd fd) and picks the version.
-import { closeReceived, type FdSocket } from '../io/index.ts';
+import { closeReceived, isPeerGone, type FdSocket } from '../io/index.ts';
 import { ErrorCode, FrameType, HEADER_SIZE, LATEST_VERSION, PROTOCOL_VERSION, isProtocolError, parseHeader, parsePayload, SessionError, type FrameOf } from '../protocol/index.ts';
 
 /** Versions this supervisor speaks, lowest first (docs/protocol.md "Version 2"). The broker only chooses;
@@ -33,9 +33,6 @@ function rejectFds(fds: number[], control: boolean): void {
   throw new SessionError(ErrorCode.PROTOCOL, 'protocol error: a descriptor may only travel with START');
 }
 
-/** Codes of a handshake that failed because the peer went away. */
-const PEER_GONE_CODES = new Set(['EOF', 'CLOSED', 'PEER_GONE', 'ECONNRESET', 'EPIPE']);
-
 /** What the peer is told, and what the journal says: a failure that is not the peer's keeps its cause. */
 export function handshakeRefusal(error: unknown): { error: SessionError; log: string; internal: boolean } {
   // INTERNAL is the supervisor's own failure (no worker, a hand-off the kernel refused), never the client's.
@@ -44,10 +41,10 @@ export function handshakeRefusal(error: unknown): { error: SessionError; log: st
   const message = (error as Error)?.message ?? String(error);
   // pidfd_open or /proc on a peer that exited: it cannot be authenticated, and it was not our failure.
   if (code === 'ESRCH') {
-    return { error: new SessionError(ErrorCode.AUTHENTICATION, 'authentication failed'), log: `peer process is gone: ${message}`, internal: false };
+    return { error: new SessionError(ErrorCode.AUTHENTICATION, 'authentication failed', { cause: error }), log: `peer process is gone: ${message}`, internal: false };
   }
-  if (code && PEER_GONE_CODES.has(code)) {
-    return { error: new SessionError(ErrorCode.PROTOCOL, 'client closed during the handshake'), log: `client closed during the handshake (${code})`, internal: false };
+  if (isPeerGone(error)) {
+    return { error: new SessionError(ErrorCode.PROTOCOL, 'client closed during the handshake', { cause: error }), log: `client closed during the handshake (${code})`, internal: false };
   }
   return {
     error: new SessionError(ErrorCode.INTERNAL, 'supervisor failed during the handshake; see its journal', { cause: error }),

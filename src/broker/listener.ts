@@ -1,6 +1,7 @@
 // The listening socket: systemd's (socket activation), or one made here the careful way when run by hand.
-import { chmodSync, chownSync, closeSync, lstatSync, unlinkSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, lstatSync, statSync, unlinkSync } from 'node:fs';
 import { dirname } from 'node:path';
+import type { Config } from '../config/index.ts';
 import { native } from '../native/index.ts';
 
 /** sd_listen_fds(3): passed descriptors start at 3. */
@@ -25,6 +26,20 @@ export function takeSystemdListener(env: NodeJS.ProcessEnv = process.env): Liste
   native().setCloexec(LISTEN_FDS_START);
   native().setNonBlocking(LISTEN_FDS_START, true);
   return { fd: LISTEN_FDS_START, fromSystemd: true };
+}
+
+/**
+ * The socket systemd passed must be what the config names: the socket unit sets its group and mode
+ * (units/supervisor.socket), so a mismatch with the config means the install is wrong. A listener
+ * made here (createListener) set both itself.
+ */
+export function checkSocketPermissions(listener: Listener, config: Pick<Config, 'socketPath' | 'socketGid' | 'socketGroup'>): void {
+  if (!listener.fromSystemd) return;
+  const stat = statSync(config.socketPath, { throwIfNoEntry: false });
+  if (!stat?.isSocket()) throw new ListenerError(`${config.socketPath} is not the socket systemd passed`);
+  if (stat.gid !== config.socketGid || (stat.mode & 0o777) !== 0o660) {
+    throw new ListenerError(`${config.socketPath} must be mode 0660 with group ${config.socketGroup} (gid ${config.socketGid}); it has gid ${stat.gid} mode ${(stat.mode & 0o777).toString(8)}`);
+  }
 }
 
 /**

@@ -1,27 +1,16 @@
 // Broker process: configuration, the listening socket, the bus, signals; the Broker does the rest.
-import { statSync } from 'node:fs';
 import { ErrorCode } from '../protocol/index.ts';
 import { refuseQueued } from './refuse.ts';
-import { checkSessionProperty, type Config, loadConfig } from '../config/index.ts';
+import { checkSessionProperty, loadConfig } from '../config/index.ts';
 import { createLogger } from '../log.ts';
 import { type BusSession, notify, openBusSession, UnitManager, watchdogIntervalMs } from '../systemd/index.ts';
 import { Broker } from './broker.ts';
-import { createListener, takeSystemdListener, type Listener } from './listener.ts';
+import { checkSocketPermissions, createListener, takeSystemdListener, type Listener } from './listener.ts';
 import { WorkerPool, workerCommand } from './worker-pool.ts';
 import { signalWorker, workerEnvironment, type StartedWorker } from './worker-process.ts';
 import { BUS_ADDRESS_ENV } from '../control/index.ts';
 
 const log = createLogger('broker');
-
-/** The socket unit sets the group and mode; a mismatch with the config means the install is wrong. */
-function checkSocketPermissions(listener: Listener, config: Config): void {
-  if (!listener.fromSystemd) return;
-  const stat = statSync(config.socketPath, { throwIfNoEntry: false });
-  if (!stat?.isSocket()) throw new Error(`${config.socketPath} is not the socket systemd passed`);
-  if (stat.gid !== config.socketGid || (stat.mode & 0o777) !== 0o660) {
-    throw new Error(`${config.socketPath} must be mode 0660 with group ${config.socketGroup} (gid ${config.socketGid}); it has gid ${stat.gid} mode ${(stat.mode & 0o777).toString(8)}`);
-  }
-}
 
 /** sd_notify never blocks (the addon sends with MSG_DONTWAIT): when systemd's queue is full, a
  * status line is dropped rather than stalling or failing a connection. */
@@ -49,7 +38,7 @@ async function start(systemdListener: Listener | undefined, early: StartedWorker
     manager = await openBusSession((address, options) => UnitManager.connect(address, options), busAddress, { timeoutMs: config.limits.operationTimeoutMs }, log);
   } catch (error) {
     pool.stop();
-    throw new Error(`cannot reach systemd over D-Bus: ${(error as Error).message}`);
+    throw new Error(`cannot reach systemd over D-Bus: ${(error as Error).message}`, { cause: error });
   }
   const broker = new Broker({ config, listener, manager, pool, log, notify: notifyBestEffort });
   try {
@@ -57,7 +46,7 @@ async function start(systemdListener: Listener | undefined, early: StartedWorker
   } catch (error) {
     pool.stop();
     manager.close();
-    throw new Error(`startup orphan cleanup: ${(error as Error).message}`);
+    throw new Error(`startup orphan cleanup: ${(error as Error).message}`, { cause: error });
   }
   manager.onReconnect(() => void broker.recheckUnits());
   void broker.done.finally(() => manager.close());

@@ -19,13 +19,13 @@ export function loadConfig(options: LoadOptions): Config {
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new ConfigError(path, `cannot be read (${(error as NodeJS.ErrnoException).code ?? error})`);
+    throw new ConfigError(path, `cannot be read (${(error as NodeJS.ErrnoException).code ?? error})`, { cause: error });
   }
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch (error) {
-    throw new ConfigError(path, `is not valid JSON (${(error as Error).message})`);
+    throw new ConfigError(path, `is not valid JSON (${(error as Error).message})`, { cause: error });
   }
   return validateConfig(raw, options.accounts ?? systemAccounts(), options.checkProperty);
 }

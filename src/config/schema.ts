@@ -95,8 +95,9 @@ export class ConfigError extends Error {
   constructor(
     readonly field: string,
     problem: string,
+    options?: { cause?: unknown },
   ) {
-    super(`config: ${field}: ${problem}`);
+    super(`config: ${field}: ${problem}`, options);
   }
 }
 

@@ -29,7 +29,7 @@ export function peerPidfd(fd: number, pid: number, acceptedAtTicks: number | (()
   } catch (error) {
     const code = (error as { code?: string }).code;
     // Linux 6.5-6.14 fail SO_PEERPIDFD for a peer that has exited with EINVAL (pidfd_prepare), not ESRCH.
-    if (code === 'EINVAL') throw Object.assign(new Error(`peer process exited before accept (${(error as Error).message})`), { code: 'ESRCH' });
+    if (code === 'EINVAL') throw Object.assign(new Error(`peer process exited before accept (${(error as Error).message})`, { cause: error }), { code: 'ESRCH' });
     if (code !== 'ENOPROTOOPT') throw error;
   }
   // A function is read only here: the clock is needed by the fallback alone (a /proc read per connection otherwise).

@@ -10,8 +10,9 @@ export class ApplyError extends Error {
   constructor(
     readonly step: Step,
     message: string,
+    options?: { cause?: unknown },
   ) {
-    super(`${describeStep(step)}: ${message}`);
+    super(`${describeStep(step)}: ${message}`, options);
   }
 }
 
@@ -119,7 +120,7 @@ export function applyPlan(plan: Plan, run: Runner, say: (line: string) => void):
     try {
       applyStep(step, run);
     } catch (error) {
-      throw new ApplyError(step, (error as Error).message);
+      throw new ApplyError(step, (error as Error).message, { cause: error });
     }
     say(describeStep(step));
     changed++;

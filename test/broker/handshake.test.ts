@@ -17,10 +17,20 @@ test('a SessionError INTERNAL (no worker, a refused hand-off) is ours: logged ea
 });
 
 test('a peer that closed is PROTOCOL, logged as that', () => {
-  const refusal = handshakeRefusal(new IoError('EOF', 'peer closed'));
+  const closed = new IoError('EOF', 'peer closed');
+  const refusal = handshakeRefusal(closed);
   assert.is(refusal.error.wireCode, ErrorCode.PROTOCOL);
   assert.is(refusal.log, 'client closed during the handshake (EOF)');
+  assert.is(refusal.error.cause, closed);
   assert.not.ok(refusal.internal);
+});
+
+test('every code io-error calls a peer gone is a close during the handshake, not ours', () => {
+  for (const code of ['EOF', 'CLOSED', 'PEER_GONE', 'ECONNRESET', 'EPIPE']) {
+    const refusal = handshakeRefusal(Object.assign(new Error(code), { code }));
+    assert.is(refusal.error.wireCode, ErrorCode.PROTOCOL, code);
+    assert.not.ok(refusal.internal, code);
+  }
 });
 
 test('anything else is ours: INTERNAL to the peer, the cause in the journal', () => {
@@ -36,6 +46,7 @@ test('a peer process gone before its pidfd was taken fails authentication', () =
   const refusal = handshakeRefusal(Object.assign(new Error('pidfd_open: no such process'), { code: 'ESRCH' }));
   assert.is(refusal.error.wireCode, ErrorCode.AUTHENTICATION);
   assert.match(refusal.log, 'peer process is gone');
+  assert.is((refusal.error.cause as { code?: string }).code, 'ESRCH');
 });
 
 test('the version: the highest both speak; none in common is undefined (ERROR VERSION)', () => {

@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, closeSync, lstatSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createListener, ListenerError, probeSocket, takeSystemdListener } from '../../src/broker/listener.ts';
+import { checkSocketPermissions, createListener, ListenerError, probeSocket, takeSystemdListener } from '../../src/broker/listener.ts';
 import { native } from '../../src/native/binding.ts';
 
 const scratchRoot = fileURLToPath(new URL('../../.sandbox/', import.meta.url));
@@ -94,6 +94,32 @@ test('systemd passes the socket only to the PID it names; LISTEN_* are cleared e
   const env: NodeJS.ProcessEnv = { LISTEN_PID: String(process.pid + 1), LISTEN_FDS: '1', LISTEN_FDNAMES: 'x' };
   assert.is(takeSystemdListener(env), undefined);
   assert.equal(env, {});
+});
+
+test('the socket systemd passed must have the configured group and mode 0660; one made here is not checked again', () => {
+  const path = join(scratch, 'passed.sock');
+  const made = createListener(path, GID);
+  const passed = { fd: made.fd, fromSystemd: true };
+  const config = { socketPath: path, socketGid: GID, socketGroup: 'agents' };
+  checkSocketPermissions(passed, config);
+  const mismatch = (change: () => void, expected: RegExp) => {
+    change();
+    try {
+      checkSocketPermissions(passed, config);
+      assert.unreachable('accepted');
+    } catch (error) {
+      assert.instance(error, ListenerError);
+      assert.match((error as Error).message, expected);
+    }
+  };
+  mismatch(() => chmodSync(path, 0o666), /must be mode 0660 with group agents \(gid 4321\); it has gid 4321 mode 666/);
+  chmodSync(path, 0o660);
+  mismatch(() => (config.socketGid = GID + 1), /must be mode 0660 with group agents \(gid 4322\); it has gid 4321 mode 660/);
+  checkSocketPermissions({ fd: made.fd, fromSystemd: false }, config);
+  const file = join(scratch, 'not-a-socket');
+  writeFileSync(file, '');
+  mismatch(() => (config.socketPath = file), /is not the socket systemd passed/);
+  closeSync(made.fd);
 });
 
 test('the broker refuses to run as anyone but root', () => {

@@ -52,13 +52,19 @@ test('the accept time as a function: read by the fallback alone, and judged as t
 
 test('SO_PEERPIDFD failing with EINVAL (a peer gone, on Linux 6.5 to 6.14) is a peer gone (ESRCH)', () => {
   const [a, b] = native().socketpair();
+  const einval = Object.assign(new Error('getsockopt SO_PEERPIDFD: invalid argument'), { code: 'EINVAL' });
   const gone: PidfdBinding = {
     ...oldKernel,
     peerPidfd: () => {
-      throw Object.assign(new Error('getsockopt SO_PEERPIDFD: invalid argument'), { code: 'EINVAL' });
+      throw einval;
     },
   };
   assert.is(code(() => peerPidfd(a, process.pid, ticksSinceBoot(), gone)), 'ESRCH');
+  try {
+    peerPidfd(a, process.pid, ticksSinceBoot(), gone);
+  } catch (error) {
+    assert.is((error as Error).cause, einval, 'the kernel\'s own error stays its cause');
+  }
   for (const fd of [a, b]) closeSync(fd);
 });
 
