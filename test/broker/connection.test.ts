@@ -164,6 +164,26 @@ test('without a client unit to be inside, the hand-off carries no cgroup', async
   }
 });
 
+test('a peer that shuts its writing side before HELLO is whole still reads why: ERROR PROTOCOL, then the close (docs/protocol.md, receiver checklist)', async () => {
+  const hello = encodeFrame({ type: 'hello', minVersion: 1, maxVersion: 2 });
+  for (let at = 0; at < hello.length; at += 1) {
+    const { deps, seen, handed } = fakeBroker(undefined);
+    const [clientFd, serverFd] = native().socketpair();
+    if (at > 0) native().sendmsg(clientFd, hello, 0, at);
+    native().shutdown(clientFd, 'write');
+    const client = new Client(clientFd);
+    const peer: PeerAtAccept = { credentials: { pid: process.pid, uid: 1500, gid: 1500 }, pidfd: native().pidfdOpen(process.pid), cgroup: CGROUP, startTicks: 1 };
+    try {
+      await serveConnection(new FdSocket(serverFd), peer, 'ordinary', Date.now(), deps);
+      await client.closed;
+      assert.equal(client.frames, [{ type: 'error', code: ErrorCode.PROTOCOL, message: 'client closed during the handshake' }], `cut at ${at}`);
+      assert.equal([seen.takes, handed.length], [0, 0], `cut at ${at}: no worker`);
+    } finally {
+      client.close();
+    }
+  }
+});
+
 test('a peer that sends HELLO and closes before WELCOME: no worker is taken for it, its slots are freed, nothing is left open', async () => {
   // Without a client unit there is no wait between HELLO and WELCOME: the peer is gone by then, so the
   // WELCOME send fails outright (EPIPE) and its queue is emptied, the error reported a tick later.
