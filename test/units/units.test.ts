@@ -5,6 +5,8 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DEFAULT_SOCKET_GROUP } from '../../src/operate/layout.ts';
+import { socketDropIn } from '../../src/operate/unit-files.ts';
 
 const units = fileURLToPath(new URL('../../units/', import.meta.url));
 const scratch = fileURLToPath(new URL('../../.sandbox/', import.meta.url));
@@ -32,6 +34,14 @@ test('the socket names the broker instance explicitly, mode 0660', () => {
   assert.match(socket, /^Service=opencode-pty-supervisor@broker\.service$/m);
   assert.match(socket, /^SocketMode=0660$/m);
   assert.match(socket, /^ListenStream=\/run\/opencode-pty\/supervisor\.sock$/m);
+});
+
+test('the socket\'s group comes from the installer\'s drop-in: the config\'s socketGroup, as the socket unit says', () => {
+  const socket = readFileSync(join(units, 'supervisor.socket'), 'utf8');
+  assert.not.match(socket, /^SocketGroup=/m, 'the group is the drop-in\'s alone');
+  assert.match(socket, /SocketGroup= set to the config's socketGroup/);
+  assert.not.match(socket, /client account's group\./, 'the group is not the client account\'s');
+  assert.match(socketDropIn(DEFAULT_SOCKET_GROUP), /^SocketGroup=opencode-pty$/m);
 });
 
 test('the broker runs with no capabilities and is stopped by SIGTERM to it alone', () => {
