@@ -30,7 +30,11 @@ Options of run:
   --cwd DIR          Directory to run in (default: the current one). It is opened here and handed over,
                      so the session runs exactly where this process could go.
   --env NAME=VALUE   Set a variable for the program (repeatable). Only TERM is taken from this
-                     process's environment; the supervisor applies its own allowlist.
+                     process's environment. What reaches the program is the supervisor's policy
+                     (session.environmentPolicy): by default (pass) every variable given here but
+                     the ones systemd sets for a unit (LISTEN_*, NOTIFY_SOCKET, ...) and the
+                     operator's environmentDeny; with allowlist (always in the hardened profile),
+                     only environmentAllowlist.
   --timeout SECONDS  Give up (status ${FAILURE_EXIT}) when the supervisor has not started the session within this
                      many seconds (default 30; 0: wait as long as it takes).
   --rows N, --cols N The terminal's size at start (1..65535). Default: the size of this process's

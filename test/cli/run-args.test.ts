@@ -1,7 +1,8 @@
 // The CLI's command line parser: defaults, every option form, and each usage error.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { DEFAULT_SOCKET, parseCommandLine } from '../../src/cli/run-args.ts';
+import { DEFAULT_SOCKET, USAGE, parseCommandLine } from '../../src/cli/run-args.ts';
+import { DEFAULT_SESSION } from '../../src/config/schema.ts';
 
 test('run with defaults takes TERM only from the environment', () => {
   assert.equal(parseCommandLine(['run', '--', 'bash', '-l'], { TERM: 'xterm', HOME: '/root' }), {
@@ -100,6 +101,14 @@ test('--rows and --cols set the size at start, each from 1 to 65535; --resize-fd
     assert.is(refused.kind, 'usage', `${name} ${JSON.stringify(bad)}`);
     assert.match((refused as { message: string }).message, name);
   }
+});
+
+test('--help on the environment says what the supervisor does: its policy, by default pass with a denylist', () => {
+  const help = USAGE.replace(/\s+/g, ' ');
+  assert.is(DEFAULT_SESSION.environmentPolicy, 'pass');
+  assert.match(help, 'session.environmentPolicy');
+  assert.match(help, `by default (${DEFAULT_SESSION.environmentPolicy}) every variable given here but the ones systemd sets for a unit`);
+  assert.not.match(help, 'applies its own allowlist');
 });
 
 test.run();
