@@ -5,7 +5,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_LIMITS, DEFAULT_SESSION } from '../../src/config/schema.ts';
+import { parseAccounts } from '../../src/config/accounts.ts';
+import { checkSessionProperty } from '../../src/config/properties.ts';
+import { DEFAULT_LIMITS, DEFAULT_SESSION, validateConfig } from '../../src/config/schema.ts';
 import { ErrorCode } from '../../src/protocol/constants.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -35,6 +37,33 @@ function accepted(): string[] {
 
 test('every setting the schema accepts is in the reference, and nothing else', () => {
   assert.equal([...documented().keys()].sort(), accepted());
+});
+
+test('every setting the reference names anywhere, in its prose too, is one the schema accepts', () => {
+  const settings = accepted();
+  const leaves = new Set(settings.map((name) => name.split('.').pop()!));
+  // A dotted name under client, limits or session, or a bare camelCase word (the reference writes
+  // settings in backticks: `session.profile`, `environmentDeny`, `socketGroup`).
+  const dotted = [...reference.matchAll(/`((?:client|limits|session)\.[A-Za-z]+)`/g)].map((m) => m[1]!);
+  const bare = [...reference.matchAll(/`([a-z]+[A-Z][A-Za-z]*)`/g)].map((m) => m[1]!);
+  assert.ok(dotted.length > 20 && bare.length > 5, 'the reference still writes settings as it did');
+  assert.equal([...new Set(dotted)].filter((name) => !settings.includes(name)), [], 'dotted names the schema does not accept');
+  assert.equal([...new Set(bare)].filter((name) => !leaves.has(name)), [], 'bare names that are no setting');
+});
+
+test("the reference's example is a config the schema accepts, every one of its settings known", () => {
+  const example = /```json\n([\s\S]*?)```/.exec(reference);
+  assert.ok(example, 'the reference has its JSON example');
+  const raw = JSON.parse(example[1]!) as Record<string, unknown>;
+  const paths = (value: Record<string, unknown>, prefix = ''): string[] =>
+    Object.entries(value).flatMap(([key, inner]) =>
+      ['client', 'limits', 'session'].includes(key) && prefix === '' ? paths(inner as Record<string, unknown>, `${key}.`) : [`${prefix}${key}`],
+    );
+  const settings = accepted();
+  assert.equal(paths(raw).filter((name) => !settings.includes(name)), []);
+  const accounts = parseAccounts('opencode:x:1500:1500::/home/opencode:/bin/sh\n', 'opencode:x:1500:\nopencode-pty:x:1800:\n');
+  const config = validateConfig(raw, accounts, checkSessionProperty);
+  assert.is(config.limits.maxSessions, 16);
 });
 
 test("the reference's defaults of limits and session settings are the schema's", () => {
