@@ -9,6 +9,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = dirname(fileURLToPath(import.meta.url));
+/** The session helper's compiler flags. */
+const SESSION_HELPER_CFLAGS = ['-std=c11', '-Wall', '-Wextra', '-O2', '-D_GNU_SOURCE'];
 const out = join(root, 'dist');
 // A fresh dist/ each time: the manifest lists exactly what this build shipped.
 rmSync(out, { recursive: true, force: true });
@@ -159,6 +161,8 @@ function walk(dir) {
   });
 }
 
+buildSessionHelper();
+
 const copies = [
   ['build/Release/opencode_pty.node', 'opencode_pty.node'],
   ['build/Release/opencode-pty-session', 'opencode-pty-session'],
@@ -176,6 +180,25 @@ for (const name of ['opencode_pty.node', 'uwrap.node', 'broker-main.cjs', 'worke
 for (const name of readdirSync(join(out, 'units'))) chmodSync(join(out, 'units', name), 0o644);
 writeFileSync(join(out, 'manifest.json'), `${JSON.stringify(buildManifest(root, out), null, 2)}\n`, { mode: 0o644 });
 console.error('built dist/broker.cjs, dist/worker.cjs (with their bundles and code caches), dist/cli.js, dist/lib/, dist/types/, dist/manifest.json');
+
+/**
+ * The session helper (native/session/): its wire constants generated from src/protocol/, their one
+ * source (scripts/helper-wire.ts writes build/generated/wire.h), then compiled into build/Release when
+ * a source is newer than the binary. The install needs no compiler for it: dist/ ships it built.
+ */
+function buildSessionHelper() {
+  const generated = join(root, 'build', 'generated');
+  const generator = spawnSync(process.execPath, ['--import', 'tsx', join(root, 'scripts', 'helper-wire.ts'), join(generated, 'wire.h')], { cwd: root, stdio: 'inherit' });
+  if (generator.status !== 0) throw new Error(`scripts/helper-wire.ts failed: ${generator.status ?? generator.signal}`);
+  const dir = join(root, 'native', 'session');
+  const sources = readdirSync(dir).filter((name) => name.endsWith('.c')).sort().map((name) => join(dir, name));
+  const inputs = [...sources, ...readdirSync(dir).filter((name) => name.endsWith('.h')).map((name) => join(dir, name)), join(generated, 'wire.h')];
+  const binary = join(root, 'build', 'Release', 'opencode-pty-session');
+  const built = statSync(binary, { throwIfNoEntry: false })?.mtimeMs ?? 0;
+  if (inputs.every((path) => statSync(path).mtimeMs < built)) return;
+  mkdirSync(dirname(binary), { recursive: true });
+  execFileSync('cc', [...SESSION_HELPER_CFLAGS, `-I${generated}`, '-o', binary, ...sources, '-lutil'], { stdio: 'inherit' });
+}
 
 /** V8's code cache of each bundle, made by this Node (a start on another V8 ignores it and compiles). */
 async function codeCaches(bundles) {

@@ -6,7 +6,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 /** What the build reads: the tree whose hash names a build. */
-export const SOURCE_ROOTS = ['src', 'native', 'units', 'build.mjs', 'binding.gyp', 'package.json', 'package-lock.json', 'scripts/manifest.mjs'];
+export const SOURCE_ROOTS = ['src', 'native', 'units', 'build.mjs', 'binding.gyp', 'package.json', 'package-lock.json', 'scripts/manifest.mjs', 'scripts/helper-wire.ts'];
 
 export function sha256(data) {
   return createHash('sha256').update(data).digest('hex');

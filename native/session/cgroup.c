@@ -1,5 +1,6 @@
-// STOP's last step: SIGKILL every process of the session's cgroup except the helper, so the helper
-// lives to drain the program's last output and report. systemd 252's KillUnit has no "all but the
+// Signals to every process of the session's cgroup except the helper: STOP's last step (SIGKILL, so
+// the helper lives to drain the program's last output and report), and the steps of an end the
+// helper drives itself (child.c). systemd 252's KillUnit has no "all but the
 // main process" (org.freedesktop.systemd1(5)); KillUnit(all, SIGKILL) would end the helper unreported.
 #include <errno.h>
 #include <fcntl.h>
@@ -38,13 +39,13 @@ bool cgroup_of(const char *pid, char *path, size_t size) {
 }
 
 // One pass over cgroup.procs; returns how many processes were signalled.
-static int kill_pass(const char *procs, const char *own) {
+static int signal_pass(struct link *link, const char *procs, const char *own, int sig) {
   FILE *f = fopen(procs, "re");
   if (!f) {
-    say(3, "cannot list the session's processes (%s): %s", procs, strerror(errno));
+    say(link, 3, "cannot list the session's processes (%s): %s", procs, strerror(errno));
     return 0;
   }
-  int killed = 0;
+  int signalled = 0;
   char line[32];
   while (fgets(line, sizeof line, f)) {
     line[strcspn(line, "\n")] = '\0';
@@ -56,31 +57,35 @@ static int kill_pass(const char *procs, const char *own) {
     if (pidfd < 0) continue;
     char path[4096];
     if (cgroup_of(line, path, sizeof path) && strcmp(path, own) == 0 &&
-        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) == 0)
-      killed++;
+        syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) == 0)
+      signalled++;
     close(pidfd);
   }
   fclose(f);
-  return killed;
+  return signalled;
 }
 
-void kill_cgroup_others(void) {
+// `sig` to every process of the session's unit but the helper.
+void signal_unit_others(struct session *s, int sig) {
   char own[4096];
   if (!cgroup_of("self", own, sizeof own)) {
-    say(3, "cannot read the session's cgroup: %s", strerror(errno));
+    say(&s->worker, 3, "cannot read the session's cgroup: %s", strerror(errno));
     return;
   }
-  // Only inside a service's own cgroup (a session unit): never a slice, a scope or the root, where
-  // "every other process" would be far more than the session.
-  size_t len = strlen(own);
-  if (len < 8 || strcmp(own + len - 8, ".service") != 0) {
-    say(3, "not in a service's cgroup (%s): nothing is killed", own);
+  // Only inside the cgroup of the unit STARTED named (a session unit): never a slice, a scope, the
+  // root or another service (a helper run by hand inside one), where "every other process" would be
+  // far more than the session.
+  size_t len = strlen(own), unit = strlen(s->unit);
+  if (unit < 9 || strcmp(s->unit + unit - 8, ".service") != 0 || len <= unit || own[len - unit - 1] != '/' ||
+      strcmp(own + len - unit, s->unit) != 0) {
+    say(&s->worker, 3, "not in the cgroup of the session's unit (%s): nothing is signalled", own);
     return;
   }
   char procs[4200];
   snprintf(procs, sizeof procs, "/sys/fs/cgroup%s/cgroup.procs", own);
-  // A process may fork between the listing and the kill; a few more passes catch its children (a
-  // killed process forks no more). The worker's stop of the unit is the backstop.
-  for (int pass = 0; pass < 16 && kill_pass(procs, own) > 0; pass++) {
+  // A process may fork between the listing and SIGKILL; a few more passes catch its children (a
+  // killed process forks no more). Other signals go once: a second pass would send them twice.
+  // The worker's stop of the unit is the backstop.
+  for (int pass = 0; pass < (sig == SIGKILL ? 16 : 1) && signal_pass(&s->worker, procs, own, sig) > 0; pass++) {
   }
 }

@@ -15,6 +15,7 @@ enum control_type {
   CONTROL_KILL = 0x03,      // STOP's last step: SIGKILL every other process of the session's cgroup
   CONTROL_ENV = 0x04,       // with --env-from-control, the first message: "NAME=value\0" each, for execve only
   // helper -> worker
+  CONTROL_HELLO = 0x40,     // the helper's dialect u16, its first message on every channel (dialect 1 sent none)
   CONTROL_LOG = 0x41,       // priority u8 (sd-daemon), text
   CONTROL_STOP = 0x42,      // the client sent STOP (empty); the worker stops the session's processes
   CONTROL_END = 0x43,       // the end report; the helper writes nothing to the client after it
@@ -44,8 +45,13 @@ enum end_reason {
   END_INTERNAL = 7,    // the helper failed
 };
 
+// The control channel's message set: 1 is the set before HELLO; 2 adds HELLO, and a helper that ends
+// the program itself when it drives the end (hang-up, SIGTERM, SIGKILL: docs/architecture.md).
+enum { CONTROL_DIALECT = 2 };
+
 enum control_limits {
   CONTROL_HEADER_SIZE = 5,
+  HELLO_SIZE = 2,
   // END: reason u8, code u16, bytes in u64, bytes out u64, remainder length u32, remainder, text.
   END_FIXED_SIZE = 23,
   FIGURES_SIZE = 48, // 8 * FIGURE_COUNT

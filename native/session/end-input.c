@@ -21,17 +21,16 @@
 
 enum { EOF_FIRST_DELAY_MS = 10, EOF_MAX_DELAY_MS = 1000 };
 
-void end_input(void) {
-  r.input_ended = true;
-  r.eof_next = now_ms();
-  r.eof_delay = EOF_FIRST_DELAY_MS;
+void end_input(struct session *s) {
+  s->eof.next = now_ms();
+  s->eof.delay = EOF_FIRST_DELAY_MS;
 }
 
 // The terminal's mode and whether the program has input it has not read. A slave of our own, opened
 // through the master for the look and closed at once: a slave the helper kept open would hide the
 // program's last close (the master's EIO) from the relay. false: the terminal cannot be looked at.
-static bool look(struct termios *mode, bool *unread) {
-  int slave = ioctl(r.master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+static bool look(const struct session *s, struct termios *mode, bool *unread) {
+  int slave = ioctl(s->master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
   if (slave < 0) return false;
   struct pollfd p = {.fd = slave, .events = POLLIN};
   bool ok = tcgetattr(slave, mode) == 0 && poll(&p, 1, 0) >= 0;
@@ -41,18 +40,18 @@ static bool look(struct termios *mode, bool *unread) {
 }
 
 // Called on every turn of the relay; writes VEOF when it is due and the program has read everything.
-void feed_eof(void) {
-  if (!r.input_ended || r.eof_next < 0) return;
-  if (r.stopping || r.child_done || r.master_eof) {
-    r.eof_next = -1;
+void feed_eof(struct session *s, const struct client *c) {
+  if (s->eof.next < 0) return;
+  if (s->stopping || s->child.done || s->master_eof) {
+    s->eof.next = -1;
     return;
   }
-  if (r.ring_len > 0 || now_ms() < r.eof_next) return;
+  if (c->ring_len > 0 || now_ms() < s->eof.next) return;
   struct termios mode;
   bool unread;
-  if (!look(&mode, &unread)) {
-    say(4, "cannot look at the terminal for END_INPUT: %s", strerror(errno));
-    r.eof_next = -1;
+  if (!look(s, &mode, &unread)) {
+    say(&s->worker, 4, "cannot look at the terminal for END_INPUT: %s", strerror(errno));
+    s->eof.next = -1;
     return;
   }
   // Canonical mode: VEOF is end of file. A line editor (readline, libedit) reads its keys in
@@ -62,12 +61,12 @@ void feed_eof(void) {
   bool wanted = (mode.c_lflag & ICANON) || (mode.c_lflag & ISIG);
   if (!unread && wanted && eof != _POSIX_VDISABLE) {
     ssize_t n;
-    do n = write(r.master, &eof, 1);
+    do n = write(s->master, &eof, 1);
     while (n < 0 && errno == EINTR);
     (void)n; // a full input queue (EAGAIN): the next look tries again
   }
   // Growing either way: a program that reads on after end of file (a line editor holding an unfinished
   // line takes ^D as "delete") is sent one VEOF a second at most.
-  r.eof_next = now_ms() + r.eof_delay;
-  r.eof_delay = r.eof_delay * 2 > EOF_MAX_DELAY_MS ? EOF_MAX_DELAY_MS : r.eof_delay * 2;
+  s->eof.next = now_ms() + s->eof.delay;
+  s->eof.delay = s->eof.delay * 2 > EOF_MAX_DELAY_MS ? EOF_MAX_DELAY_MS : s->eof.delay * 2;
 }

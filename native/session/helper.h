@@ -1,5 +1,7 @@
-// The session helper's state and the functions its files share. One relay per process, fixed buffers:
-// nothing here grows with what a peer sends.
+// The session helper's state and the functions its files share. Two structures, passed to every
+// function that needs them, no global state: the session (terminal, program, its end, the worker's
+// channel) and its client (socket, decoder, credit, what waits to be written). Fixed buffers: nothing
+// here grows with what a peer sends.
 #ifndef OPENCODE_PTY_SESSION_HELPER_H
 #define OPENCODE_PTY_SESSION_HELPER_H
 
@@ -13,6 +15,55 @@
 
 #define TAG "opencode-pty-session: "
 
+// The program (child.c). Its end, once the session's end is decided and it still runs, is driven in
+// steps (a hang-up, SIGTERM, SIGKILL, each stop_timeout_ms after the one before), as the worker's stop is.
+enum stop_step { STEP_NONE, STEP_HUNG_UP, STEP_TERMINATED, STEP_KILLED };
+
+struct child {
+  pid_t pid;  // 0 before the fork
+  int status; // wait status, valid once done
+  bool done;
+  enum stop_step step;
+  int64_t next_step; // ms (now_ms) when the next step is due, -1 none
+};
+
+// The worker's end of the control channel (control.c).
+struct link {
+  int fd;
+  bool gone; // the worker ended the channel, broke its rules, or a send to it failed: it will not act
+  unsigned char in[CONTROL_HEADER_SIZE]; // whole 5-byte messages
+  size_t got;
+  int logs_sent;
+};
+
+// How the session ended (end.c, its only writer): set once.
+struct ending {
+  int reason; // enum end_reason; 0 while the session runs
+  uint16_t code;
+  char text[MAX_REPORT_TEXT];
+  bool reported; // END went to the worker
+};
+
+// END_INPUT (version 2, end-input.c): once the program has read everything before it, VEOF; again
+// each time it has read that too, so every read after the end of input sees end of file, as with a pipe.
+struct end_of_input {
+  int64_t next; // ms: when to look at the terminal's input queue next (-1: not feeding)
+  int delay;    // ms until the next look while the program has not read what waits
+};
+
+struct session {
+  int master;      // the terminal's master, -1 once hung up
+  bool master_eof; // read gave EIO, or the helper hung up: nobody can read the terminal any more
+  struct child child;
+  struct link worker;
+  struct ending end;
+  struct end_of_input eof;
+  bool stopping; // the client sent STOP
+  int stop_timeout_ms;
+  // The unit STARTED names (GO's payload): the only cgroup whose processes the helper may signal.
+  char unit[MAX_UNIT_NAME + 1];
+};
+
 enum decode_state { WANT_HEADER, WANT_INPUT, WANT_SMALL };
 
 // The client's frames, decoded in place as they arrive (a push state machine): headers are judged
@@ -25,24 +76,14 @@ struct decoder {
   size_t got;
   uint8_t type;
   uint32_t want; // payload bytes still to come
+  bool input_ended; // END_INPUT came
 };
 
-struct relay {
-  int client, control, master, sigfd;
+struct client {
+  int fd;
   unsigned version;
   int write_timeout_ms;
-
-  pid_t child;
-  int status; // wait status, valid once child_done
-  bool child_done;
-  bool master_hup; // poll saw POLLHUP: every slave may be closed, read until EIO
-  bool master_eof; // read gave EIO: nobody holds the terminal any more
-
-  bool go;         // the worker handed over the client's write side (GO)
-  bool stopping;   // the client sent STOP
-  int end_reason;  // set once: the data phase is over
-  uint16_t end_code;
-  char end_text[MAX_REPORT_TEXT];
+  bool go; // the worker handed over the client's write side (GO)
 
   // Toward the client: STARTED first (GO's payload, once), then at most one OUTPUT frame and one
   // CREDIT frame; a frame once started is finished before anything else goes out, so frames never
@@ -53,9 +94,9 @@ struct relay {
   size_t out_len, out_off;
   unsigned char urgent[HEADER_SIZE + 4];
   size_t urgent_len, urgent_off;
-  uint32_t send_credit;  // OUTPUT payload bytes the client still accepts
-  uint32_t credit_owed;  // input credit to grant in the next CREDIT frame
-  int outq_limit;        // SIOCOUTQ above this: do not read the terminal (sndbuf / 4)
+  uint32_t send_credit; // OUTPUT payload bytes the client still accepts
+  uint32_t credit_owed; // input credit to grant in the next CREDIT frame
+  int outq_limit;       // SIOCOUTQ above this: do not read the terminal (sndbuf / 4)
 
   // From the client: INPUT waiting for the terminal. Never more than the credit granted, so a ring of
   // INITIAL_WINDOW bytes always has room.
@@ -65,48 +106,65 @@ struct relay {
   uint32_t recv_remaining; // INPUT bytes the client may still send
   uint32_t ungranted;      // consumed, not yet granted back
 
-  // END_INPUT (version 2): once the program has read everything before it, VEOF; again each time it has
-  // read that too, so every read after the end of input sees end of file, as with a pipe.
-  bool input_ended;
-  int64_t eof_next;  // ms: when to look at the terminal's input queue next (-1: not feeding)
-  int eof_delay;     // ms until the next look while the program has not read what waits
-
   uint64_t bytes_in, bytes_out;
   // The client's socket made no progress since stall_since (ms, -1: not stalled), at SIOCOUTQ stall_outq.
   int64_t stall_since;
   int stall_outq;
-
-  // Control channel from the worker: whole 5-byte messages.
-  unsigned char ctl_in[CONTROL_HEADER_SIZE];
-  size_t ctl_got;
-  int logs_sent;
 };
 
-extern struct relay r;
+// end.c: the only writer of the session's end, and the one place that acts on it.
+void end_with(struct session *s, int reason, uint16_t code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void check_done(struct session *s, struct client *c, bool idle_after_exit);
+_Noreturn void give_up(struct session *s, struct client *c, int exit_code, const char *fmt, const char *detail);
 
-// main.c
+// child.c
+int64_t now_ms(void);
+void close_from(unsigned first);
+pid_t child_start(struct session *s, int slave, char **argv, char **env);
+void child_reap(struct session *s);
+void child_hang_up(struct session *s);
+void child_stop_begin(struct session *s);
+void child_stop_step(struct session *s);
+int child_stop_timeout(const struct session *s);
 _Noreturn void exit_like(int status);
-void hangup_child(void);
-void reap(bool block);
-void set_winsize(int fd, unsigned rows, unsigned cols);
 
-// decode.c: -1 when the client broke the protocol (end_reason is set then).
-int decode(const unsigned char *data, size_t len);
-void fail(int reason, uint16_t code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void consume_input(size_t bytes);
+// terminal.c
+int terminal_open(struct session *s, unsigned rows, unsigned cols);
+void set_winsize(struct session *s, int fd, unsigned rows, unsigned cols);
+bool terminal_readable(const struct session *s);
+int terminal_read(struct session *s, struct client *c);
+void terminal_write(struct session *s, struct client *c);
+
+// decode.c: -1 when the client broke the protocol (the end is set then). The frames' effects are
+// the functions below it calls (frames.c; the decoder's test driver has its own).
+void decoder_init(struct decoder *dec, const struct frame_rule *rules);
+int decode(struct session *s, struct client *c, const unsigned char *data, size_t len);
+void on_input(struct session *s, struct client *c, const unsigned char *data, size_t len);
+void on_resize(struct session *s, unsigned rows, unsigned cols);
+void on_signal(struct session *s, int sig);
+void on_stop(struct session *s, struct client *c);
+void on_end_input(struct session *s);
+
+// client.c
+void client_begin(struct client *c);
+void consume_input(struct client *c, size_t bytes);
+int client_write(struct client *c, bool *blocked);
+void client_read(struct session *s, struct client *c);
+int client_outq(const struct client *c);
+void check_stall(struct session *s, struct client *c, bool waiting);
 
 // control.c
-void say(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int control_read(void);
-void control_send_stop(void);
-void control_send_end(void);
-int control_send_pid(pid_t pid);
-int control_write_all(const unsigned char *data, size_t len);
-const char *control_read_env(char ***envp);
+void say(struct link *link, int priority, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void control_send_hello(struct link *link);
+void control_read(struct session *s, struct client *c);
+void control_send_stop(struct link *link);
+void control_send_end(struct session *s, const struct client *c);
+int control_send_pid(struct link *link, pid_t pid);
+const char *control_read_env(struct link *link, char ***envp);
 
 // cgroup.c
 bool cgroup_of(const char *pid, char *path, size_t size);
-void kill_cgroup_others(void);
+void signal_unit_others(struct session *s, int sig);
 
 // figures.c: the session cgroup's figures in the order of control.h's enum figure (of the cgroup
 // directory `dir` for read_figures_at).
@@ -114,12 +172,10 @@ void read_figures(uint64_t figures[FIGURE_COUNT]);
 void read_figures_at(const char *dir, uint64_t figures[FIGURE_COUNT]);
 
 // relay.c
-_Noreturn void relay(void);
-_Noreturn void worker_gone(void);
-int64_t now_ms(void);
+_Noreturn void relay(struct session *s, struct client *c, int sigfd);
 
 // end-input.c
-void end_input(void);
-void feed_eof(void);
+void end_input(struct session *s);
+void feed_eof(struct session *s, const struct client *c);
 
 #endif

@@ -8,12 +8,21 @@ export const HelperMessageType = {
   TERMINATE: 0x02, // worker → helper: end at a frame boundary, report "terminated"
   KILL: 0x03, // worker → helper: STOP's last step, SIGKILL every other process of the session's cgroup
   ENV: 0x04, // worker → helper: the program's environment ("NAME=value\0" each), once, before the fork
+  HELLO: 0x40, // helper → worker: its dialect (u16), the first message on the channel; dialect 1 helpers send none
   LOG: 0x41, // helper → worker: priority (sd-daemon) and text, for the journal
   STOP: 0x42, // helper → worker: the client sent STOP
   END: 0x43, // helper → worker: the one end report; the helper writes nothing to the client after it
   PID: 0x44, // helper → worker: the program's pid (u32), once, right after the fork, before the helper writes anything
   FIGURES: 0x45, // helper → worker: its cgroup's figures (u64 each, FIGURE_NAMES' order), once, right before END
 } as const;
+
+/**
+ * The channel's message set, as the helper names it in HELLO, so a worker of a later release tells
+ * what a live helper of an earlier one speaks (an upgrade meets helpers started before it):
+ * 1: the set before HELLO (the helper sent none); 2: HELLO, and a helper that ends the program itself
+ * (hang-up, SIGTERM, SIGKILL of the unit's processes after --stop-timeout-sec) when it drives the end.
+ */
+export const HELPER_DIALECT = 2;
 
 /** FIGURES' fields in wire order, named as the systemd properties they stand for (native/session/figures.c);
  * 2^64-1 is "unavailable", as systemd marks it. */
@@ -37,6 +46,8 @@ export type HelperEndReason = keyof typeof EndReasonCode;
 
 export const HelperLimits = {
   HEADER_SIZE: 5,
+  /** HELLO: the dialect, u16. */
+  HELLO_SIZE: 2,
   /** END: reason u8, code u16, bytes in u64, bytes out u64, remainder length u32. */
   END_FIXED_SIZE: 23,
   FIGURES_SIZE: 8 * 6,
@@ -71,6 +82,8 @@ export interface EndReport {
 }
 
 export type HelperMessage =
+  /** The helper's dialect (HELPER_DIALECT), first of all; a helper that sends none speaks dialect 1. */
+  | { type: 'hello'; dialect: number }
   | { type: 'log'; priority: number; text: string }
   | { type: 'stop' }
   | { type: 'end'; report: EndReport }
@@ -163,6 +176,12 @@ function oneLine(value: string, what: string): string {
 
 function parseMessage(type: number, payload: Buffer): HelperMessage {
   switch (type) {
+    case HelperMessageType.HELLO: {
+      if (payload.length !== HelperLimits.HELLO_SIZE) throw new HelperChannelError(`HELLO of ${payload.length} bytes`);
+      const dialect = payload.readUInt16BE(0);
+      if (dialect < 2) throw new HelperChannelError(`HELLO with dialect ${dialect}`);
+      return { type: 'hello', dialect };
+    }
     case HelperMessageType.LOG:
       if (payload.length < 1) throw new HelperChannelError('empty LOG');
       return { type: 'log', priority: Math.min(payload[0]!, 7), text: text(payload.subarray(1), HelperLimits.MAX_LOG_TEXT, 'LOG text') };
@@ -206,6 +225,13 @@ export class HelperDecoder {
   #fault: HelperChannelError | undefined;
   #stopSeen = false;
   #figuresSeen = false;
+  #count = 0;
+  #dialect = 1;
+
+  /** The helper's dialect: HELLO's, once its first message has come; 1 if that was anything else. */
+  get dialect(): number {
+    return this.#dialect;
+  }
 
   push(chunk: Buffer): HelperDecoded {
     const messages: HelperMessage[] = [];
@@ -235,6 +261,12 @@ export class HelperDecoder {
     this.#buffered = this.#buffered.subarray(HelperLimits.HEADER_SIZE + length);
     if (this.#ended) throw new HelperChannelError('a message after END');
     const message = parseMessage(type, payload);
+    // HELLO comes first or not at all: a helper names its dialect once, before anything it says in it.
+    if (message.type === 'hello') {
+      if (this.#count > 0) throw new HelperChannelError('HELLO after the first message');
+      this.#dialect = message.dialect;
+    }
+    this.#count += 1;
     if (message.type === 'end') this.#ended = true;
     if (message.type === 'pid') {
       if (this.#pidSeen) throw new HelperChannelError('a second PID');

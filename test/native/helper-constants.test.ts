@@ -5,6 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ErrorCode, FrameType, HEADER_SIZE, Limits } from '../../src/protocol/constants.ts';
 import { ALLOWED_SIGNALS, EndReasonCode, FIGURE_NAMES, HelperLimits, HelperMessageType } from '../../src/control/helper-channel.ts';
+import { GENERATED } from './helper-sources.ts';
 
 const header = (name: string) => readFileSync(fileURLToPath(new URL(`../../native/session/${name}`, import.meta.url)), 'utf8');
 
@@ -18,7 +19,8 @@ function enums(text: string): Map<string, number> {
   return found;
 }
 
-const protocol = enums(header('protocol.h'));
+// The protocol's constants are generated from src/protocol/ (scripts/helper-wire.ts): this checks the generator.
+const protocol = enums(readFileSync(`${GENERATED}wire.h`, 'utf8'));
 const control = enums(header('control.h'));
 
 test('frame types', () => {

@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { CFLAGS, NATIVE } from './helper-sources.ts';
 
-const NATIVE = fileURLToPath(new URL('../../native/session/', import.meta.url));
 const ALL_ONES = 2n ** 64n - 1n;
 let scratch: string;
 let driver: string;
@@ -17,7 +17,7 @@ let driver: string;
 test.before(() => {
   scratch = mkdtempSync(join(tmpdir(), 'opencode-pty-figures-'));
   driver = join(scratch, 'figures-driver');
-  execFileSync('cc', ['-std=c11', '-D_GNU_SOURCE', '-Wall', '-Wextra', '-Werror', '-O2', '-o', driver, fileURLToPath(new URL('./figures-driver.c', import.meta.url)), join(NATIVE, 'figures.c')]);
+  execFileSync('cc', [...CFLAGS, '-O2', '-o', driver, fileURLToPath(new URL('./figures-driver.c', import.meta.url)), join(NATIVE, 'figures.c')]);
 });
 
 test.after(() => rmSync(scratch, { recursive: true, force: true }));

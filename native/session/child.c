@@ -1,0 +1,150 @@
+// The program's lifecycle: forked onto the terminal's slave, reaped, hung up, and, when the session
+// ends while it still runs, ended in steps as the worker's stop ends it (src/worker/unit-stop.ts,
+// docs/architecture.md "Who ends a session"): the hang-up at once, SIGTERM (and SIGHUP again) to the
+// unit's processes after stop_timeout_ms, SIGKILL after twice that. A program that ignores the hang-up
+// and SIGTERM then cannot keep its unit alive after its worker is gone.
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "helper.h"
+
+int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+// The program must inherit nothing but its terminal; close_range(2) is one call where the kernel has it.
+void close_from(unsigned first) {
+#ifdef SYS_close_range
+  if (syscall(SYS_close_range, first, ~0U, 0) == 0) return;
+#endif
+  struct rlimit lim;
+  long max = getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY ? (long)lim.rlim_cur : 65536;
+  for (long fd = first; fd < max; fd++) close((int)fd);
+}
+
+static _Noreturn void run_child(int slave, char **argv, char **env) {
+  // Ignored signals and the blocked mask survive exec: give the program the defaults, not the helper's.
+  for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  // A new session whose controlling terminal is this one, so ^C and hang-ups reach the program.
+  if (setsid() < 0 || ioctl(slave, TIOCSCTTY, 0) < 0) _exit(126);
+  for (int fd = 0; fd < 3; fd++)
+    if (dup2(slave, fd) < 0) _exit(126);
+  close_from(3);
+  extern char **environ;
+  if (env) environ = env; // execvp searches the program's PATH, not the helper's
+  execvp(argv[0], argv);
+  int err = errno;
+  dprintf(2, TAG "%s: %s\n", argv[0], strerror(err)); // fd 2 is the terminal now: the user sees why
+  _exit(err == ENOENT ? 127 : 126);                    // as a shell does
+}
+
+// The child's pid, or -1 (errno set). `env` NULL: the helper's own environment.
+pid_t child_start(struct session *s, int slave, char **argv, char **env) {
+  pid_t pid = fork();
+  if (pid == 0) run_child(slave, argv, env);
+  if (pid > 0) s->child.pid = pid;
+  return pid;
+}
+
+void child_reap(struct session *s) {
+  struct child *child = &s->child;
+  if (child->done || child->pid <= 0) return;
+  for (;;) {
+    int status;
+    pid_t p = waitpid(child->pid, &status, WNOHANG);
+    if (p < 0 && errno == EINTR) continue;
+    if (p == child->pid) {
+      child->status = status;
+      child->done = true;
+    } else if (p < 0) { // cannot happen for our own child; do not wait forever for it
+      say(&s->worker, 3, "waitpid: %s", strerror(errno));
+      child->status = 1 << 8;
+      child->done = true;
+    }
+    return;
+  }
+}
+
+// SIGHUP to the program's process group, as a hang-up would; before the child's setsid() that
+// group does not exist yet, and the signal waits blocked in the child until it resets its mask.
+static void signal_program(const struct child *child, int sig) {
+  if (child->done || child->pid <= 0) return;
+  if (kill(-child->pid, sig) < 0 && errno == ESRCH) kill(child->pid, sig);
+}
+
+void child_hang_up(struct session *s) {
+  signal_program(&s->child, SIGHUP);
+}
+
+// The session is over and the program still runs: the terminal goes (the kernel hangs up its session,
+// as a closing terminal does), with SIGHUP to the program's group, and the next step is timed.
+void child_stop_begin(struct session *s) {
+  if (s->child.step != STEP_NONE) return;
+  if (s->master >= 0) close(s->master);
+  s->master = -1;
+  s->master_eof = true;
+  child_hang_up(s);
+  s->child.step = STEP_HUNG_UP;
+  s->child.next_step = now_ms() + s->stop_timeout_ms;
+}
+
+// The next step once it is due: SIGTERM, then SIGKILL, to the program and every other process of the
+// unit (cgroup.c). SIGTERM goes before the repeated hang-up, as the worker's stop sends them: readline
+// keeps one pending signal, and an interactive shell that ignores SIGTERM must see the SIGHUP last.
+void child_stop_step(struct session *s) {
+  if (s->child.step == STEP_NONE || s->child.next_step < 0 || now_ms() < s->child.next_step) return;
+  if (s->child.step == STEP_HUNG_UP) {
+    signal_program(&s->child, SIGTERM);
+    signal_unit_others(s, SIGTERM);
+    signal_program(&s->child, SIGHUP);
+    signal_unit_others(s, SIGHUP);
+    s->child.step = STEP_TERMINATED;
+    s->child.next_step = now_ms() + s->stop_timeout_ms;
+    return;
+  }
+  if (s->child.step == STEP_TERMINATED) {
+    signal_program(&s->child, SIGKILL);
+    if (s->child.pid > 0 && !s->child.done) kill(s->child.pid, SIGKILL);
+    signal_unit_others(s, SIGKILL);
+    s->child.step = STEP_KILLED;
+    s->child.next_step = -1; // SIGCHLD ends the wait
+  }
+}
+
+// ms until the next step (-1: none), for poll's timeout.
+int child_stop_timeout(const struct session *s) {
+  if (s->child.next_step < 0) return -1;
+  int64_t left = s->child.next_step - now_ms();
+  return left < 0 ? 0 : (int)left + 1;
+}
+
+// Exit as the program did, so systemd records the same ExecMainCode/ExecMainStatus for the unit.
+_Noreturn void exit_like(int status) {
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core); // the program may have dumped core; the helper must not
+    signal(sig, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    raise(sig);
+    exit(128 + sig); // only for a signal whose default action does not terminate
+  }
+  exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+}
