@@ -25,6 +25,10 @@ export class SessionRecord {
 
   started(): void {
     this.#startedAt = process.hrtime.bigint();
+    // A unit that ended while its start was still being confirmed (its program quicker than the PID's
+    // turn) is seen ended by the started session only now: durationUsec runs from the worker's learning
+    // the pid to its seeing the unit inactive (docs/protocol.md), never below zero.
+    if (this.#unitEndedAt !== undefined) this.#unitEndedAt = process.hrtime.bigint();
   }
 
   unitEnded(): void {

@@ -18,7 +18,7 @@ import { HelperLink, type HelperLinkEvents } from './helper-link.ts';
 import { ProgramPid } from './program-pid.ts';
 import { SessionRecord, type Ending } from './session-record.ts';
 import { startSession, type Started } from './session-start.ts';
-import { initialState, step, type SessionAction, type SessionEvent, type SessionState } from './session-state.ts';
+import { initialState, step, type Phase, type SessionAction, type SessionEvent, type SessionState } from './session-state.ts';
 import { asSessionError } from './start-errors.ts';
 import { UnitStop } from './unit-stop.ts';
 
@@ -33,6 +33,8 @@ export interface SessionDeps {
   log(message: string): void;
   /** The protocol version WELCOME named (default 1): the helper is told it, and the frames follow it. */
   version?: number;
+  /** Each event once the state machine has taken it, with the phase it left the session in (tests, tracing). */
+  onEvent?(event: SessionEvent, phase: Phase): void;
 }
 
 export class Session {
@@ -171,6 +173,7 @@ export class Session {
   #dispatch(event: SessionEvent): void {
     const { state, actions } = step(this.#state, event);
     this.#state = state;
+    this.#deps.onEvent?.(event, state.phase);
     for (const action of actions) this.#perform(action);
   }
 
