@@ -4,7 +4,7 @@
 // any 'drain': both are not sent.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { closeSync } from 'node:fs';
+import { closeSync, readdirSync, readFileSync } from 'node:fs';
 import { FdSocket } from '../../src/io/fd-socket.ts';
 import { native } from '../../src/native/binding.ts';
 import { endReason, failureReason, flushed, lastWrite, lastWriteAfterFailedLaunch, lastWriteFor, type SessionOutcome } from '../../src/worker/final-frame.ts';
@@ -112,6 +112,17 @@ test('by where the end was decided: the handshake\'s ERROR (none to a gone clien
   assert.equal(lastWriteFor({ ...outcome({ workerError: failed }), endedIn: 'starting', failure: failed }, false), { frame: { type: 'error', code: 8, message: 'session unit could not be started' }, reason: 'error' });
   assert.equal(lastWriteFor({ ...outcome({ workerError: failed }), endedIn: 'starting', failure: failed }, true), { reason: 'error' });
   assert.equal(lastWriteFor({ ...outcome({ report: report('exit'), exit }), endedIn: 'running' }, true), { remainder: undefined, frame: { type: 'exit', ...exit }, reason: 'exit' });
+});
+
+test('one writer of the last frame: the worker calls writeFinalFrame in one place, Session#finish', () => {
+  const dir = new URL('../../src/worker/', import.meta.url);
+  const calls = readdirSync(dir)
+    .filter((name) => name.endsWith('.ts'))
+    .flatMap((name) => [...readFileSync(new URL(name, dir), 'utf8').matchAll(/(?<!function )writeFinalFrame\(/g)].map(() => name));
+  assert.equal(calls, ['session.ts']);
+  const session = readFileSync(new URL('session.ts', dir), 'utf8');
+  const finish = session.slice(session.indexOf('async #finish('));
+  assert.ok(finish.slice(0, finish.indexOf('\n  }\n')).includes('writeFinalFrame('), 'inside #finish');
 });
 
 test('a write to a peer that has closed is not flushed', async () => {
