@@ -7,7 +7,7 @@ import type { EndReport } from '../control/helper-channel.ts';
 import type { ExitStatus } from '../systemd/unit-watch.ts';
 
 /** How a session ended, for its journal line and the broker (end-report.ts). */
-export type EndReason = 'exit' | 'stop' | 'client-gone' | 'error' | 'shutdown';
+export type EndReason = 'exit' | 'stop' | 'client-gone' | 'error' | 'shutdown' | 'released';
 
 export interface SessionOutcome {
   /** The client closed or reset its connection: it is sent nothing. */
@@ -89,6 +89,28 @@ export function lastWrite(outcome: SessionOutcome): LastWrite {
 export function lastWriteAfterFailedLaunch(outcome: SessionOutcome, failure: SessionError, helperNamedProgram: boolean): LastWrite {
   if (helperNamedProgram) return lastWrite(outcome);
   return outcome.clientGone ? {} : { frame: errorFrame(failure.wireCode, failure.message) };
+}
+
+/** What decides the last frame once the unit is inactive (session-state.ts holds it). */
+export interface FinalFacts extends SessionOutcome {
+  /** Where the end was decided: before the unit was asked for, during its start, or after. */
+  endedIn?: 'handshake' | 'starting' | 'running';
+  /** The start's failure, when it failed. */
+  failure?: SessionError;
+}
+
+/**
+ * The last write and the end's reason (pure), by where the end was decided: before the unit was asked
+ * for, the worker holds the client's write side (its ERROR, unless the client is gone); during the
+ * start, lastWriteAfterFailedLaunch; after it, lastWrite. `programNamed`: the helper sent its PID.
+ */
+export function lastWriteFor(facts: FinalFacts, programNamed: boolean): LastWrite & { reason: EndReason } {
+  const { failure } = facts;
+  if (facts.endedIn === 'handshake' && failure) {
+    return { ...(facts.clientGone ? {} : { frame: errorFrame(failure.wireCode, failure.message) }), reason: failureReason(facts) };
+  }
+  if (facts.endedIn === 'starting' && failure) return { ...lastWriteAfterFailedLaunch(facts, failure, programNamed), reason: failureReason(facts) };
+  return { ...lastWrite(facts), reason: endReason(facts) };
 }
 
 const UNMEASURED: Accounting = {

@@ -42,7 +42,6 @@ export class HelperLink {
   #buffer = Buffer.allocUnsafe(64 * 1024);
   #done = false;
   #logs = 0;
-  #failed = false;
 
   /** Takes ownership of `fd`, the worker's end of the control socketpair. */
   constructor(fd: number, events: HelperLinkEvents) {
@@ -116,13 +115,9 @@ export class HelperLink {
     this.#fd = -1;
   }
 
-  /** The helper sent something it never sends: whatever runs it is not our helper any more. */
-  get failed(): boolean {
-    return this.#failed;
-  }
-
+  /** The helper sent something it never sends: whatever runs it is not our helper any more (the
+   * session's state records it, session-state.ts `helper-lost`). */
   #fail(error: Error): void {
-    this.#failed = true;
     this.#stop();
     this.#events.failed(error);
   }

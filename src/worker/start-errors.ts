@@ -1,4 +1,5 @@
 // How a failure before the hand-off becomes the client's ERROR, and reads raced against an abort.
+import { isPeerGone } from '../io/io-error.ts';
 import { ErrorCode } from '../protocol/constants.ts';
 import { SessionError } from '../protocol/session-error.ts';
 
@@ -22,13 +23,14 @@ export async function raceAbort<T>(read: Promise<T>, aborted: Promise<never>, di
   }
 }
 
+/** A start's failure as the client's ERROR; what caused it stays its `cause` (the journal line names it, end-report.ts). */
 export function asSessionError(error: unknown): SessionError {
   if (error instanceof SessionError) return error;
   const code = (error as { code?: string })?.code;
   const message = (error as Error)?.message ?? String(error);
-  if (code === 'EOF' || code === 'CLOSED' || code === 'PEER_GONE') return new SessionError(ErrorCode.PROTOCOL, 'client closed before START');
+  if (isPeerGone(error)) return new SessionError(ErrorCode.PROTOCOL, 'client closed before START', { cause: error });
   if (code === 'UNIT_START_FAILED' || code === 'DBUS_ERROR' || code === 'DBUS_TIMEOUT') {
-    return new SessionError(ErrorCode.START_FAILED, `session unit could not be started: ${message}`);
+    return new SessionError(ErrorCode.START_FAILED, `session unit could not be started: ${message}`, { cause: error });
   }
-  return new SessionError(ErrorCode.INTERNAL, `session failed: ${message}`);
+  return new SessionError(ErrorCode.INTERNAL, `session failed: ${message}`, { cause: error });
 }

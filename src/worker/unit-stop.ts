@@ -1,5 +1,6 @@
 // A session unit's end as the worker drives it: watched until inactive, stopped at most once (after
-// STOP's signal steps when the client asks), its figures taken while its cgroup still exists.
+// STOP's signal steps when the client asks), its figures taken while its cgroup still exists. Its
+// end is told once, to `inactive` (the session's state machine takes it from there).
 import { unitStopWaitMs, type Config } from '../config/schema.ts';
 import type { Units } from '../systemd/bus-session.ts';
 import type { ExitStatus } from '../systemd/unit-watch.ts';
@@ -9,6 +10,10 @@ export interface UnitStopDeps {
   manager: Units;
   config: Config;
   log(message: string): void;
+  /** The unit is inactive (with its exit when systemd recorded it) or gone: by itself, or by our stop. */
+  inactive?(exit: ExitStatus | undefined): void;
+  /** The watch failed for another reason than our own stop. */
+  watchLost?(error: Error): void;
 }
 
 export class UnitStop {
@@ -17,11 +22,8 @@ export class UnitStop {
   /** The unit's figures, read before a stop of ours (MemoryCurrent goes with the cgroup). */
   #figures: Promise<SessionFigures> | undefined;
   #stopped: Promise<void> | undefined;
-  #stepping = false;
   #timers: NodeJS.Timeout[] = [];
-  #resolve: (exit: ExitStatus | undefined) => void = () => undefined;
-  /** Resolves when the unit is inactive (with its exit when systemd recorded it) or gone. */
-  readonly done = new Promise<ExitStatus | undefined>((resolve) => (this.#resolve = resolve));
+  #told = false;
 
   constructor(deps: UnitStopDeps) {
     this.#deps = deps;
@@ -31,9 +33,9 @@ export class UnitStop {
     return this.#name;
   }
 
-  /** A stop of ours (or STOP's steps) has begun. */
-  get stopping(): boolean {
-    return this.#stopped !== undefined || this.#stepping;
+  /** A stop of ours has begun. */
+  get stopped(): boolean {
+    return this.#stopped !== undefined;
   }
 
   /** The unit's name, once chosen (before it is started). */
@@ -41,15 +43,22 @@ export class UnitStop {
     this.#name = name;
   }
 
-  /** Watches the started unit; `lost` when the watch fails for another reason than our own stop. AddRef
-   * keeps the unit loaded after a fast exit, so this sees it even if it already happened. */
-  watch(lost: (error: Error) => void): void {
+  /** Watches the started unit. AddRef keeps the unit loaded after a fast exit, so this sees it even if
+   * it already happened. */
+  watch(): void {
     this.#deps.manager.waitForExit(this.#name!).then(
-      (exit) => this.#resolve(exit),
+      (exit) => this.#inactive(exit),
       (error: Error) => {
-        if (!this.#stopped) lost(error); // our own stop collected the unit: stop() resolves the end
+        if (!this.#stopped) this.#deps.watchLost?.(error); // our own stop collected the unit: stop() tells the end
       },
     );
+  }
+
+  /** The watch and our stop both see the end; whichever comes first tells it. */
+  #inactive(exit: ExitStatus | undefined): void {
+    if (this.#told) return;
+    this.#told = true;
+    this.#deps.inactive?.(exit);
   }
 
   /** systemd's figures, read once: before a stop of ours (while the cgroup still is, so MemoryCurrent
@@ -62,10 +71,10 @@ export class UnitStop {
   stop(): Promise<void> {
     void this.figures();
     this.#stopped ??= this.#deps.manager.stopAndWait(this.#name!, unitStopWaitMs(this.#deps.config)).then(
-      () => this.#resolve(undefined),
+      () => this.#inactive(undefined),
       (error: Error) => {
         this.#deps.log(`${this.#name}: stopping the session unit failed: ${error.message}`);
-        this.#resolve(undefined);
+        this.#inactive(undefined);
       },
     );
     return this.#stopped;
@@ -73,10 +82,9 @@ export class UnitStop {
 
   /** STOP: SIGTERM and SIGHUP to every process (the helper lives through both), SIGKILL to all but
    * the helper after stopTimeoutSec (`kill`: the helper does it, systemd 252's KillUnit cannot spare
-   * it), and the unit's stop as the backstop. The helper relays the last output, then reports "stop". */
+   * it), and the unit's stop as the backstop. The helper relays the last output, then reports "stop".
+   * Run once per session (its state machine's `stopping`). */
   async stopSteps(kill: () => void): Promise<void> {
-    if (this.#stepping) return;
-    this.#stepping = true;
     const { manager, config } = this.#deps;
     const stepMs = config.session.stopTimeoutSec * 1000;
     this.later(stepMs, kill);

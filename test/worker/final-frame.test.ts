@@ -1,7 +1,13 @@
-// The worker's last write after the hand-off, decided from the helper's report and systemd's view.
+// The worker's last write (final-frame.ts): which frame, decided from the helper's report and systemd's
+// view, and its bounded write. flushed(): "the kernel took it" only when it did. A send that fails
+// outright (the peer has closed) empties the queue at once, and one waiting for room fails without
+// any 'drain': both are not sent.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { endReason, failureReason, lastWrite, lastWriteAfterFailedLaunch, type SessionOutcome } from '../../src/worker/final-frame.ts';
+import { closeSync, readdirSync, readFileSync } from 'node:fs';
+import { FdSocket } from '../../src/io/fd-socket.ts';
+import { native } from '../../src/native/binding.ts';
+import { endReason, failureReason, flushed, lastWrite, lastWriteAfterFailedLaunch, lastWriteFor, type SessionOutcome } from '../../src/worker/final-frame.ts';
 import type { EndReport, HelperEndReason } from '../../src/control/helper-channel.ts';
 import { SessionError } from '../../src/protocol/session-error.ts';
 import { endRecord } from '../../src/worker/end-record.ts';
@@ -96,6 +102,52 @@ test('the end\'s reason: the client\'s going first, then a shutdown or error of 
   assert.is(failureReason(outcome({ workerError: shutdown, clientGone: true })), 'shutdown');
   assert.is(failureReason(outcome({ clientGone: true })), 'client-gone');
   assert.is(failureReason(outcome({ workerError: internal })), 'error');
+});
+
+test('by where the end was decided: the handshake\'s ERROR (none to a gone client), a failed launch\'s rule, or the report\'s', () => {
+  const timeout = new SessionError(7, 'handshake timeout: no START within the deadline');
+  assert.equal(lastWriteFor({ ...outcome({}), endedIn: 'handshake', failure: timeout }, false), { frame: { type: 'error', code: 7, message: 'handshake timeout: no START within the deadline' }, reason: 'error' });
+  assert.equal(lastWriteFor({ ...outcome({ clientGone: true }), endedIn: 'handshake', failure: timeout }, false), { reason: 'client-gone' });
+  const failed = new SessionError(8, 'session unit could not be started');
+  assert.equal(lastWriteFor({ ...outcome({ workerError: failed }), endedIn: 'starting', failure: failed }, false), { frame: { type: 'error', code: 8, message: 'session unit could not be started' }, reason: 'error' });
+  assert.equal(lastWriteFor({ ...outcome({ workerError: failed }), endedIn: 'starting', failure: failed }, true), { reason: 'error' });
+  assert.equal(lastWriteFor({ ...outcome({ report: report('exit'), exit }), endedIn: 'running' }, true), { remainder: undefined, frame: { type: 'exit', ...exit }, reason: 'exit' });
+});
+
+test('one writer of the last frame: the worker calls writeFinalFrame in one place, Session#finish', () => {
+  const dir = new URL('../../src/worker/', import.meta.url);
+  const calls = readdirSync(dir)
+    .filter((name) => name.endsWith('.ts'))
+    .flatMap((name) => [...readFileSync(new URL(name, dir), 'utf8').matchAll(/(?<!function )writeFinalFrame\(/g)].map(() => name));
+  assert.equal(calls, ['session.ts']);
+  const session = readFileSync(new URL('session.ts', dir), 'utf8');
+  const finish = session.slice(session.indexOf('async #finish('));
+  assert.ok(finish.slice(0, finish.indexOf('\n  }\n')).includes('writeFinalFrame('), 'inside #finish');
+});
+
+test('a write to a peer that has closed is not flushed', async () => {
+  const [ours, theirs] = native().socketpair();
+  closeSync(theirs);
+  const socket = new FdSocket(ours);
+  socket.on('error', () => undefined);
+  socket.write(Buffer.from('STARTED'));
+  assert.is(await flushed(socket, 5000), false);
+  socket.close();
+});
+
+test('a queue waiting for room whose peer then closes is not flushed, and says so before the deadline', async () => {
+  const [ours, theirs] = native().socketpair();
+  const socket = new FdSocket(ours);
+  socket.on('error', () => undefined);
+  // More than the socket buffers hold: the rest waits in our queue for room that never comes.
+  socket.write(Buffer.alloc(4 * 1024 * 1024));
+  assert.ok(socket.writableLength > 0, 'part of it waits');
+  const result = flushed(socket, 60_000);
+  closeSync(theirs);
+  const started = Date.now();
+  assert.is(await result, false);
+  assert.ok(Date.now() - started < 30_000, 'not the deadline');
+  socket.close();
 });
 
 test.run();

@@ -98,6 +98,9 @@ export class WorkerProcess {
       for (const waiter of this.#waiters.splice(0)) waiter();
     });
     this.control.on('end', () => this.control.close());
+    // A worker that exits with a message of ours unread (a shutdown racing its own end) resets the
+    // channel: POLLERR after every byte it sent was read (fd-socket.ts), an end like EOF, not a crash.
+    this.control.on('error', () => this.control.close());
   }
 
   waitFor<T extends WorkerMessage['type']>(type: T): Promise<Extract<WorkerMessage, { type: T }>> {

@@ -9,7 +9,7 @@ import { encodeFrame } from '../../src/protocol/index.ts';
 import { HelperMessageType } from '../../src/control/helper-channel.ts';
 import type { WorkerMessage } from '../../src/control/broker-worker.ts';
 import type { Units } from '../../src/systemd/bus-session.ts';
-import { Session } from '../../src/worker/session.ts';
+import { Session, type SessionDeps } from '../../src/worker/session.ts';
 
 export const sessionConfig = testConfig({ client: { user: 'agent', group: 'agent', uid: 1500, gid: 1500, service: null }, requireClientUnit: false });
 
@@ -47,6 +47,8 @@ export interface SessionOptions {
   report?: (message: WorkerMessage) => void;
   /** The protocol version WELCOME named (1 by default). */
   version?: number;
+  /** Each event the session's state machine takes. */
+  onEvent?: SessionDeps['onEvent'];
 }
 
 /**
@@ -65,6 +67,7 @@ export function runSession(manager: Units, options: SessionOptions = {}) {
     report: options.report ?? (() => undefined),
     log: () => undefined,
     version: options.version,
+    onEvent: options.onEvent,
   });
   const ended = session.run();
   if (options.start === false) return { session, clientFd, ended, serverIdentity, dirIdentity: undefined, cleanUp: () => rmSync(dir, { recursive: true }) };

@@ -210,6 +210,40 @@ test('a broker shutdown ends the session with an ERROR and no unit', async () =>
   await expectNoUnits(sandbox, worker);
 });
 
+// Ends that meet (docs/architecture.md "When ends meet") with the real unit and helper: the order is
+// the machine's, so either documented frame may come, but exactly one, last, and no unit is left.
+function lastFrames(client: RawClient) {
+  return client.frames.filter((frame) => frame.type === 'exit' || frame.type === 'stopped' || frame.type === 'error');
+}
+
+test('a shutdown racing the program\'s exit: exactly one last frame, EXIT or ERROR SHUTDOWN, and no unit', async () => {
+  const { worker, client } = await startSession(sandbox, workDir, ['/bin/sh', '-c', 'echo up; read line; exit 3']);
+  await client.waitForOutput('up');
+  client.send({ type: 'input', data: Buffer.from('\r') });
+  worker.shutdown();
+  await client.closed();
+  const last = lastFrames(client);
+  assert.is(last.length, 1, JSON.stringify(last));
+  assert.is(client.frames.at(-1), last[0], 'nothing after it');
+  const frame = last[0]!;
+  assert.ok((frame.type === 'exit' && frame.status === 3) || (frame.type === 'error' && frame.code === ErrorCode.SHUTDOWN), JSON.stringify(frame));
+  await expectNoUnits(sandbox, worker);
+});
+
+test('STOP racing the program\'s exit: exactly one last frame, EXIT or STOPPED, and no unit', async () => {
+  const { worker, client } = await startSession(sandbox, workDir, ['/bin/sh', '-c', 'echo up; read line; exit 3']);
+  await client.waitForOutput('up');
+  client.send({ type: 'input', data: Buffer.from('\r') });
+  client.send({ type: 'stop' });
+  await client.closed();
+  const last = lastFrames(client);
+  assert.is(last.length, 1, JSON.stringify(last));
+  assert.is(client.frames.at(-1), last[0], 'nothing after it');
+  const frame = last[0]!;
+  assert.ok((frame.type === 'exit' && frame.status === 3) || frame.type === 'stopped', JSON.stringify(frame));
+  await expectNoUnits(sandbox, worker);
+});
+
 test('a killed worker: the unit name was reported before STARTED, and stopping that name leaves no unit', async () => {
   const { worker, client } = await startSession(sandbox, workDir, ['/bin/sh', '-c', 'echo up; exec sleep 100']);
   await client.waitForOutput('up');

@@ -1,8 +1,31 @@
-// A read raced against the session's abort: what a losing read still yields is discarded, never kept.
+// A start's failures as the client's ERROR (their cause kept for the journal), and a read raced
+// against the session's abort: what a losing read still yields is discarded, never kept.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { raceAbort } from '../../src/worker/start-errors.ts';
+import { IoError } from '../../src/io/io-error.ts';
+import { ErrorCode } from '../../src/protocol/constants.ts';
+import { SessionError } from '../../src/protocol/session-error.ts';
+import { SystemdError } from '../../src/systemd/errors.ts';
+import { asSessionError, raceAbort } from '../../src/worker/start-errors.ts';
 import { deferred } from '../deferred.ts';
+
+test('a start\'s failure becomes the client\'s ERROR and keeps what caused it', () => {
+  const gone = new IoError('EOF', 'peer closed');
+  const closed = asSessionError(gone);
+  assert.is(closed.wireCode, ErrorCode.PROTOCOL);
+  assert.is(closed.message, 'client closed before START');
+  assert.is(closed.cause, gone);
+  const reset = asSessionError(Object.assign(new Error('read failed'), { code: 'ECONNRESET' }));
+  assert.is(reset.wireCode, ErrorCode.PROTOCOL, 'every code that says the peer went away (io-error.ts isPeerGone)');
+  const job = new SystemdError('UNIT_START_FAILED', 'start job ended "failed"', { jobResult: 'failed' });
+  const failed = asSessionError(job);
+  assert.is(failed.wireCode, ErrorCode.START_FAILED);
+  assert.is(failed.cause, job);
+  const odd = new TypeError('x is not a function');
+  assert.is(asSessionError(odd).cause, odd);
+  const own = new SessionError(ErrorCode.BAD_START, 'bad');
+  assert.is(asSessionError(own), own, 'a SessionError is already the client\'s');
+});
 
 test('a read that completes after the abort won hands its result to discard', async () => {
   const read = deferred<{ cwdFd: number }>();

@@ -10,7 +10,7 @@ let sandbox: Sandbox;
 let workDir: string;
 
 test.before(async () => {
-  ({ sandbox, workDir } = await bootWorkerSandbox('worker-version2'));
+  ({ sandbox, workDir } = await bootWorkerSandbox('worker-protocol-versions'));
 });
 
 test.after(async () => {

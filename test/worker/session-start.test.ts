@@ -1,6 +1,6 @@
-// The session counts as started on the helper's PID message once systemd has announced the helper's
-// fork, without waiting for the start job's end (JobRemoved comes only after the helper's exec: ≈2 ms
-// of every start); the helper writes STARTED itself. A job that fails before the helper's PID still
+// A session's start (session-start.ts). The session counts as started on the helper's PID message once
+// systemd has announced the helper's fork, without waiting for the start job's end (JobRemoved comes
+// only after the helper's exec: ≈2 ms of every start); the helper writes STARTED itself. A job that fails before the helper's PID still
 // fails the start with the worker's ERROR, once the unit is gone.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';

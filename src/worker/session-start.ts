@@ -1,0 +1,128 @@
+// A session's start, from START to the helper naming its program: read START frame-exact within the
+// handshake deadline, re-check the peer, ask for the unit with ENV and GO (STARTED) queued, and wait for
+// systemd's fork and the helper's PID. Every wait is raced against the session's abort.
+import { randomBytes } from 'node:crypto';
+import type { FdSocket } from '../io/fd-socket.ts';
+import { closeQuietly } from '../io/fds.ts';
+import { passRights } from '../io/pass-rights.ts';
+import { ErrorCode, encodeFrame, type FrameOf } from '../protocol/index.ts';
+import { SessionError } from '../protocol/session-error.ts';
+import { unitNameFor } from '../systemd/unit-names.ts';
+import { programLabel } from '../systemd/unit-text.ts';
+import type { PeerIdentity } from '../control/broker-worker.ts';
+import { recheckPeer } from '../identity/peer-recheck.ts';
+import { openHelperLink, type HelperLink, type HelperLinkEvents } from './helper-link.ts';
+import { unsafeHelper } from './helper-path.ts';
+import { receiveStart } from './receive-start.ts';
+import { raceAbort, settled } from './start-errors.ts';
+import { startedTemplate, type ProgramPid } from './program-pid.ts';
+import { planStart } from './start-plan.ts';
+import type { SessionRecord } from './session-record.ts';
+import type { SessionDeps } from './session.ts';
+import type { UnitStop } from './unit-stop.ts';
+import { startUnit, unlessJobFails } from './unit-start.ts';
+
+export interface StartContext {
+  client: FdSocket;
+  pidfd: number;
+  peer: PeerIdentity;
+  deps: SessionDeps;
+  version: number;
+  units: UnitStop;
+  programPid: ProgramPid;
+  record: SessionRecord;
+  /** Settles once the session no longer waits for its start (the error, if the abort has one). */
+  aborted: Promise<SessionError | undefined>;
+  /** What is left until START must be in; `deadline` is called then. */
+  deadlineMs: number;
+  deadline(): void;
+  helperEvents: HelperLinkEvents;
+  /** The unit is about to be asked for: from the helper's fork on, it may hold the client's write side. */
+  launched(link: HelperLink): void;
+  /** Resolves once the unit is inactive or gone. */
+  unitDone: Promise<unknown>;
+  /** A stop of ours has begun (a late job failure is then ours, not news). */
+  stopping(): boolean;
+}
+
+/** What the started session's journal line and the broker's report need. */
+export interface Started {
+  mainPid: number;
+  unit: string;
+  frame: FrameOf<'start'>;
+}
+
+/** Runs the start; resolves once the helper named its program, rejects with why it did not. */
+export async function startSession(context: StartContext): Promise<Started> {
+  const aborted = context.aborted.then((error) => {
+    throw error ?? new SessionError(ErrorCode.INTERNAL, 'session ended before its start');
+  });
+  aborted.catch(() => undefined);
+  const deadline = setTimeout(context.deadline, context.deadlineMs);
+  let start;
+  try {
+    start = await raceAbort(receiveStart(context.client), aborted, (late) => closeQuietly(late.cwdFd));
+  } finally {
+    clearTimeout(deadline);
+  }
+  // START was the one frame that carries a descriptor: from here the client's sends of one fail.
+  passRights(context.client.fd, false);
+  try {
+    return await Promise.race([settled(launch(context, start.frame, start.cwdFd)), aborted]);
+  } finally {
+    closeQuietly(start.cwdFd);
+  }
+}
+
+async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: number): Promise<Started> {
+  const { deps, units, version, programPid } = context;
+  const { config, manager, helperPath } = deps;
+  const unsafe = unsafeHelper(helperPath);
+  if (unsafe) throw new SessionError(ErrorCode.INTERNAL, `the session helper is not installed safely: ${unsafe}`);
+  const name = unitNameFor(randomBytes(16), config.unitPrefix);
+  units.named(name);
+  // The broker learns the name first, so it can stop the unit even if this process dies mid-start.
+  deps.report({ type: 'unit', name });
+  recheckPeer(context.client.fd, context.pidfd, context.peer);
+  const { dropped, envMessage, spec } = planStart(frame, config, helperPath, version);
+  context.record.program = programLabel(frame.argv[0]!);
+  // Names only, quoted: the client's values never reach the journal.
+  if (dropped.length > 0) deps.log(`${name}: environment names not passed to the program: ${JSON.stringify(dropped)}`);
+  // STARTED goes with GO: the helper writes it itself right after its fork (it alone knows the
+  // program's pid then), so the first output waits for no turn of ours (AddRef keeps a fast end
+  // visible to the watch below).
+  const started = encodeFrame(startedTemplate(version, name, dropped), version);
+  const { link, helperEnd } = openHelperLink(envMessage, started, context.helperEvents);
+  context.launched(link);
+  const start = startUnit(manager, name, spec, { cwdFd, clientFd: context.client.fd, helperEnd }, context.aborted);
+  const { job } = start;
+  // From the helper's fork on, its control channel is read; the session counts as started once it
+  // names its program (Type=exec: a helper that runs has been exec'd, so its job ends "done").
+  const mainPid = await start.mainPid;
+  units.watch();
+  link.start();
+  const confirmed = programPid.confirm(version, mainPid, name, {
+    // What the helper sent before its unit ended is read first: a fast failure has its report.
+    unitDone: context.unitDone.then(() => link.readAvailable()),
+    timeoutMs: config.limits.operationTimeoutMs,
+  });
+  try {
+    await unlessJobFails(confirmed, job);
+  } catch (error) {
+    // A program that exits at once with a status of systemd's own range (200..243) fails the job
+    // (start-outcome.ts); if the helper had named it, it has written STARTED: the session ran, and
+    // it ends as any started session does, as for any job failure seen after the start.
+    link.readAvailable();
+    if (!programPid.known) throw error;
+    await confirmed;
+  }
+  context.record.started();
+  // After this the unit's own end decides the session; a late job failure is only told, unless
+  // our own stop (a hang-up, a report, a shutdown in the few ms before JobRemoved) cancelled it.
+  job.catch((error: Error) => {
+    if (!context.stopping()) deps.log(`${name}: the start job failed after the program started: ${error.message}`);
+  });
+  // The call went out long before: the fork it announced came after its reply.
+  start.release();
+  return { mainPid, unit: name, frame };
+}

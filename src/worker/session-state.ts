@@ -1,0 +1,235 @@
+// A session's lifecycle on the worker's side as one pure state machine: step(state, event) updates the
+// facts and returns what to do; checkDone() (every step ends in it, as systemd-run's
+// run_context_check_done() after every event) alone moves a session to `final`, once, with `finish`:
+// the one place its last frame is written (session.ts). docs/architecture.md "A session's states".
+import { ErrorCode } from '../protocol/constants.ts';
+import { SessionError } from '../protocol/session-error.ts';
+import type { EndReport } from '../control/helper-channel.ts';
+import type { ExitStatus } from '../systemd/unit-watch.ts';
+import type { SessionFigures } from './accounting.ts';
+
+/** In order; a session only ever moves forward through them (a failure may skip some). */
+export const PHASES = ['handshake', 'starting', 'running', 'draining', 'final', 'done'] as const;
+export type Phase = (typeof PHASES)[number];
+
+export type SessionEvent =
+  /** The unit has been asked for: from its helper's fork on, the client's write side may be the helper's. */
+  | { type: 'launched' }
+  /** systemd announced the helper's fork and the helper named its program (the helper wrote STARTED). */
+  | { type: 'started' }
+  /** A session unit that already runs was taken over (kept sessions): watched, never started, no STARTED. */
+  | { type: 'adopted' }
+  /** The start failed (a bad START, the unit's start job, no PID in time, …). */
+  | { type: 'start-failed'; error: SessionError }
+  /** No START within the handshake deadline. */
+  | { type: 'deadline' }
+  /** The client hung up (POLLRDHUP/POLLHUP) or its socket failed. */
+  | { type: 'client-gone' }
+  /** The worker's own end: the broker's shutdown, or a failure of ours. */
+  | { type: 'worker-end'; error: SessionError }
+  /** The unit's watch failed for another reason than our own stop. */
+  | { type: 'watch-lost'; error: SessionError }
+  /** The helper relayed the client's STOP. */
+  | { type: 'helper-stop' }
+  /** The helper's reading of its cgroup, right before its END report. */
+  | { type: 'helper-figures'; figures: SessionFigures }
+  /** The helper's END report: the data phase is over, the client's write side is the worker's again. */
+  | { type: 'helper-end'; report: EndReport }
+  /** The helper broke its control channel's rules: nothing more is read from it. */
+  | { type: 'helper-lost' }
+  /** The unit is inactive (with its exit when systemd recorded one) or gone, by itself or by our stop. */
+  | { type: 'unit-inactive'; exit?: ExitStatus }
+  /** Leave the unit running and its helper with the client: no stop, no last frame (kept sessions). */
+  | { type: 'release' }
+  /** The last frame is written (or not) and everything of the session is closed. */
+  | { type: 'finished' };
+
+export type EventType = SessionEvent['type'];
+
+/** Every event type, for the exhaustive table test (a type error here when one is missing). */
+export const EVENT_TYPES = [
+  'launched',
+  'started',
+  'adopted',
+  'start-failed',
+  'deadline',
+  'client-gone',
+  'worker-end',
+  'watch-lost',
+  'helper-stop',
+  'helper-figures',
+  'helper-end',
+  'helper-lost',
+  'unit-inactive',
+  'release',
+  'finished',
+] as const satisfies readonly EventType[];
+type Unlisted = Exclude<EventType, (typeof EVENT_TYPES)[number]>;
+const everyEventListed: [Unlisted] extends [never] ? true : never = true;
+void everyEventListed;
+
+export type SessionAction =
+  /** End the start's waits (the START read, the unit's start), with this error. */
+  | { type: 'abort-start'; error?: SessionError }
+  /** Tell the broker the end is decided (its slot may be waited for). */
+  | { type: 'report-finishing' }
+  | { type: 'report-started' }
+  /** TERMINATE to the helper: it ends at a frame boundary and reports "terminated". */
+  | { type: 'terminate' }
+  /** TERMINATE, and the unit's stop after stopTimeoutSec (at once if TERMINATE cannot be sent). */
+  | { type: 'end-helper' }
+  | { type: 'stop-unit' }
+  /** STOP's signal steps (unit-stop.ts stopSteps). */
+  | { type: 'stop-steps' }
+  /** systemd's figures, read now while the cgroup still is (the helper sent none of its own). */
+  | { type: 'read-figures' }
+  /** The unit is inactive: read the helper's channel to EAGAIN, write the one last frame, clean up. */
+  | { type: 'finish' }
+  /** Close our side and leave the unit running. */
+  | { type: 'release' };
+
+/** Which rule decides the last frame (final-frame.ts lastWriteFor): where the end was decided. */
+export type EndedIn = 'handshake' | 'starting' | 'running';
+
+export interface SessionState {
+  phase: Phase;
+  endedIn?: EndedIn;
+  /** The start's failure: the ERROR when the worker still holds the client's write side. */
+  failure?: SessionError;
+  /** Why the worker itself ended the session (shutdown, a lost unit watch, a failed start). */
+  workerError?: SessionError;
+  /** The client closed or reset its connection: it is sent nothing. */
+  clientGone: boolean;
+  /** The helper's END report, the first and only one. */
+  report?: EndReport;
+  helperFigures?: SessionFigures;
+  /** The helper broke its channel's rules: this process is not reused. */
+  helperFailed: boolean;
+  unitEnded: boolean;
+  /** How systemd saw the unit's main process end, when it recorded it. */
+  exit?: ExitStatus;
+  /** STOP's steps have begun (they run once). */
+  stopping: boolean;
+  /** The session was released, not ended. */
+  released: boolean;
+}
+
+export interface Step {
+  state: SessionState;
+  actions: SessionAction[];
+}
+
+export function initialState(): SessionState {
+  return { phase: 'handshake', clientGone: false, helperFailed: false, unitEnded: false, stopping: false, released: false };
+}
+
+const before = (phase: Phase, than: Phase) => PHASES.indexOf(phase) < PHASES.indexOf(than);
+
+/** The abort of a start the client left (its error is never sent: the client is gone). */
+const clientLeft = () => new SessionError(ErrorCode.INTERNAL, 'session ended before its start');
+
+/**
+ * The end decided before the unit was asked for (the worker holds the write side: its ERROR goes out
+ * at once), or once it was (the helper may hold it: TERMINATE behind GO, the unit stopped, and the
+ * last frame waits for the unit's end; docs/architecture.md "The token rule" 2).
+ */
+function failStart(state: SessionState, failure: SessionError, abort: boolean, abortError?: SessionError): Step {
+  const actions: SessionAction[] = abort ? [{ type: 'abort-start', error: abortError }] : [];
+  if (state.phase === 'handshake') {
+    return { state: { ...state, phase: 'final', endedIn: 'handshake', failure }, actions: [...actions, { type: 'report-finishing' }, { type: 'finish' }] };
+  }
+  const next: SessionState = { ...state, phase: 'draining', endedIn: 'starting', failure, workerError: state.workerError ?? failure };
+  return { state: next, actions: [...actions, { type: 'report-finishing' }, { type: 'terminate' }, { type: 'stop-unit' }] };
+}
+
+/** Applies one event; pure. Every event in every phase has a row in test/worker/session-state.test.ts. */
+export function step(state: SessionState, event: SessionEvent): Step {
+  if (state.phase === 'done') return { state, actions: [] };
+  const { state: next, actions } = apply(state, event);
+  return checkDone(next, actions);
+}
+
+function apply(state: SessionState, event: SessionEvent): Step {
+  const { phase } = state;
+  const same: Step = { state, actions: [] };
+  const startingOrBefore = phase === 'handshake' || phase === 'starting';
+  switch (event.type) {
+    case 'launched':
+      return phase === 'handshake' ? { state: { ...state, phase: 'starting' }, actions: [] } : same;
+    case 'started':
+      return phase === 'starting' ? { state: { ...state, phase: 'running' }, actions: [{ type: 'report-started' }] } : same;
+    case 'adopted':
+      return phase === 'handshake' ? { state: { ...state, phase: 'running' }, actions: [] } : same;
+    case 'start-failed':
+      return startingOrBefore ? failStart(state, event.error, false) : same;
+    case 'deadline': {
+      if (phase !== 'handshake') return same;
+      const error = new SessionError(ErrorCode.HANDSHAKE_TIMEOUT, 'handshake timeout: no START within the deadline');
+      return failStart(state, error, true, error);
+    }
+    case 'client-gone': {
+      if (state.clientGone || !before(phase, 'final')) return same;
+      const gone = { ...state, clientGone: true };
+      if (startingOrBefore) return failStart(gone, clientLeft(), true);
+      // The end is decided now, not when the unit's stop is over: the client may start again at once.
+      return { state: gone, actions: [{ type: 'stop-unit' }] };
+    }
+    case 'worker-end': {
+      if (startingOrBefore) return failStart({ ...state, workerError: state.workerError ?? event.error }, event.error, true, event.error);
+      // A failed start is already ending as the worker's own end; a final session is past it.
+      if (!before(phase, 'final') || state.endedIn === 'starting') return same;
+      return { state: { ...state, workerError: state.workerError ?? event.error }, actions: [{ type: 'end-helper' }] };
+    }
+    case 'watch-lost':
+      if (phase === 'handshake' || !before(phase, 'final')) return same;
+      return { state: { ...state, workerError: state.workerError ?? event.error }, actions: [{ type: 'terminate' }, { type: 'stop-unit' }] };
+    case 'helper-stop':
+      // The client may have STARTED (the helper's) and sent STOP before this worker saw the PID.
+      if (state.stopping || (phase !== 'starting' && phase !== 'running')) return same;
+      return { state: { ...state, stopping: true }, actions: [{ type: 'stop-steps' }] };
+    case 'helper-figures':
+      return state.helperFigures ? same : { state: { ...state, helperFigures: event.figures }, actions: [] };
+    case 'helper-end': {
+      if (state.report || phase === 'handshake') return same;
+      const actions: SessionAction[] = [];
+      // Without the helper's own figures, systemd's are read now, while its cgroup still is.
+      if (!state.helperFigures) actions.push({ type: 'read-figures' });
+      // After exit or stop the helper ends by itself; otherwise the program may outlive the hang-up.
+      if (event.report.reason !== 'exit' && event.report.reason !== 'stop') actions.push({ type: 'stop-unit' });
+      return { state: { ...state, report: event.report }, actions };
+    }
+    case 'helper-lost':
+      return state.helperFailed ? same : { state: { ...state, helperFailed: true }, actions: [] };
+    case 'unit-inactive':
+      if (state.unitEnded) return same;
+      return { state: { ...state, unitEnded: true, exit: event.exit }, actions: [] };
+    case 'release':
+      return phase === 'running' ? { state: { ...state, phase: 'done', released: true }, actions: [{ type: 'release' }] } : same;
+    case 'finished':
+      return phase === 'final' ? { state: { ...state, phase: 'done' }, actions: [] } : same;
+  }
+}
+
+/**
+ * The one decision of "done", after every event: a running session whose data phase is over (the
+ * helper's report, the client's going) is draining, and the broker is told; a running or draining
+ * session whose unit is inactive is final, once, and `finish` writes its last frame. A start still
+ * under way is decided by its own end (`started` or `start-failed`), which sees the unit's end first.
+ */
+export function checkDone(state: SessionState, actions: SessionAction[]): Step {
+  const over = state.report !== undefined || state.clientGone;
+  if (state.phase === 'running' && (over || state.unitEnded)) {
+    const phase = state.unitEnded ? 'final' : 'draining';
+    return { state: { ...state, phase, endedIn: 'running' }, actions: [...toldFirst(actions), ...(phase === 'final' ? [FINISH] : [])] };
+  }
+  if (state.phase === 'draining' && state.unitEnded) return { state: { ...state, phase: 'final' }, actions: [...actions, FINISH] };
+  return { state, actions };
+}
+
+const FINISH: SessionAction = { type: 'finish' };
+
+/** The broker hears of the end before anything is done about it (after STARTED, when this very event started the session). */
+function toldFirst(actions: SessionAction[]): SessionAction[] {
+  const started = actions.filter((action) => action.type === 'report-started');
+  return [...started, { type: 'report-finishing' }, ...actions.filter((action) => action.type !== 'report-started')];
+}

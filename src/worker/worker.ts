@@ -1,0 +1,168 @@
+// A worker process's life once it has its config: one reader of the broker's control channel, the
+// sessions it hands over run one at a time, and after each the decision to serve another or exit.
+import { native } from '../native/binding.ts';
+import type { FdSocket } from '../io/fd-socket.ts';
+import { deferredDrains } from '../io/peer-close.ts';
+import { closeAll } from '../io/fds.ts';
+import type { Config } from '../config/schema.ts';
+import { ErrorCode, LATEST_VERSION, PROTOCOL_VERSION } from '../protocol/constants.ts';
+import type { Units } from '../systemd/bus-session.ts';
+import { readControl, sendControl } from '../control/worker-end.ts';
+import type { LogFields, LogLevel } from '../log.ts';
+import { sessionFields } from '../log.ts';
+import { SessionError } from '../protocol/session-error.ts';
+import { describeEnd } from './end-report.ts';
+import { Session } from './session.ts';
+
+type Received = Awaited<ReturnType<typeof readControl>>;
+type SessionMessage = Extract<Received['message'], { type: 'session' }>;
+
+/** What decides whether a worker may serve another session (mayServeAnother). */
+export interface ReuseFacts {
+  /** The session's unit is gone and every fd of it closed (its cleanup did not fail). */
+  clean: boolean;
+  /** Its helper broke the control channel's rules. */
+  helperFailed: boolean;
+  /** Descriptors of a peer still closing on threads of their own, and drains deferred to them. */
+  pendingCloses: number;
+  deferredDrains: number;
+  /** The broker asked us to stop, or is gone. */
+  closing: boolean;
+  /** Sessions served so far, this one included, and the bound. */
+  served: number;
+  sessionsPerWorker: number;
+  /** The broker offered reuse for this session (the session message's `reuse`). */
+  offered: boolean;
+}
+
+/**
+ * Reusable only after a clean end: the unit gone, every fd of the session closed. A peer's descriptor
+ * still closing on a thread of its own (a FUSE FLUSH never answered) may hold this process for good: it
+ * ends, and its slot stays taken until it has (broker.ts #adopt). Nor after a helper that broke its
+ * control channel: nothing it sent is known to be harmless to the next session of this process, and a
+ * fresh worker costs one start. Bounded by `limits.sessionsPerWorker`, so nothing a session leaves
+ * behind in this process can pile up for long. Pure.
+ */
+export function mayServeAnother(facts: ReuseFacts): boolean {
+  if (!facts.clean || facts.helperFailed || facts.closing || !facts.offered) return false;
+  if (facts.pendingCloses !== 0 || facts.deferredDrains !== 0) return false;
+  return facts.served < facts.sessionsPerWorker;
+}
+
+export interface WorkerDeps {
+  control: FdSocket;
+  config: Config;
+  /** The session helper's path as the units see it. */
+  helperPath: string;
+  log(message: string, fields?: LogFields, level?: LogLevel): void;
+}
+
+/**
+ * A worker serves one session at a time, and after a clean end it may serve the next: a Node start
+ * (`node -e 0`: 80–120 ms here) costs more CPU than a whole short session (≈43 ms from connect to
+ * EXIT, warm), so a worker per start made starts in a row wait for the next spare to boot.
+ */
+export class Worker {
+  #deps: WorkerDeps;
+  #closing = false;
+  #session: Session | undefined;
+  #next: (received: Received | undefined) => void = () => undefined;
+
+  constructor(deps: WorkerDeps) {
+    this.#deps = deps;
+  }
+
+  get closing(): boolean {
+    return this.#closing;
+  }
+
+  get helperPath(): string {
+    return this.#deps.helperPath;
+  }
+
+  /** A shutdown, the broker gone (EOF) or a reset: the running session ends, or the idle worker. */
+  shutdown(): void {
+    this.#closing = true;
+    if (this.#session) this.#session.end('shutdown', new SessionError(ErrorCode.SHUTDOWN, 'supervisor is shutting down'));
+    else this.#next(undefined);
+  }
+
+  /** Serves sessions until the broker stops us; resolves with the process's exit code. `lost`: the
+   * control channel's reader failed (the broker is gone). */
+  async serve(manager: Units, lost: (error: Error) => void): Promise<number> {
+    const { control, config } = this.#deps;
+    void this.#read().catch(lost);
+    for (let served = 0; ; ) {
+      const received = await new Promise<Received | undefined>((resolve) => {
+        this.#next = resolve;
+        if (this.#closing) return resolve(undefined);
+        sendControl(control, { type: 'ready' });
+      });
+      this.#next = () => undefined;
+      if (!received || received.message.type !== 'session') break;
+      const message = received.message;
+      const ran = await this.#runSession(received, message, manager);
+      this.#session = undefined;
+      served += 1;
+      const reusable = mayServeAnother({
+        clean: ran.clean,
+        helperFailed: ran.helperFailed,
+        pendingCloses: native().pendingCloses(),
+        deferredDrains: deferredDrains(),
+        closing: this.#closing,
+        served,
+        sessionsPerWorker: config.limits.sessionsPerWorker,
+        offered: message.reuse === true,
+      });
+      sendControl(control, { type: 'ended', reason: ran.reason, reusable });
+      if (!ran.clean) return 1;
+      if (!reusable) break;
+    }
+    return 0;
+  }
+
+  /** One reader for the whole life of the process: a session message while idle starts a session. */
+  async #read(): Promise<void> {
+    const { control, log } = this.#deps;
+    for (;;) {
+      const next = await readControl(control);
+      if (next.message.type === 'shutdown') this.shutdown();
+      else if (next.message.type !== 'session') {
+        // The config comes first or never (main.ts receiveConfig); anything else here is the broker's bug.
+        closeAll(next.fds);
+        log(`an unexpected ${next.message.type} message on the control channel; ignored`, undefined, 'error');
+      } else if (this.#session || this.#closing) {
+        // A session while one runs is the broker's bug; refuse it without touching the running one.
+        closeAll(next.fds);
+        log('a session was handed over while another runs; closing it', undefined, 'error');
+      } else this.#next(next);
+    }
+  }
+
+  /** Runs one handed-over session to its end; `clean` when its unit is gone and nothing of it is left. */
+  async #runSession(received: Received, message: SessionMessage, manager: Units): Promise<{ reason: string; clean: boolean; helperFailed: boolean }> {
+    const { control, config, helperPath, log } = this.#deps;
+    const [clientFd, pidfd] = received.fds as [number, number];
+    const { peer, deadlineMs, version = PROTOCOL_VERSION } = message;
+    if (!Number.isInteger(version) || version < PROTOCOL_VERSION || version > LATEST_VERSION) throw new Error(`the broker chose protocol version ${version}, which this worker does not speak`);
+    const session: Session = new Session(clientFd, pidfd, peer, deadlineMs, {
+      manager,
+      config,
+      helperPath,
+      version,
+      report: (report) => sendControl(control, report),
+      // Every line about the session carries its unit and peer, so `journalctl SESSION_UNIT=…` finds them all.
+      log: (line) => log(line, { ...sessionFields(session.unit), PEER_PID: peer.pid, PEER_UID: peer.uid }),
+    });
+    this.#session = session;
+    try {
+      const reason = await session.run();
+      log(`session ${session.unit ?? '(none)'} ended: ${session.ending ? describeEnd(session.ending) : reason}`, { ...sessionFields(session.unit), RESULT: reason });
+      return { reason, clean: true, helperFailed: session.helperFailed };
+    } catch (error) {
+      // Stopping the unit failed: the broker sees this report (or our exit) and stops the unit itself.
+      log(`session ${session.unit ?? ''} could not be cleaned up: ${(error as Error).message}`, sessionFields(session.unit), 'error');
+      return { reason: 'cleanup-failed', clean: false, helperFailed: session.helperFailed };
+    }
+  }
+}
