@@ -1,7 +1,7 @@
 // The worker↔session-helper control channel (the helper's fd 2 at start; native/session/control.h):
 // frames of 1 byte type, 4 bytes payload length (big-endian), payload. The helper runs as the client's
 // user, so everything it sends is untrusted: known types and reasons only, bounded sizes, strict UTF-8.
-import { ErrorCode } from '../protocol/constants.ts';
+import { ErrorCode } from '../protocol/index.ts';
 
 export const HelperMessageType = {
   GO: 0x01, // worker → helper: the client socket's write side is the helper's; a payload is the STARTED frame it writes first

@@ -3,8 +3,7 @@
 // session helper's word (its FIGURES go to its client's end record only). A figure systemd cannot give
 // (no controller, accounting off, gone with the cgroup) is left out, never logged as zero.
 import { createLogger, sessionFields, wireCodeName, type LogFields, type Logger } from '../log.ts';
-import type { UnitManager } from '../systemd/unit-manager.ts';
-import type { ExitStatus } from '../systemd/unit-watch.ts';
+import type { UnitManager, ExitStatus } from '../systemd/index.ts';
 
 
 /** Service-interface figures of systemd 252 (org.freedesktop.systemd1(5)); MemoryPeak needs 255. */

@@ -2,7 +2,7 @@
 // (the helper's reading of its cgroup, else systemd's) and what crossed the connection as the session
 // helper counted it. A figure nobody could measure is null (sent as 2^64-1), never 0. Pure.
 import type { Accounting } from '../protocol/index.ts';
-import type { EndReport } from '../control/helper-channel.ts';
+import type { EndReport } from '../control/index.ts';
 import type { SessionFigures } from './accounting.ts';
 
 /** The wire carries figures up to 2^53 (a decoder refuses more); beyond that a figure is unavailable. */

@@ -1,8 +1,7 @@
 // One journal line per session end, with its reason: the wire code and text of an error, the exit
 // status of a program, so a failure before STARTED is never just "ended: error".
-import { ErrorCode } from '../protocol/constants.ts';
-import type { SessionError } from '../protocol/session-error.ts';
-import type { ExitStatus } from '../systemd/unit-watch.ts';
+import { ErrorCode, type SessionError } from '../protocol/index.ts';
+import type { ExitStatus } from '../systemd/index.ts';
 
 export interface EndFacts {
   reason: string;

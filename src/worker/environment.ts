@@ -3,7 +3,7 @@
 // user lacks; what must not pass is what systemd sets for a unit (socket activation, notify, the journal). The
 // helper gets none of it (it reads the environment from its control channel and hands it to execve(2) only).
 // The operator may instead allow only named variables.
-import type { SessionConfig } from '../config/schema.ts';
+import type { SessionConfig } from '../config/index.ts';
 import { checkEnvUnique, ErrorCode, SessionError, type EnvEntry } from '../protocol/index.ts';
 
 export type EnvironmentMode = 'pass' | 'allowlist';

@@ -1,10 +1,9 @@
 // A session's end on the wire: what the worker writes once the unit is inactive (pure decision), and
 // the bounded write of it ahead of anything queued.
-import type { FdSocket } from '../io/fd-socket.ts';
-import { ErrorCode, encodeFrame, errorFrame, type Accounting, type Frame } from '../protocol/index.ts';
-import type { SessionError } from '../protocol/session-error.ts';
-import type { EndReport } from '../control/helper-channel.ts';
-import type { ExitStatus } from '../systemd/unit-watch.ts';
+import type { FdSocket } from '../io/index.ts';
+import { ErrorCode, encodeFrame, errorFrame, type Accounting, type Frame, type SessionError } from '../protocol/index.ts';
+import type { EndReport } from '../control/index.ts';
+import type { ExitStatus } from '../systemd/index.ts';
 
 /** How a session ended, for its journal line and the broker (end-report.ts). */
 export type EndReason = 'exit' | 'stop' | 'client-gone' | 'error' | 'shutdown' | 'released';

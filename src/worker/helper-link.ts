@@ -1,13 +1,10 @@
 // The worker's end of the control channel to its session helper: commands out, untrusted messages in.
 // Read with recvmsg on our own watcher (never libuv's read, which would drop a stray fd unseen), and
 // readable to EAGAIN on demand: once the unit is inactive, what is not there now will never come.
-import { native, type FdWatcher } from '../native/binding.ts';
-import { closeQuietly, closeReceived } from '../io/fds.ts';
-import { closePeer } from '../io/peer-close.ts';
-import { HelperChannelError, HelperDecoder, HelperLimits, encodeCommand, encodeGo, type HelperMessage } from '../control/helper-channel.ts';
-import { passRights } from '../io/pass-rights.ts';
-import { ErrorCode } from '../protocol/constants.ts';
-import { SessionError } from '../protocol/session-error.ts';
+import { native, type FdWatcher } from '../native/index.ts';
+import { closeQuietly, closeReceived, closePeer, passRights } from '../io/index.ts';
+import { HelperChannelError, HelperDecoder, HelperLimits, encodeCommand, encodeGo, type HelperMessage } from '../control/index.ts';
+import { ErrorCode, SessionError } from '../protocol/index.ts';
 
 export interface HelperLinkEvents {
   message(message: HelperMessage): void;

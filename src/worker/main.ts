@@ -1,13 +1,10 @@
 // Worker process: the wiring. Its config (from the environment, or the broker's first message), its
 // own bus connection, a warm-up, then the Worker (worker.ts) serves sessions until the broker stops it.
-import { native } from '../native/binding.ts';
-import { FdSocket } from '../io/fd-socket.ts';
-import { isPeerGone } from '../io/io-error.ts';
-import type { Config } from '../config/schema.ts';
-import { UnitManager } from '../systemd/unit-manager.ts';
-import { openBusSession } from '../systemd/bus-session.ts';
-import { readControl } from '../control/worker-end.ts';
-import { BUS_ADDRESS_ENV, WORKER_CONFIG_ENV } from '../control/broker-worker.ts';
+import { native } from '../native/index.ts';
+import { FdSocket, isPeerGone } from '../io/index.ts';
+import type { Config } from '../config/index.ts';
+import { UnitManager, openBusSession } from '../systemd/index.ts';
+import { readControl, BUS_ADDRESS_ENV, WORKER_CONFIG_ENV } from '../control/index.ts';
 import { helperPath } from './helper-path.ts';
 import { warmUp } from './warm-up.ts';
 import { Worker } from './worker.ts';

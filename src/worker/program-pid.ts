@@ -3,9 +3,7 @@
 // bounds-checked (helper-channel.ts) and taken once; it can only misname a process of the client's own
 // user to the client, and a session whose helper does is ended.
 import { readFileSync } from 'node:fs';
-import { ErrorCode } from '../protocol/constants.ts';
-import type { Frame } from '../protocol/frames.ts';
-import { SessionError } from '../protocol/session-error.ts';
+import { ErrorCode, type Frame, SessionError } from '../protocol/index.ts';
 
 export class ProgramPid {
   #pid: number | undefined;

@@ -1,10 +1,8 @@
 // Reads START frame-exact, so the cwd fd can only arrive with START's own bytes, and checks that fd.
 import { readFileSync } from 'node:fs';
-import type { FdSocket } from '../io/fd-socket.ts';
-import { closeReceived } from '../io/fds.ts';
-import { native } from '../native/binding.ts';
-import { ErrorCode, FrameType, HEADER_SIZE, parseHeader, parsePayload, isProtocolError, type ErrorCodeValue, type FrameOf } from '../protocol/index.ts';
-import { SessionError } from '../protocol/session-error.ts';
+import { type FdSocket, closeReceived } from '../io/index.ts';
+import { native } from '../native/index.ts';
+import { ErrorCode, FrameType, HEADER_SIZE, parseHeader, parsePayload, isProtocolError, type ErrorCodeValue, type FrameOf, SessionError } from '../protocol/index.ts';
 
 /** Control space for this many fds, as the earlier supervisor had (8 + 1): more than one is seen, not truncated. */
 export const START_CONTROL_FDS = 9;

@@ -1,10 +1,8 @@
 // What a session leaves for the record: its program and times, version 2's end record for its client,
 // and root's journal line at its end (systemd's figures there, never the helper's).
-import type { Accounting } from '../protocol/index.ts';
-import type { EndReport } from '../control/helper-channel.ts';
-import type { PeerIdentity } from '../control/broker-worker.ts';
-import type { SessionError } from '../protocol/session-error.ts';
-import type { ExitStatus } from '../systemd/unit-watch.ts';
+import type { EndReport, PeerIdentity } from '../control/index.ts';
+import type { Accounting, SessionError } from '../protocol/index.ts';
+import type { ExitStatus } from '../systemd/index.ts';
 import { logSessionEnd, type SessionFigures } from './accounting.ts';
 import { endRecord } from './end-record.ts';
 import type { EndReason } from './final-frame.ts';

@@ -2,15 +2,11 @@
 // handshake deadline, re-check the peer, ask for the unit with ENV and GO (STARTED) queued, and wait for
 // systemd's fork and the helper's PID. Every wait is raced against the session's abort.
 import { randomBytes } from 'node:crypto';
-import type { FdSocket } from '../io/fd-socket.ts';
-import { closeQuietly } from '../io/fds.ts';
-import { passRights } from '../io/pass-rights.ts';
-import { ErrorCode, encodeFrame, type FrameOf } from '../protocol/index.ts';
-import { SessionError } from '../protocol/session-error.ts';
-import { unitNameFor } from '../systemd/unit-names.ts';
-import { programLabel } from '../systemd/unit-text.ts';
-import type { PeerIdentity } from '../control/broker-worker.ts';
-import { recheckPeer } from '../identity/peer-recheck.ts';
+import { type FdSocket, closeQuietly, passRights } from '../io/index.ts';
+import { ErrorCode, encodeFrame, type FrameOf, SessionError } from '../protocol/index.ts';
+import { unitNameFor, programLabel } from '../systemd/index.ts';
+import type { PeerIdentity } from '../control/index.ts';
+import { recheckPeer } from '../identity/index.ts';
 import { openHelperLink, type HelperLink, type HelperLinkEvents } from './helper-link.ts';
 import { unsafeHelper } from './helper-path.ts';
 import { receiveStart } from './receive-start.ts';

@@ -2,10 +2,9 @@
 // facts and returns what to do; checkDone() (every step ends in it, as systemd-run's
 // run_context_check_done() after every event) alone moves a session to `final`, once, with `finish`:
 // the one place its last frame is written (session.ts). docs/architecture.md "A session's states".
-import { ErrorCode } from '../protocol/constants.ts';
-import { SessionError } from '../protocol/session-error.ts';
-import type { EndReport } from '../control/helper-channel.ts';
-import type { ExitStatus } from '../systemd/unit-watch.ts';
+import { ErrorCode, SessionError } from '../protocol/index.ts';
+import type { EndReport } from '../control/index.ts';
+import type { ExitStatus } from '../systemd/index.ts';
 import type { SessionFigures } from './accounting.ts';
 
 /** In order; a session only ever moves forward through them (a failure may skip some). */

@@ -4,14 +4,11 @@
 // frame. The client socket's write side passes like a token: worker (handshake) → GO, queued with
 // STARTED before the unit is asked for → helper (STARTED, data phase) → END report → worker (the last
 // frame, once the unit is inactive). docs/architecture.md "The token rule", "A session's states".
-import type { Config } from '../config/schema.ts';
-import { FdSocket } from '../io/fd-socket.ts';
-import { closeQuietly } from '../io/fds.ts';
-import { ErrorCode, PROTOCOL_VERSION, type ErrorCodeValue } from '../protocol/index.ts';
-import { SessionError } from '../protocol/session-error.ts';
-import type { Units } from '../systemd/bus-session.ts';
-import type { PeerIdentity, WorkerMessage } from '../control/broker-worker.ts';
-import type { HelperMessage } from '../control/helper-channel.ts';
+import type { Config } from '../config/index.ts';
+import { FdSocket, closeQuietly } from '../io/index.ts';
+import { ErrorCode, PROTOCOL_VERSION, type ErrorCodeValue, SessionError } from '../protocol/index.ts';
+import type { Units } from '../systemd/index.ts';
+import type { PeerIdentity, WorkerMessage, HelperMessage } from '../control/index.ts';
 import { figuresFrom } from './accounting.ts';
 import { lastWriteFor, writeFinalFrame, type EndReason } from './final-frame.ts';
 import { HelperLink, type HelperLinkEvents } from './helper-link.ts';

@@ -1,7 +1,6 @@
 // How a failure before the hand-off becomes the client's ERROR, and reads raced against an abort.
-import { isPeerGone } from '../io/io-error.ts';
-import { ErrorCode } from '../protocol/constants.ts';
-import { SessionError } from '../protocol/session-error.ts';
+import { isPeerGone } from '../io/index.ts';
+import { ErrorCode, SessionError } from '../protocol/index.ts';
 
 /** A promise raced against an abort: its later rejection (a read ended by our close) is expected. */
 export function settled<T>(promise: Promise<T>): Promise<T> {

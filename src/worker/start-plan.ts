@@ -1,10 +1,9 @@
 // What a START asks of the worker, decided before any unit exists (pure): the program's environment
 // as its ENV message, the names dropped, and the unit's spec less its descriptors. A misfit starts nothing.
-import type { Config } from '../config/schema.ts';
-import { encodeEnv } from '../control/helper-channel.ts';
+import type { Config } from '../config/index.ts';
+import { encodeEnv } from '../control/index.ts';
 import { ErrorCode, SessionError, type FrameOf } from '../protocol/index.ts';
-import { programLabel } from '../systemd/unit-text.ts';
-import type { SessionUnitSpec } from '../systemd/unit-properties.ts';
+import { programLabel, type SessionUnitSpec } from '../systemd/index.ts';
 import { environmentPolicy, programEnvironment } from './environment.ts';
 
 export interface StartPlan {

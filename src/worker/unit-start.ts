@@ -1,11 +1,8 @@
 // The session unit's start, as far as the worker waits for it: the StartTransientUnit call with our
 // own copies of the session's descriptors, and the helper's PID as soon as systemd announces its fork.
-import { closeQuietly } from '../io/fds.ts';
-import { drainPeer } from '../io/peer-close.ts';
-import { native } from '../native/binding.ts';
-import type { Units } from '../systemd/bus-session.ts';
-import type { StartedSession } from '../systemd/unit-manager.ts';
-import type { SessionUnitSpec } from '../systemd/unit-properties.ts';
+import { closeQuietly, drainPeer } from '../io/index.ts';
+import { native } from '../native/index.ts';
+import type { Units, StartedSession, SessionUnitSpec } from '../systemd/index.ts';
 import { settled } from './start-errors.ts';
 
 export interface UnitStart {

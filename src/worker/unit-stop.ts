@@ -1,9 +1,8 @@
 // A session unit's end as the worker drives it: watched until inactive, stopped at most once (after
 // STOP's signal steps when the client asks), its figures taken while its cgroup still exists. Its
 // end is told once, to `inactive` (the session's state machine takes it from there).
-import { unitStopWaitMs, type Config } from '../config/schema.ts';
-import type { Units } from '../systemd/bus-session.ts';
-import type { ExitStatus } from '../systemd/unit-watch.ts';
+import { unitStopWaitMs, type Config } from '../config/index.ts';
+import type { Units, ExitStatus } from '../systemd/index.ts';
 import { readSessionFigures, type SessionFigures } from './accounting.ts';
 
 export interface UnitStopDeps {

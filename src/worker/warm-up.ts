@@ -2,13 +2,9 @@
 // each function the first time it runs (7 ms for the D-Bus codec alone on these machines), and that
 // should not happen while a client waits for STARTED. Nothing is sent and nothing is kept.
 import { randomBytes } from 'node:crypto';
-import type { Config } from '../config/schema.ts';
+import type { Config } from '../config/index.ts';
 import { HEADER_SIZE, PROTOCOL_VERSION, encodeFrame, parseHeader, parsePayload } from '../protocol/index.ts';
-import { warmUpCodec } from '../systemd/dbus-connection.ts';
-import { unitMatchRules } from '../systemd/match-rules.ts';
-import { unitNameFor } from '../systemd/unit-names.ts';
-import { sessionUnitProperties } from '../systemd/unit-properties.ts';
-import { programLabel } from '../systemd/unit-text.ts';
+import { warmUpCodec, unitMatchRules, unitNameFor, sessionUnitProperties, programLabel } from '../systemd/index.ts';
 import { environmentPolicy, programEnvironment } from './environment.ts';
 
 /** Never throws: a failed warm-up only means the first session compiles as it goes. */

@@ -1,16 +1,13 @@
 // A worker process's life once it has its config: one reader of the broker's control channel, the
 // sessions it hands over run one at a time, and after each the decision to serve another or exit.
-import { native } from '../native/binding.ts';
-import type { FdSocket } from '../io/fd-socket.ts';
-import { deferredDrains } from '../io/peer-close.ts';
-import { closeAll } from '../io/fds.ts';
-import type { Config } from '../config/schema.ts';
-import { ErrorCode, LATEST_VERSION, PROTOCOL_VERSION } from '../protocol/constants.ts';
-import type { Units } from '../systemd/bus-session.ts';
-import { readControl, sendControl } from '../control/worker-end.ts';
+import { native } from '../native/index.ts';
+import { type FdSocket, deferredDrains, closeAll } from '../io/index.ts';
+import type { Config } from '../config/index.ts';
+import { ErrorCode, LATEST_VERSION, PROTOCOL_VERSION, SessionError } from '../protocol/index.ts';
+import type { Units } from '../systemd/index.ts';
+import { readControl, sendControl } from '../control/index.ts';
 import type { LogFields, LogLevel } from '../log.ts';
 import { sessionFields } from '../log.ts';
-import { SessionError } from '../protocol/session-error.ts';
 import { describeEnd } from './end-report.ts';
 import { Session } from './session.ts';
 
