@@ -85,7 +85,12 @@ export class Session {
     // listener would end this root process instead. The worker never reads after START: hang-ups
     // (POLLRDHUP, POLLHUP) are all it watches for.
     this.#client.on('error', () => this.#dispatch({ type: 'client-gone' }));
-    this.#client.on('hangup', () => this.#dispatch({ type: 'client-gone' }));
+    // While START is read, a half-close is answered (docs/protocol.md "Handshake"): the read in
+    // progress ends in EOF and the start fails PROTOCOL, written to a peer that can still read it. From
+    // the launch on, a hang-up ends the session (a hang-up seen before it is taken up at the launch).
+    this.#client.on('hangup', () => {
+      if (this.#state.phase !== 'handshake') this.#dispatch({ type: 'client-gone' });
+    });
   }
 
   get unit(): string | undefined {
@@ -136,6 +141,7 @@ export class Session {
       launched: (link) => {
         this.#helper = link;
         this.#dispatch({ type: 'launched' });
+        if (this.#client.hungUp) this.#dispatch({ type: 'client-gone' });
       },
       unitDone: this.#unitDone,
       stopping: () => this.#state.stopping || this.#units.stopped,

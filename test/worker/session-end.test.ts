@@ -8,7 +8,7 @@ import { closeSync } from 'node:fs';
 import type { WorkerMessage } from '../../src/control/broker-worker.ts';
 import { HelperMessageType } from '../../src/control/helper-channel.ts';
 import { native } from '../../src/native/binding.ts';
-import { ErrorCode, type Frame } from '../../src/protocol/index.ts';
+import { ErrorCode, encodeFrame, type Frame } from '../../src/protocol/index.ts';
 import { SessionError } from '../../src/protocol/session-error.ts';
 import type { Units } from '../../src/systemd/bus-session.ts';
 import { SystemdError } from '../../src/systemd/errors.ts';
@@ -54,7 +54,7 @@ function session(stopAndWait: Units['stopAndWait'], options: SessionOptions = {}
   };
   const { clientFd, ended, cleanUp } = runSession(manager, { ...options, report });
   clientEnd = clientFd;
-  return { client: new FrameClient(clientFd), ended, job, asked: asked.promise, reports, beforeLastFrame: () => beforeLastFrame, cleanUp };
+  return { client: new FrameClient(clientFd), clientFd, ended, job, asked: asked.promise, reports, beforeLastFrame: () => beforeLastFrame, cleanUp };
 }
 
 /** Whether `promise` has settled by now (microtasks and pending I/O callbacks run). */
@@ -92,6 +92,21 @@ test('no START within the deadline: one `finishing`, then HANDSHAKE_TIMEOUT', as
   assert.is(client.first('error')!.code, ErrorCode.HANDSHAKE_TIMEOUT);
   client.close();
   cleanUp();
+});
+
+test('START cut short, then a half-close: ERROR PROTOCOL to the peer that can still read it (docs/protocol.md), no unit asked for', async () => {
+  for (const cut of [0, 1, 4, 5, 12]) {
+    const { client, ended, reports, cleanUp, clientFd } = session(async () => undefined, { start: false });
+    const start = encodeFrame({ type: 'start', rows: 24, cols: 80, cwdDev: 1n, cwdIno: 1n, argv: ['/bin/true'], env: [] });
+    if (cut > 0) assert.is(native().sendmsg(clientFd, start, 0, cut, []), cut);
+    native().shutdown(clientFd, 'write');
+    assert.is(await ended, 'error', `cut at ${cut}`);
+    await client.frame('error');
+    assert.is(client.first('error')!.code, ErrorCode.PROTOCOL, `cut at ${cut}`);
+    assert.equal(reports, ['finishing'], `cut at ${cut}: no unit asked for`);
+    client.close();
+    cleanUp();
+  }
 });
 
 test('a session that ran: `finishing` once, after `started`, before the unit is collected', async () => {
