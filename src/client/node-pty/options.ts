@@ -8,8 +8,13 @@ export interface IPtyForkOptions {
   name?: string;
   cols?: number;
   rows?: number;
-  /** Opened here as a directory and handed over (default: process.cwd()). */
+  /** Opened here as a directory and handed over (default: process.cwd()). One that cannot be opened
+   * fails the session visibly (a reason line, then onExit), as node-pty's chdir failure does. */
   cwd?: string;
+  /** true: a `cwd` that is not a directory (gone since) is replaced by the program's $HOME (else the
+   * caller's home), as opencode's own default does. Off by default: a program would run where the
+   * caller did not ask. */
+  cwdFallbackToHome?: boolean;
   /** The program's environment (default: process.env); the supervisor filters it (docs/configuration.md). */
   env?: Record<string, string | undefined>;
   /** 'utf8' (default): onData gets strings, decoded across chunk boundaries. null: Buffers. */
@@ -28,13 +33,14 @@ export interface ResolvedOptions {
   cols: number;
   rows: number;
   cwd: string;
+  cwdFallbackToHome: boolean;
   env: Record<string, string>;
   encoding: 'utf8' | null;
   socketPath: string;
   timeoutMs: number | undefined;
 }
 
-const ACCEPTED = new Set(['name', 'cols', 'rows', 'cwd', 'env', 'encoding', 'handleFlowControl', 'socketPath', 'timeoutMs']);
+const ACCEPTED = new Set(['name', 'cols', 'rows', 'cwd', 'env', 'encoding', 'handleFlowControl', 'socketPath', 'timeoutMs', 'cwdFallbackToHome']);
 
 /** node-pty options that cannot apply to a session the supervisor runs, and why. */
 const REFUSED: Record<string, string> = {
@@ -83,7 +89,7 @@ export function resolveOptions(file: unknown, args: unknown, options: unknown, e
     if (why !== undefined) throw invalid(`option ${key} is not supported: ${why}`);
     if (!ACCEPTED.has(key)) throw invalid(`unknown option ${key}`);
   }
-  const { name = 'xterm', cwd = process.cwd(), encoding = 'utf8', handleFlowControl = false, timeoutMs } = given;
+  const { name = 'xterm', cwd = process.cwd(), encoding = 'utf8', handleFlowControl = false, timeoutMs, cwdFallbackToHome = false } = given;
   const socketPath = given.socketPath ?? defaultSocketPath(env);
   if (typeof name !== 'string' || name === '') throw invalid('name must be a non-empty string');
   if (typeof cwd !== 'string' || cwd === '') throw invalid('cwd must be a non-empty string');
@@ -91,6 +97,7 @@ export function resolveOptions(file: unknown, args: unknown, options: unknown, e
   if (encoding !== null && encoding !== 'utf8' && encoding !== 'utf-8') {
     throw invalid(`encoding ${String(encoding)} is not supported: use 'utf8' or null`);
   }
+  if (typeof cwdFallbackToHome !== 'boolean') throw invalid('cwdFallbackToHome must be a boolean');
   if (handleFlowControl !== false) throw invalid('handleFlowControl is not supported: use pause()/resume()');
   if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !(timeoutMs >= 0))) {
     throw invalid('timeoutMs must be a number of milliseconds, 0 or more');
@@ -112,6 +119,7 @@ export function resolveOptions(file: unknown, args: unknown, options: unknown, e
     cols,
     rows,
     cwd,
+    cwdFallbackToHome,
     env: programEnv,
     encoding: encoding === null ? null : 'utf8',
     socketPath,

@@ -1,12 +1,14 @@
 // One terminal with node-pty's IPty surface over a supervisor session: synchronous to create, queued until
 // STARTED, one onExit after all output, credit as its pause()/resume().
 import { EventEmitter } from 'node:events';
-import { constants } from 'node:os';
+import { statSync } from 'node:fs';
+import { constants, homedir } from 'node:os';
 import { StringDecoder } from 'node:string_decoder';
 import { connect } from '../client.ts';
 import { ClientError } from '../client-error.ts';
 import type { Session, SessionEnd } from '../session.ts';
 import { FAILURE_EXIT, exitEvent, type IExitEvent } from './exit-shape.ts';
+import { failureLine } from './failure-line.ts';
 import { checkSize, type ResolvedOptions } from './options.ts';
 
 export interface IDisposable {
@@ -156,7 +158,8 @@ export class Terminal extends EventEmitter {
   }
 
   async #start(): Promise<void> {
-    const { socketPath, argv, cwd, env, timeoutMs } = this.#options;
+    const { socketPath, argv, env, timeoutMs } = this.#options;
+    const cwd = this.#workingDirectory();
     const timeout = timeoutMs === undefined ? {} : { timeoutMs };
     let session: Session;
     try {
@@ -176,6 +179,18 @@ export class Terminal extends EventEmitter {
     for (const bytes of this.#queued.splice(0)) session.write(bytes);
     this.#queuedBytes = 0;
     for (const signo of this.#signalsQueued.splice(0)) session.signal(signo);
+  }
+
+  /** The cwd asked for; with cwdFallbackToHome, $HOME when it is not a directory (any more). */
+  #workingDirectory(): string {
+    const { cwd, cwdFallbackToHome, env } = this.#options;
+    if (!cwdFallbackToHome) return cwd;
+    try {
+      if (statSync(cwd).isDirectory()) return cwd;
+    } catch {
+      // Gone, or not reachable: the fallback applies.
+    }
+    return env.HOME || homedir();
   }
 
   #wire(session: Session): void {
@@ -199,9 +214,16 @@ export class Terminal extends EventEmitter {
     if (this.#paused) output.pause();
   }
 
-  /** The supervisor refused or failed the session, or the connection broke: 'error', then onExit. */
+  /** The supervisor refused or failed the session, or the connection broke: 'error', the reason as one
+   * line of output (what a caller that shows only onData sees, as node-pty's chdir failure), then onExit. */
   #fail(error: unknown): void {
     this.#emitError(error);
+    if (!this.#exitReported) {
+      const rest = this.#decoder?.end();
+      if (rest) this.#emitSafe('data', rest);
+      const line = failureLine(error);
+      this.#emitSafe('data', this.#options.encoding === null ? Buffer.from(line, 'utf8') : line);
+    }
     this.#exit(FAILURE_EXIT);
   }
 
