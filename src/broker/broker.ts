@@ -1,7 +1,7 @@
 // The accept-broker: every connection's way in, in the earlier supervisor's order (the checks at
 // accept in accept-gate.ts, the handshake and hand-off in connection.ts); the connections in
 // handshake and the live sessions; idle exit; shutdown. Nothing after start-up is fatal.
-import { type Config, unitStopWaitMs } from '../config/index.ts';
+import { type Config, stoppingSessionBoundMs, unitStopWaitMs } from '../config/index.ts';
 import { closeQuietly, FdSocket, passRights } from '../io/index.ts';
 import type { Logger } from '../log.ts';
 import { ErrorCode, type ErrorCodeValue } from '../protocol/index.ts';
@@ -84,6 +84,7 @@ export class Broker {
     this.#gate = new AcceptGate({ config: deps.config, admission: this.#admission, service: this.#service });
     this.#connections = {
       handshakeTimeoutMs: limits.handshakeTimeoutMs,
+      slotWaitMs: stoppingSessionBoundMs(deps.config),
       clientService: deps.config.requireClientUnit ? this.#service : undefined,
       cgroupOf: pidfdCgroupNow,
       admission: this.#admission,

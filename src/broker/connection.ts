@@ -1,6 +1,6 @@
 // One admitted connection, from HELLO to its hand-off to a worker, in the order of
 // docs/architecture.md "The order of checks": HELLO and version, the peer inside the client unit,
-// a session slot (waited for while a finishing session frees one), WELCOME, a provisional "inside"
+// a session slot (waited for while a finishing or stopping session frees one), WELCOME, a provisional "inside"
 // confirmed, a worker, the hand-off. Every refusal is one ERROR frame; whichever way out, the slots
 // it held are freed and what it owns is closed.
 import { closeQuietly, type FdSocket, IoError, passRights } from '../io/index.ts';
@@ -22,12 +22,15 @@ export type HandOffWorker = Pick<WorkerHandle, 'child' | 'handOff' | 'shutdown'>
 
 export interface ConnectionDeps<W extends HandOffWorker = WorkerHandle> {
   handshakeTimeoutMs: number;
+  /** The longest wait for a finishing session's slot (config stoppingSessionBoundMs): what a stopping
+   * session can take until its unit is gone. The handshake deadline is paused meanwhile. */
+  slotWaitMs: number;
   /** The client service, when the peer must be inside it (config.requireClientUnit). */
   clientService: Pick<ClientService, 'service' | 'containsProvisionally'> | undefined;
   /** The peer's cgroup now, through its pidfd (pidfdCgroupNow). */
   cgroupOf(pidfd: number): string;
   admission: Pick<Admission, 'release'>;
-  slots: Pick<SessionSlots, 'tryTake' | 'take'>;
+  slots: Pick<SessionSlots, 'tryTake' | 'take' | 'max'>;
   refusals: Pick<RefusalReporter, 'note'>;
   takeWorker(): Promise<W>;
   /** The worker now runs the session, which holds `slot` from now on (LiveSessions.adopt). */
@@ -36,10 +39,6 @@ export interface ConnectionDeps<W extends HandOffWorker = WorkerHandle> {
   nextId(): number;
   log: Logger;
 }
-
-/** How much of the client's deadline a start may spend waiting for a finishing session's slot: the
- * rest is left for its START. */
-const SLOT_WAIT_SHARE = 0.5;
 
 /** Resolves (with nothing) once `socket` is closed. */
 function closing(socket: FdSocket): Promise<undefined> {
@@ -65,8 +64,17 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
     refuseSocket(socket, ErrorCode.HANDSHAKE_TIMEOUT, 'handshake timeout');
   };
   let deadline = setTimeout(onDeadline, handshakeTimeoutMs);
-  /** The client's time so far; waiting for our own worker is not the client's time. */
-  let clientMs = 0;
+  /** Time since accept that was not the client's: waiting for a finishing session's slot or our own worker. */
+  let pausedMs = 0;
+  /** Stops the deadline for a wait of ours; the returned call restarts it with what is left of the client's time. */
+  const pause = () => {
+    clearTimeout(deadline);
+    const from = Date.now();
+    return () => {
+      pausedMs += Date.now() - from;
+      deadline = setTimeout(onDeadline, Math.max(handshakeTimeoutMs - (Date.now() - acceptedAt - pausedMs), 1));
+    };
+  };
   try {
     const hello = await readHello(socket);
     const version = chooseVersion(hello);
@@ -82,12 +90,20 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
       cgroup = insideOrRefuse(look, peer, clientService.service, deps.refusals);
       if (look.provisional) unconfirmed = look.confirmed;
     }
-    sessionSlot = deps.slots.tryTake() ?? (await waitForSlot(socket, acceptedAt, deps));
-    // Closed while it waited (shutdown, the client's deadline): answered already, the finally frees the rest.
+    sessionSlot = deps.slots.tryTake();
+    if (!sessionSlot) {
+      // Waiting for a stopping session's slot is not the client's time: its deadline pauses, and the
+      // wait has its own bound (what a stopping session can take). No more connections wait than
+      // slots are finishing (session-slots.ts), and each still holds its admission place.
+      const resume = pause();
+      sessionSlot = await waitForSlot(socket, deps);
+      resume();
+    }
+    // Closed while it waited (shutdown): answered already, the finally frees the rest.
     if (socket.closed) return;
     // A client that went while it waited is gone, not refused for the limit (and kept no place).
     if (!sessionSlot && socket.hungUp) throw new IoError('PEER_GONE', 'the client hung up while it waited for a session slot');
-    if (!sessionSlot) throw new SessionError(ErrorCode.SESSION_LIMIT, 'session limit reached');
+    if (!sessionSlot) throw new SessionError(ErrorCode.SESSION_LIMIT, `session limit reached (${deps.slots.max})`);
     // WELCOME before the worker: the client's START is on its way while a spare still starts. Its
     // descriptor may come from now on (the worker takes that right away again once START is in).
     passRights(socket.fd, true);
@@ -109,8 +125,7 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
     // The deadline pauses while we wait for a worker: with many starts at once, spare workers
     // (a Node start each) can take longer than the whole deadline, and that is not the client's
     // doing; without the pause those clients got HANDSHAKE_TIMEOUT, or a worker with no time left.
-    clearTimeout(deadline);
-    clientMs = Date.now() - acceptedAt;
+    const resume = pause();
     try {
       worker = await deps.takeWorker();
     } catch (error) {
@@ -118,10 +133,9 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
     }
     // Shutdown began (or the client went) while a worker was found: the finally gives it back.
     if (socket.closed) return;
-    deadline = setTimeout(onDeadline, Math.max(handshakeTimeoutMs - clientMs, 1));
-    const resumedAt = Date.now();
+    resume();
     const handed = native().dupCloexec(socket.fd);
-    const remaining = handshakeTimeoutMs - clientMs - (Date.now() - resumedAt);
+    const remaining = handshakeTimeoutMs - (Date.now() - acceptedAt - pausedMs);
     try {
       // Takes `handed` and the pidfd, sent or not: a copy closed twice could be someone else's by then.
       worker.handOff(deps.nextId(), handed, pidfd, { ...credentials, cgroup }, Math.max(remaining, 1), version);
@@ -156,19 +170,19 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
 }
 
 /**
- * Every slot is held. One whose session is finishing (its end decided, its last frame going out, its
- * unit being stopped and collected) comes free soon, bounded by the worker's stop timeouts: a start right after another session's end (an agent's next
- * command on its EXIT) waits for it rather than being refused. The deadline keeps running: the wait
- * ends once SLOT_WAIT_SHARE of it has passed since accept (then SESSION_LIMIT, as without a wait), or
- * when the connection closes (shutdown's SHUTDOWN).
+ * Every slot is held. One whose session is finishing (its end decided: its last frame going out, or a
+ * STOP's steps under way; its unit being stopped and collected) comes free within slotWaitMs, the most
+ * the worker's stop steps and the unit's stop can take: a start right after other sessions' ends (an
+ * agent's next command on its EXIT, a terminal opened as others are removed) waits for it rather than
+ * being refused. The wait ends with a slot, or at that bound (then SESSION_LIMIT, as without a wait),
+ * or when the connection closes (shutdown's SHUTDOWN) or the client hangs up.
  */
-async function waitForSlot(socket: FdSocket, acceptedAt: number, deps: Pick<ConnectionDeps, 'slots' | 'handshakeTimeoutMs'>): Promise<SessionSlot | undefined> {
-  const waitMs = acceptedAt + deps.handshakeTimeoutMs * SLOT_WAIT_SHARE - Date.now();
+async function waitForSlot(socket: FdSocket, deps: Pick<ConnectionDeps, 'slots' | 'slotWaitMs'>): Promise<SessionSlot | undefined> {
   // A hang-up (reported during HELLO's read, or while it waits) ends the wait: a connection whose
   // client has gone must not keep the place a live start would wait in.
-  if (waitMs <= 0 || socket.hungUp) return undefined;
+  if (socket.hungUp) return undefined;
   const giveUp = new AbortController();
-  const timer = setTimeout(() => giveUp.abort(), waitMs);
+  const timer = setTimeout(() => giveUp.abort(), deps.slotWaitMs);
   const hungUp = () => giveUp.abort();
   socket.once('hangup', hungUp);
   void closing(socket).then(() => giveUp.abort());

@@ -62,6 +62,11 @@ export class SessionSlots {
     });
   }
 
+  /** The limit (config limits.maxSessions). */
+  get max(): number {
+    return this.#max;
+  }
+
   get used(): number {
     return this.#used;
   }

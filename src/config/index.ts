@@ -5,6 +5,8 @@ export {
   DEFAULT_LIMITS,
   DEFAULT_SESSION,
   DEFAULT_SOCKET_PATH,
+  HANG_UP_GRACE_MS,
+  stoppingSessionBoundMs,
   unitStopWaitMs,
   type Config,
   type SessionConfig,

@@ -280,3 +280,17 @@ function withinSize(config: Config): Config {
 export function unitStopWaitMs(config: Pick<Config, 'limits' | 'session'>): number {
   return Math.max(config.limits.operationTimeoutMs, 2 * config.session.stopTimeoutSec * 1000 + 5000);
 }
+
+/** node-pty's kill() is a hang-up: SIGHUP alone to the program's process group first, and only this
+ * long after it SIGTERM and SIGHUP to every process of the unit (src/worker/unit-stop.ts). Long enough
+ * for an interactive shell or a `trap … HUP` to act on the hang-up, short enough that a stopping
+ * session gives its slot back soon. */
+export const HANG_UP_GRACE_MS = 1000;
+
+/** The most a session that is stopping (STOP received, its end decided) can take until its unit is gone
+ * and its slot free: the hang-up's grace, SIGTERM's step, SIGKILL's step (session.stopTimeoutSec each),
+ * then systemd's stop of the unit as the backstop (unitStopWaitMs). A start that finds every slot held
+ * by such sessions waits this long at most, its handshake deadline paused meanwhile. */
+export function stoppingSessionBoundMs(config: Pick<Config, 'limits' | 'session'>): number {
+  return HANG_UP_GRACE_MS + 2 * config.session.stopTimeoutSec * 1000 + unitStopWaitMs(config);
+}

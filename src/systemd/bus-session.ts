@@ -191,8 +191,8 @@ export class BusSession implements Units {
     }
   }
 
-  kill(name: string, signal: number | NodeJS.Signals): Promise<void> {
-    return this.#again((manager) => manager.kill(name, signal));
+  kill(name: string, signal: number | NodeJS.Signals, who: 'all' | 'main' = 'all'): Promise<void> {
+    return this.#again((manager) => manager.kill(name, signal, who));
   }
 
   stopAndWait(name: string, timeoutMs: number): Promise<void> {

@@ -223,10 +223,11 @@ export class UnitManager {
     );
   }
 
-  /** Signals every process of the unit (KillUnit who="all"); never kill(pid) as root, the PID may be reused. */
-  async kill(name: string, signal: number | NodeJS.Signals): Promise<void> {
+  /** Signals every process of the unit (KillUnit who="all"), or its main process alone ("main"); never
+   * kill(pid) as root, the PID may be reused. */
+  async kill(name: string, signal: number | NodeJS.Signals, who: 'all' | 'main' = 'all'): Promise<void> {
     validateUnitName(name);
-    await this.#connection.call(manager('KillUnit', 'ssi', [name, 'all', signalNumber(signal)]));
+    await this.#connection.call(manager('KillUnit', 'ssi', [name, who, signalNumber(signal)]));
   }
 
   /**

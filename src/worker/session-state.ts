@@ -134,11 +134,13 @@ const clientLeft = () => new SessionError(ErrorCode.INTERNAL, 'session ended bef
  */
 function failStart(state: SessionState, failure: SessionError, abort: boolean, abortError?: SessionError): Step {
   const actions: SessionAction[] = abort ? [{ type: 'abort-start', error: abortError }] : [];
+  // A STOP already told the broker (helper-stop).
+  const told: SessionAction[] = state.stopping ? [] : [{ type: 'report-finishing' }];
   if (state.phase === 'handshake') {
     return { state: { ...state, phase: 'final', endedIn: 'handshake', failure }, actions: [...actions, { type: 'report-finishing' }, { type: 'finish' }] };
   }
   const next: SessionState = { ...state, phase: 'draining', endedIn: 'starting', failure, workerError: state.workerError ?? failure };
-  return { state: next, actions: [...actions, { type: 'report-finishing' }, { type: 'terminate' }, { type: 'stop-unit' }] };
+  return { state: next, actions: [...actions, ...told, { type: 'terminate' }, { type: 'stop-unit' }] };
 }
 
 /** Applies one event; pure. Every event in every phase has a row in test/worker/session-state.test.ts. */
@@ -185,7 +187,9 @@ function apply(state: SessionState, event: SessionEvent): Step {
     case 'helper-stop':
       // The client may have STARTED (the helper's) and sent STOP before this worker saw the PID.
       if (state.stopping || (phase !== 'starting' && phase !== 'running')) return same;
-      return { state: { ...state, stopping: true }, actions: [{ type: 'stop-steps' }] };
+      // The end is decided: the stop steps bound it (config stoppingSessionBoundMs), so a start that
+      // finds every slot held may wait for this one rather than be refused ("16 means 16").
+      return { state: { ...state, stopping: true }, actions: [{ type: 'report-finishing' }, { type: 'stop-steps' }] };
     case 'helper-figures':
       return state.helperFigures ? same : { state: { ...state, helperFigures: event.figures }, actions: [] };
     case 'helper-end': {
@@ -219,7 +223,7 @@ export function checkDone(state: SessionState, actions: SessionAction[]): Step {
   const over = state.report !== undefined || state.clientGone;
   if (state.phase === 'running' && (over || state.unitEnded)) {
     const phase = state.unitEnded ? 'final' : 'draining';
-    return { state: { ...state, phase, endedIn: 'running' }, actions: [...toldFirst(actions), ...(phase === 'final' ? [FINISH] : [])] };
+    return { state: { ...state, phase, endedIn: 'running' }, actions: [...toldFirst(state, actions), ...(phase === 'final' ? [FINISH] : [])] };
   }
   if (state.phase === 'draining' && state.unitEnded) return { state: { ...state, phase: 'final' }, actions: [...actions, FINISH] };
   return { state, actions };
@@ -227,8 +231,11 @@ export function checkDone(state: SessionState, actions: SessionAction[]): Step {
 
 const FINISH: SessionAction = { type: 'finish' };
 
-/** The broker hears of the end before anything is done about it (after STARTED, when this very event started the session). */
-function toldFirst(actions: SessionAction[]): SessionAction[] {
+/** The broker hears of the end before anything is done about it (after STARTED, when this very event
+ * started the session), once: a STOP told it already. */
+function toldFirst(state: SessionState, actions: SessionAction[]): SessionAction[] {
   const started = actions.filter((action) => action.type === 'report-started');
-  return [...started, { type: 'report-finishing' }, ...actions.filter((action) => action.type !== 'report-started')];
+  const rest = actions.filter((action) => action.type !== 'report-started');
+  if (state.stopping && !rest.some((action) => action.type === 'report-finishing')) return [...started, ...rest];
+  return [...started, { type: 'report-finishing' }, ...rest.filter((action) => action.type !== 'report-finishing')];
 }

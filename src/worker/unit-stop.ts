@@ -1,7 +1,7 @@
 // A session unit's end as the worker drives it: watched until inactive, stopped at most once (after
 // STOP's signal steps when the client asks), its figures taken while its cgroup still exists. Its
 // end is told once, to `inactive` (the session's state machine takes it from there).
-import { unitStopWaitMs, type Config } from '../config/index.ts';
+import { HANG_UP_GRACE_MS, unitStopWaitMs, type Config } from '../config/index.ts';
 import type { Units, ExitStatus } from '../systemd/index.ts';
 import { readSessionFigures, type SessionFigures } from './accounting.ts';
 
@@ -79,21 +79,37 @@ export class UnitStop {
     return this.#stopped;
   }
 
-  /** STOP: SIGTERM and SIGHUP to every process (the helper lives through both), SIGKILL to all but
-   * the helper after stopTimeoutSec (`kill`: the helper does it, systemd 252's KillUnit cannot spare
-   * it), and the unit's stop as the backstop. The helper relays the last output, then reports "stop".
-   * Run once per session (its state machine's `stopping`). */
+  /** STOP, node-pty's kill(): a hang-up first, alone. SIGHUP to the unit's main process, the helper,
+   * which passes it on to the program's process group as a closing terminal would (native/session
+   * relay.c), so a `trap … HUP` runs and an interactive bash ends at once; after HANG_UP_GRACE_MS,
+   * SIGTERM and SIGHUP to every process of the unit (what the hang-up left: background jobs, nohup);
+   * SIGKILL to all but the helper stopTimeoutSec later (`kill`: the helper does it, systemd 252's
+   * KillUnit cannot spare it), and the unit's stop as the backstop after as long again. The helper
+   * relays the last output, then reports "stop". Run once per session (its state machine's `stopping`).
+   *
+   * The order matters: readline keeps one pending signal (_rl_caught_signal), the later one wins, and an
+   * interactive bash ignores SIGTERM. SIGHUP then SIGTERM at once left it alive until the KILL step;
+   * SIGTERM then SIGHUP at once never let a `trap … HUP` run (SIGTERM ended the program first). The
+   * hang-up alone, then the grace, gives both; the unit-wide step still sends SIGHUP last. */
   async stopSteps(kill: () => void): Promise<void> {
     const { manager, config } = this.#deps;
     const stepMs = config.session.stopTimeoutSec * 1000;
-    this.later(stepMs, kill);
-    this.later(2 * stepMs, () => void this.stop());
+    this.later(HANG_UP_GRACE_MS, () => void this.#terminateAll());
+    this.later(HANG_UP_GRACE_MS + stepMs, kill);
+    this.later(HANG_UP_GRACE_MS + 2 * stepMs, () => void this.stop());
     try {
-      // SIGTERM, then the hang-up, as systemd's own stop with SendSIGHUP= does. The order matters:
-      // readline keeps one pending signal (_rl_caught_signal), so the later one wins; an interactive
-      // bash ignores SIGTERM and must see the SIGHUP (with the hang-up first it lived until the KILL step).
-      await manager.kill(this.#name!, 'SIGTERM');
-      await manager.kill(this.#name!, 'SIGHUP');
+      await manager.kill(this.#name!, 'SIGHUP', 'main');
+    } catch (error) {
+      this.#deps.log(`${this.#name}: hanging up the session failed: ${(error as Error).message}`);
+      void this.#terminateAll();
+    }
+  }
+
+  /** SIGTERM, then SIGHUP, to every process of the unit, as systemd's own stop with SendSIGHUP= does. */
+  async #terminateAll(): Promise<void> {
+    try {
+      await this.#deps.manager.kill(this.#name!, 'SIGTERM');
+      await this.#deps.manager.kill(this.#name!, 'SIGHUP');
     } catch (error) {
       this.#deps.log(`${this.#name}: stopping the session's processes failed: ${(error as Error).message}`);
       void this.stop();

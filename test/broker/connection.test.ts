@@ -36,7 +36,7 @@ function service(answer: Look & { confirmed: Promise<Look> }): ConnectionDeps['c
 
 /** The broker's side, faked: what was noted, taken, released and handed on. `slots`: real session
  * slots to take from (else every take succeeds and is counted). */
-function fakeBroker(clientService: ConnectionDeps['clientService'], handshakeTimeoutMs = 2000, slots?: SessionSlots) {
+function fakeBroker(clientService: ConnectionDeps['clientService'], handshakeTimeoutMs = 2000, slots?: SessionSlots, slotWaitMs = 2000) {
   const seen = { notes: [] as string[], takes: 0, slotsTaken: 0, slotsReleased: 0, admissionReleased: 0, shutdowns: 0, adopted: 0 };
   const handed: { peer: PeerIdentity; version: number }[] = [];
   const worker: HandOffWorker = {
@@ -51,12 +51,14 @@ function fakeBroker(clientService: ConnectionDeps['clientService'], handshakeTim
   };
   const deps: ConnectionDeps<HandOffWorker> = {
     handshakeTimeoutMs,
+    slotWaitMs,
     clientService,
     cgroupOf: () => CGROUP,
     admission: { release: () => void (seen.admissionReleased += 1) },
     slots: slots ?? {
       tryTake: () => ((seen.slotsTaken += 1), { finishing: () => undefined, release: () => void (seen.slotsReleased += 1) }),
       take: async () => undefined,
+      max: 1,
     },
     refusals: { note: (_key, reason) => void seen.notes.push(reason) },
     takeWorker: async () => ((seen.takes += 1), worker),
@@ -247,16 +249,16 @@ test('every slot held and none finishing: SESSION_LIMIT at once, nothing waits',
     await client.closed;
     assert.equal(types(client.frames), [`error ${ErrorCode.SESSION_LIMIT}`]);
     assert.equal([seen.takes, seen.admissionReleased, slots.used, slots.waiting], [0, 1, 1, 0]);
-    assert.match(seen.notes.join('\n'), /session limit reached/);
+    assert.match(seen.notes.join('\n'), /session limit reached \(1\)/, 'the limit is named, for the line a node-pty caller sees');
   } finally {
     client.close();
   }
 });
 
-test('a finishing slot that takes too long: SESSION_LIMIT once half the deadline is gone, the rest kept for START', async () => {
+test('a finishing slot that takes too long: SESSION_LIMIT at the slot-wait bound, not HANDSHAKE_TIMEOUT (the deadline is paused while it waits)', async () => {
   const { slots, held, waited } = fullSlots(1);
   held[0]!.finishing();
-  const { deps, seen } = fakeBroker(undefined, 400, slots);
+  const { deps, seen } = fakeBroker(undefined, 200, slots, 400);
   const { server, client, peer } = connect();
   try {
     const acceptedAt = Date.now();
@@ -265,10 +267,40 @@ test('a finishing slot that takes too long: SESSION_LIMIT once half the deadline
     await served;
     await client.closed;
     assert.equal(types(client.frames), [`error ${ErrorCode.SESSION_LIMIT}`], 'refused as before, not HANDSHAKE_TIMEOUT');
-    assert.ok(Date.now() - acceptedAt >= 200, `waited ${Date.now() - acceptedAt} ms`);
+    assert.ok(Date.now() - acceptedAt >= 400, `waited ${Date.now() - acceptedAt} ms`);
     assert.equal([seen.takes, seen.admissionReleased, slots.waiting], [0, 1, 0]);
     held[0]!.release();
     assert.is(slots.used, 0, 'the slot is free once released: the refused start took nothing');
+  } finally {
+    client.close();
+  }
+});
+
+test('16 means 16: a stopping session that takes longer than the whole handshake deadline still gives its slot to the start that waits, with the client\'s time left for START', async () => {
+  const { slots, held, waited } = fullSlots(2);
+  held[0]!.finishing();
+  let deadlineMs = 0;
+  const { deps, seen } = fakeBroker(undefined, 200, slots, 5000);
+  const { server, client, peer } = connect();
+  try {
+    const acceptedAt = Date.now();
+    const handOff = deps.takeWorker;
+    deps.takeWorker = async () => {
+      const worker = await handOff();
+      return { ...worker, handOff: (...args: Parameters<HandOffWorker['handOff']>) => ((deadlineMs = args[4]), worker.handOff(...args)) };
+    };
+    const served = serveConnection(server, peer, 'ordinary', acceptedAt, deps);
+    assert.is(await Promise.race([waited.then(() => 'waits'), served.then(() => 'answered')]), 'waits');
+    // Three times the handshake deadline, as a unit whose programs ignore SIGHUP and SIGTERM takes.
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    assert.equal(client.frames, [], 'still waiting, not refused');
+    held[0]!.release();
+    await served;
+    await client.closed;
+    assert.equal(types(client.frames), ['welcome']);
+    assert.is(seen.adopted, 1);
+    assert.ok(Date.now() - acceptedAt >= 600);
+    assert.ok(deadlineMs > 100 && deadlineMs <= 200, `the worker gets the client's own time left: ${deadlineMs} ms`);
   } finally {
     client.close();
   }

@@ -29,6 +29,7 @@ function deps(slots: SessionSlots, handshakeTimeoutMs = 2000): ConnectionDeps<Ha
   };
   return {
     handshakeTimeoutMs,
+    slotWaitMs: 2000,
     clientService: undefined,
     cgroupOf: () => CGROUP,
     admission: { release: () => undefined },

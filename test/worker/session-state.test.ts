@@ -75,7 +75,7 @@ const TABLE: Record<Phase, Partial<Record<EventType, Row>>> = {
     'client-gone': ['draining', 'abort-start', 'report-finishing', 'terminate', 'stop-unit'],
     'worker-end': ['draining', 'abort-start', 'report-finishing', 'terminate', 'stop-unit'],
     'watch-lost': ['starting', 'terminate', 'stop-unit'],
-    'helper-stop': ['starting', 'stop-steps'],
+    'helper-stop': ['starting', 'report-finishing', 'stop-steps'],
     'helper-end': ['starting', 'read-figures', 'stop-unit'],
   },
   running: {
@@ -83,7 +83,7 @@ const TABLE: Record<Phase, Partial<Record<EventType, Row>>> = {
     'client-gone': ['draining', 'report-finishing', 'stop-unit'],
     'worker-end': ['running', 'end-helper'],
     'watch-lost': ['running', 'terminate', 'stop-unit'],
-    'helper-stop': ['running', 'stop-steps'],
+    'helper-stop': ['running', 'report-finishing', 'stop-steps'],
     'helper-end': ['draining', 'report-finishing', 'read-figures', 'stop-unit'],
     'unit-inactive': ['final', 'report-finishing', 'finish'],
     release: ['done', 'release'],
@@ -209,6 +209,18 @@ test('release: our side closes with no stop and no last frame; nothing the unit 
 test('STOP\'s steps run once, however often the helper relays STOP', () => {
   const { actions } = run([...AT.running, SAMPLE['helper-stop'], SAMPLE['helper-stop']]);
   assert.equal(actions.filter((action) => action.type === 'stop-steps').length, 1);
+});
+
+test('STOP tells the broker the end is decided at once (its slot may be waited for), and once: not again at the report, the unit\'s end or a failed start', () => {
+  const finishing = (events: SessionEvent[]) => run(events).actions.filter((action) => action.type === 'report-finishing').length;
+  assert.is(finishing([...AT.running, SAMPLE['helper-stop']]), 1);
+  assert.is(finishing([...AT.running, SAMPLE['helper-stop'], { type: 'helper-end', report: report('stop') }, SAMPLE['unit-inactive']]), 1);
+  assert.is(finishing([...AT.running, SAMPLE['helper-stop'], SAMPLE['unit-inactive']]), 1);
+  assert.is(finishing([...AT.running, SAMPLE['helper-stop'], SAMPLE['client-gone']]), 1);
+  assert.is(finishing([SAMPLE.launched, SAMPLE['helper-stop'], SAMPLE['client-gone']]), 1);
+  assert.is(finishing([SAMPLE.launched, SAMPLE['helper-stop'], SAMPLE['start-failed']]), 1);
+  // Without STOP, the end is told once as before.
+  assert.is(finishing([...AT.running, { type: 'helper-end', report: report('exit') }, SAMPLE['unit-inactive']]), 1);
 });
 
 test('the first END report is the one: a second never replaces it', () => {

@@ -24,4 +24,44 @@ test('read once, by name, however often asked', async () => {
   assert.equal(reads, [UNIT]);
 });
 
+test("STOP's steps: the hang-up alone to the helper (which passes it to the program's group), then after the grace SIGTERM and SIGHUP to the unit, SIGKILL a step later, the unit's stop as the backstop", async () => {
+  const calls: string[] = [];
+  const started = Date.now();
+  const at = () => Math.round((Date.now() - started) / 100) / 10;
+  const manager = {
+    async kill(unit: string, signal: string, who = 'all') {
+      calls.push(`${signal} ${who} ${at()}`);
+      assert.is(unit, UNIT);
+    },
+    async stopAndWait() {
+      calls.push(`stop ${at()}`);
+    },
+    async unitProperties() {
+      return {};
+    },
+  } as unknown as Units;
+  const config = { session: { stopTimeoutSec: 1 }, limits: { operationTimeoutMs: 1000 } } as Config;
+  const units = new UnitStop({ manager, config, log: () => undefined });
+  units.named(UNIT);
+  const stopped = new Promise<void>((resolve) => {
+    void units.stopSteps(() => calls.push(`KILL ${at()}`));
+    const check = setInterval(() => {
+      if (calls.some((call) => call.startsWith('stop'))) {
+        clearInterval(check);
+        resolve();
+      }
+    }, 20);
+  });
+  await stopped;
+  units.clearTimers();
+  // Times in tenths of a second: HANG_UP_GRACE_MS is 1 s, stopTimeoutSec 1 s here.
+  const names = calls.map((call) => call.split(' ').slice(0, -1).join(' '));
+  assert.equal(names, ['SIGHUP main', 'SIGTERM all', 'SIGHUP all', 'KILL', 'stop']);
+  const times = calls.map((call) => Number(call.split(' ').pop()));
+  assert.ok(times[0]! < 0.3, `the hang-up at once: ${calls}`);
+  assert.ok(times[1]! >= 0.9 && times[1]! < 1.5, `SIGTERM after the grace, not with the hang-up: ${calls}`);
+  assert.ok(times[3]! >= 1.9, `SIGKILL a step later: ${calls}`);
+  assert.ok(times[4]! >= 2.9, `the unit's stop a step after that: ${calls}`);
+});
+
 test.run();
