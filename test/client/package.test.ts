@@ -20,7 +20,7 @@ test('the packed files: compiled library, declarations, bundles, addon sources; 
     files: { path: string }[];
   }[];
   const files = packed[0]!.files.map(({ path }) => path);
-  for (const wanted of ['dist/lib/index.js', 'dist/lib/node-pty.js', 'dist/lib/client.js', 'dist/types/lib.d.ts', 'dist/cli.js', 'binding.gyp', 'examples/opencode-pty-backend.ts']) {
+  for (const wanted of ['dist/lib/index.js', 'dist/lib/node-pty.js', 'dist/lib/client.js', 'dist/types/lib.d.ts', 'dist/cli.js', 'binding.gyp', 'examples/opencode-pty-backend.ts', 'examples/opencode-pid.ts']) {
     assert.ok(files.includes(wanted), `${wanted} is packed`);
   }
   assert.ok(!files.some((path) => path.startsWith('src/') || path.startsWith('test/')), 'no src/ or test/');
@@ -45,6 +45,8 @@ test('the declarations type-check the README example as a consumer compiles it',
     symlinkSync(join(root, 'node_modules/@types'), join(scope, '@types'));
     const example = readFileSync(join(root, 'examples/opencode-pty-backend.ts'), 'utf8').replaceAll('opencode-pty-supervisor', manifest.name);
     writeFileSync(join(dir, 'backend.ts'), example);
+    // The pid example, as opencode would take it (examples/opencode-pid.ts).
+    writeFileSync(join(dir, 'pid.ts'), readFileSync(join(root, 'examples/opencode-pid.ts'), 'utf8').replaceAll('opencode-pty-supervisor', manifest.name));
     writeFileSync(
       join(dir, 'use.ts'),
       [
@@ -59,7 +61,7 @@ test('the declarations type-check the README example as a consumer compiles it',
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
     writeFileSync(
       join(dir, 'tsconfig.json'),
-      JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, types: ['node'] }, files: ['use.ts'] }),
+      JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, types: ['node'] }, files: ['use.ts', 'pid.ts'] }),
     );
     execFileSync(process.execPath.endsWith('bun') ? 'node' : process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', dir], { encoding: 'utf8' });
   } catch (error) {
