@@ -7,7 +7,7 @@ import type { Logger } from '../log.ts';
 import { ErrorCode, type ErrorCodeValue } from '../protocol/index.ts';
 import type { Units } from '../systemd/index.ts';
 import { Admission, type Slot } from './admission.ts';
-import { SessionSlots } from './session-slots.ts';
+import { STOP_IN_FLIGHT_MS, SessionSlots } from './session-slots.ts';
 import { refuseNow, refuseSocket } from './refuse.ts';
 import type { Listener } from './listener.ts';
 import { ClientService, pidfdCgroupNow } from '../identity/index.ts';
@@ -85,6 +85,7 @@ export class Broker {
     this.#connections = {
       handshakeTimeoutMs: limits.handshakeTimeoutMs,
       slotWaitMs: stoppingSessionBoundMs(deps.config),
+      settleMs: STOP_IN_FLIGHT_MS,
       clientService: deps.config.requireClientUnit ? this.#service : undefined,
       cgroupOf: pidfdCgroupNow,
       admission: this.#admission,

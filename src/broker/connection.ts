@@ -25,6 +25,8 @@ export interface ConnectionDeps<W extends HandOffWorker = WorkerHandle> {
   /** The longest wait for a finishing session's slot (config stoppingSessionBoundMs): what a stopping
    * session can take until its unit is gone. The handshake deadline is paused meanwhile. */
   slotWaitMs: number;
+  /** How long a start that finds no finishing slot watches for one (session-slots.ts STOP_IN_FLIGHT_MS). */
+  settleMs: number;
   /** The client service, when the peer must be inside it (config.requireClientUnit). */
   clientService: Pick<ClientService, 'service' | 'containsProvisionally'> | undefined;
   /** The peer's cgroup now, through its pidfd (pidfdCgroupNow). */
@@ -174,10 +176,11 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
  * STOP's steps under way; its unit being stopped and collected) comes free within slotWaitMs, the most
  * the worker's stop steps and the unit's stop can take: a start right after other sessions' ends (an
  * agent's next command on its EXIT, a terminal opened as others are removed) waits for it rather than
- * being refused. The wait ends with a slot, or at that bound (then SESSION_LIMIT, as without a wait),
+ * being refused. With no slot finishing it first watches settleMs for one (a STOP on its way). The
+ * wait ends with a slot, or at that bound (then SESSION_LIMIT, as without a wait),
  * or when the connection closes (shutdown's SHUTDOWN) or the client hangs up.
  */
-async function waitForSlot(socket: FdSocket, deps: Pick<ConnectionDeps, 'slots' | 'slotWaitMs'>): Promise<SessionSlot | undefined> {
+async function waitForSlot(socket: FdSocket, deps: Pick<ConnectionDeps, 'slots' | 'slotWaitMs' | 'settleMs'>): Promise<SessionSlot | undefined> {
   // A hang-up (reported during HELLO's read, or while it waits) ends the wait: a connection whose
   // client has gone must not keep the place a live start would wait in.
   if (socket.hungUp) return undefined;
@@ -187,7 +190,7 @@ async function waitForSlot(socket: FdSocket, deps: Pick<ConnectionDeps, 'slots' 
   socket.once('hangup', hungUp);
   void closing(socket).then(() => giveUp.abort());
   try {
-    return await deps.slots.take(giveUp.signal);
+    return await deps.slots.take(giveUp.signal, deps.settleMs);
   } finally {
     clearTimeout(timer);
     socket.off('hangup', hungUp);

@@ -3,6 +3,11 @@
 // decided, its last frame going out, its unit being stopped and collected) is about to come free, so a
 // start that finds every slot held may wait for it rather than be refused (docs/protocol.md).
 
+/** How long a start that finds every slot held, none finishing, watches for one to turn finishing: a
+ * client's kill() then spawn() sends its STOP through helper and worker while the start comes straight
+ * to the broker, and the start must not be refused for the few ms the STOP takes (docs/architecture.md). */
+export const STOP_IN_FLIGHT_MS = 1000;
+
 /** One held session slot. */
 export interface SessionSlot {
   /** Its session's end is decided (its last frame on its way): the slot comes free soon. Once only. */
@@ -23,6 +28,8 @@ export class SessionSlots {
   #finishing = 0;
   /** First come, first served; never more of them than slots finishing, and only while all are held. */
   #waiters: Waiter[] = [];
+  /** Starts that found no finishing slot to count on, watching a short while for one (`take`'s settleMs). */
+  #watchers = new Set<() => void>();
 
   constructor(max: number) {
     this.#max = max;
@@ -38,12 +45,14 @@ export class SessionSlots {
   /**
    * A free slot now; else, while a held slot is finishing that no earlier waiter already counts on,
    * the next slot released (whichever it is). Nothing, and nothing taken, when none is or once
-   * `until` aborts. A slot given is the caller's to release, even if `until` aborted meanwhile.
+   * `until` aborts. With `settleMs`, a start that finds no finishing slot to count on first watches
+   * that long for one (#settle). A slot given is the caller's to release, even if `until` aborted meanwhile.
    */
-  take(until: AbortSignal): Promise<SessionSlot | undefined> {
+  take(until: AbortSignal, settleMs = 0): Promise<SessionSlot | undefined> {
     const free = this.tryTake();
     if (free) return Promise.resolve(free);
-    if (until.aborted || this.#waiters.length >= this.#finishing) return Promise.resolve(undefined);
+    if (until.aborted) return Promise.resolve(undefined);
+    if (this.#waiters.length >= this.#finishing) return settleMs > 0 ? this.#settle(until, settleMs) : Promise.resolve(undefined);
     return new Promise((resolve) => {
       const waiter: Waiter = {
         give: (slot) => {
@@ -60,6 +69,32 @@ export class SessionSlots {
       until.addEventListener('abort', waiter.refuse, { once: true });
       this.#waiters.push(waiter);
     });
+  }
+
+  /** No finishing slot to count on yet: a session's STOP may be on its way (client → helper → worker →
+   * broker, while the start came straight here). Up to `settleMs` for a slot to turn finishing or come
+   * free, then one more look (without a second wait): a waiter's place, a slot, or nothing. */
+  #settle(until: AbortSignal, settleMs: number): Promise<SessionSlot | undefined> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#watchers.delete(done);
+        until.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, settleMs);
+      this.#watchers.add(done);
+      until.addEventListener('abort', done, { once: true });
+    }).then(() => this.take(until, 0));
+  }
+
+  /** Starts watching for a finishing slot (`take`'s settleMs). */
+  get watching(): number {
+    return this.#watchers.size;
+  }
+
+  #changed(): void {
+    for (const watcher of [...this.#watchers]) watcher();
   }
 
   /** The limit (config limits.maxSessions). */
@@ -88,6 +123,7 @@ export class SessionSlots {
         if (state !== 'held') return;
         state = 'finishing';
         this.#finishing += 1;
+        this.#changed();
       },
       release: () => {
         if (state === 'released') return;
@@ -103,6 +139,9 @@ export class SessionSlots {
   #handOn(): void {
     const next = this.#waiters.shift();
     if (next) next.give(this.#slot());
-    else this.#used -= 1;
+    else {
+      this.#used -= 1;
+      this.#changed();
+    }
   }
 }

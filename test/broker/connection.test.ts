@@ -36,7 +36,7 @@ function service(answer: Look & { confirmed: Promise<Look> }): ConnectionDeps['c
 
 /** The broker's side, faked: what was noted, taken, released and handed on. `slots`: real session
  * slots to take from (else every take succeeds and is counted). */
-function fakeBroker(clientService: ConnectionDeps['clientService'], handshakeTimeoutMs = 2000, slots?: SessionSlots, slotWaitMs = 2000) {
+function fakeBroker(clientService: ConnectionDeps['clientService'], handshakeTimeoutMs = 2000, slots?: SessionSlots, slotWaitMs = 2000, settleMs = 0) {
   const seen = { notes: [] as string[], takes: 0, slotsTaken: 0, slotsReleased: 0, admissionReleased: 0, shutdowns: 0, adopted: 0 };
   const handed: { peer: PeerIdentity; version: number }[] = [];
   const worker: HandOffWorker = {
@@ -52,6 +52,7 @@ function fakeBroker(clientService: ConnectionDeps['clientService'], handshakeTim
   const deps: ConnectionDeps<HandOffWorker> = {
     handshakeTimeoutMs,
     slotWaitMs,
+    settleMs,
     clientService,
     cgroupOf: () => CGROUP,
     admission: { release: () => void (seen.admissionReleased += 1) },
@@ -211,8 +212,8 @@ function fullSlots(max: number) {
   const held = Array.from({ length: max }, () => slots.tryTake()!);
   const waits = deferred<void>();
   const take = slots.take.bind(slots);
-  slots.take = (until) => {
-    const taken = take(until);
+  slots.take = (until, settleMs) => {
+    const taken = take(until, settleMs);
     if (slots.waiting > 0) waits.resolve();
     return taken;
   };
@@ -301,6 +302,25 @@ test('16 means 16: a stopping session that takes longer than the whole handshake
     assert.is(seen.adopted, 1);
     assert.ok(Date.now() - acceptedAt >= 600);
     assert.ok(deadlineMs > 100 && deadlineMs <= 200, `the worker gets the client's own time left: ${deadlineMs} ms`);
+  } finally {
+    client.close();
+  }
+});
+
+test("a kill() then spawn(): the start finds no slot finishing yet (the STOP is on its way) and watches settleMs for it, then waits for that slot", async () => {
+  const { slots, held } = fullSlots(1);
+  const { deps, seen } = fakeBroker(undefined, 2000, slots, 2000, 500);
+  const { server, client, peer } = connect();
+  try {
+    const served = serveConnection(server, peer, 'ordinary', Date.now(), deps);
+    while (slots.watching === 0) await new Promise((resolve) => setImmediate(resolve));
+    // The STOP reaches the broker (the worker's 'finishing'), then the unit is gone.
+    held[0]!.finishing();
+    held[0]!.release();
+    await served;
+    await client.closed;
+    assert.equal(types(client.frames), ['welcome']);
+    assert.is(seen.adopted, 1);
   } finally {
     client.close();
   }

@@ -123,4 +123,55 @@ test('finishing counts once per slot, and not after its release', () => {
   assert.equal([slots.used, slots.finishing], [0, 0]);
 });
 
+test('settle: a start that finds no finishing slot watches a while; a STOP arriving meanwhile lets it wait for that slot', async () => {
+  const slots = new SessionSlots(1);
+  const [held] = takeAll(slots, 1);
+  const taken = slots.take(never(), 1000);
+  assert.is(slots.watching, 1);
+  assert.is(slots.waiting, 0, 'watching is not waiting: no finishing slot is counted on');
+  held!.finishing();
+  await Promise.resolve();
+  await Promise.resolve();
+  assert.equal([slots.watching, slots.waiting], [0, 1], 'the STOP came: it waits for that slot');
+  held!.release();
+  const slot = await taken;
+  assert.ok(slot, 'the stopped session\'s slot is its');
+  assert.equal([slots.used, slots.finishing], [1, 0]);
+});
+
+test('settle: nothing turns finishing within the window: refused then, nothing held, nothing watching', async () => {
+  const slots = new SessionSlots(1);
+  takeAll(slots, 1);
+  const started = Date.now();
+  assert.is(await slots.take(never(), 50), undefined);
+  assert.ok(Date.now() - started >= 45, `refused after ${Date.now() - started} ms`);
+  assert.equal([slots.used, slots.waiting, slots.watching], [1, 0, 0]);
+});
+
+test('settle: a slot released meanwhile is taken; an abort ends the watch at once', async () => {
+  const slots = new SessionSlots(1);
+  const [held] = takeAll(slots, 1);
+  const taken = slots.take(never(), 1000);
+  held!.release();
+  assert.ok(await taken);
+  assert.is(slots.used, 1);
+  const stop = new AbortController();
+  const refused = slots.take(stop.signal, 10_000);
+  stop.abort();
+  assert.is(await refused, undefined);
+  assert.is(slots.watching, 0);
+});
+
+test('settle: one STOP, two watchers: one waits for that slot, the other is refused (never more waiters than finishing)', async () => {
+  const slots = new SessionSlots(1);
+  const [held] = takeAll(slots, 1);
+  const first = slots.take(never(), 1000);
+  const second = slots.take(never(), 1000);
+  held!.finishing();
+  assert.is(await second, undefined);
+  assert.is(slots.waiting, 1);
+  held!.release();
+  assert.ok(await first);
+});
+
 test.run();

@@ -30,6 +30,7 @@ function deps(slots: SessionSlots, handshakeTimeoutMs = 2000): ConnectionDeps<Ha
   return {
     handshakeTimeoutMs,
     slotWaitMs: 2000,
+    settleMs: 0,
     clientService: undefined,
     cgroupOf: () => CGROUP,
     admission: { release: () => undefined },
