@@ -121,8 +121,11 @@ export class Terminal extends EventEmitter {
   /** node-pty clears the Windows console only; on a Unix terminal it does nothing, and neither does this. */
   clear(): void {}
 
-  /** No signal: ends the session, every process in it (the unit); onExit reports SIGHUP, as node-pty's
-   * kill() does. A signal name: sent to the session's processes, which decide what it means. */
+  /** No signal: a hang-up, as node-pty's kill() (SIGHUP): the program's process group gets SIGHUP (a
+   * `trap … HUP` runs, an interactive shell ends), and 1 s later every process left in the session's
+   * unit is ended (SIGTERM and SIGHUP, SIGKILL after session.stopTimeoutSec); onExit reports how the
+   * program ended. A signal name: to the terminal's foreground process group, as a terminal sends ^C
+   * (node-pty sends it to the program alone: the one intended difference). */
   kill(signal?: string): void {
     if (this.#phase === 'exited') return;
     if (signal === undefined) {
