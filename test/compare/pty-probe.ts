@@ -71,6 +71,47 @@ function alive(pid: number): boolean {
   }
 }
 
+/** Resolves with the output once `mark` is in it, or with nothing once the terminal exits first. */
+function until(pty: Pty, mark: string): Promise<{ output: string; exit?: { exitCode: number; signal?: number } }> {
+  return new Promise((resolve) => {
+    let output = '';
+    let done = false;
+    pty.onData((data) => {
+      output += data;
+      if (!done && output.includes(mark)) {
+        done = true;
+        resolve({ output });
+      }
+    });
+    pty.onExit((exit) => {
+      if (!done) {
+        done = true;
+        resolve({ output, exit: { ...exit } });
+      }
+    });
+  });
+}
+
+function exitOf(pty: Pty): Promise<{ exitCode: number; signal?: number }> {
+  return new Promise((resolve) => pty.onExit((exit) => resolve({ ...exit })));
+}
+
+/** kill() once `mark` is printed; how long from kill() to onExit (ms). */
+async function killAfter(spawn: Spawn, file: string, args: string[], mark: string, options: Record<string, unknown> = {}) {
+  let killedAt = 0;
+  const result = await run(spawn, file, args, options, (pty, output) => {
+    if (!killedAt && output.includes(mark)) {
+      killedAt = Date.now();
+      pty.kill();
+    }
+  });
+  // The 100 ms run() waits after onExit is not the program's.
+  return { ...result, endMs: killedAt ? Date.now() - killedAt - 100 : -1 };
+}
+
+/** Ignores the hang-up and SIGTERM (its sleeps inherit that): only the KILL step ends it. */
+const STUBBORN = ['sh', ['-c', 'trap "" HUP TERM; echo ready; while :; do sleep 1; done']] as const;
+
 const SCENARIOS: Record<string, (spawn: Spawn) => Promise<ProbeResult>> = {
   // A euro sign and an emoji cut across writes (dash's printf takes octal escapes).
   utf8: (spawn) => run(spawn, 'sh', ['-c', "printf '\\342\\202'; sleep 0.2; printf '\\254\\360\\237'; sleep 0.2; printf '\\230\\200\\n'"], {}),
@@ -144,6 +185,62 @@ const SCENARIOS: Record<string, (spawn: Spawn) => Promise<ProbeResult>> = {
       }
     });
     return { ...result, output: undefined, seen: { pidIsProgram: printed > 0 && printed === reported } };
+  },
+  // node-pty's chdir(2) failure, or our reason line: what a caller showing only onData sees.
+  missingcwd: async (spawn) => {
+    const result = await run(spawn, 'sh', ['-c', 'echo ran'], { cwd: `${cwd}/no-such-directory` });
+    return { ...result, output: undefined, seen: { lines: (result.output ?? '').split('\r\n').filter(Boolean), ran: (result.output ?? '').includes('ran') } };
+  },
+  // kill() is a hang-up: the program's HUP trap runs and decides the exit.
+  huptrap: async (spawn) => {
+    const { endMs, ...result } = await killAfter(spawn, 'bash', ['-c', 'trap "echo HUP-TRAP; exit 3" HUP; echo ready; while :; do sleep 0.1; done'], 'ready');
+    return { ...result, output: undefined, seen: { trapped: (result.output ?? '').includes('HUP-TRAP'), beforeGrace: endMs < 900 } };
+  },
+  // An interactive bash ends at the hang-up, well before any later step.
+  killbash: async (spawn) => {
+    const { endMs, ...result } = await killAfter(spawn, 'bash', ['--norc', '--noprofile', '-i'], 'prompt$ ', { env: { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8', PS1: 'prompt$ ' } });
+    return { ...result, output: undefined, seen: { beforeGrace: endMs < 900 } };
+  },
+  // A program that does not handle SIGHUP dies of it.
+  killsleep: async (spawn) => {
+    const { endMs, ...result } = await killAfter(spawn, 'sh', ['-c', 'echo ready; exec sleep 1000'], 'ready');
+    return { ...result, output: undefined, seen: { beforeGrace: endMs < 900 } };
+  },
+  // "16 means 16": 20 terminals opened and removed at once, whose programs ignore SIGHUP and SIGTERM (each
+  // holds its slot until the KILL step), then 16 at once: all start; the 17th is refused, visibly.
+  limit: async (spawn) => {
+    const options = { name: 'xterm', cols: 80, rows: 24, cwd, env: { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' } };
+    const began = Date.now();
+    /** Listened to from spawn on, so no end is missed. */
+    const open = () => {
+      const pty = spawn(STUBBORN[0], [...STUBBORN[1]], options);
+      const exit = exitOf(pty);
+      return { pty, exit, ready: until(pty, 'ready') };
+    };
+    const removed: Promise<unknown>[] = [];
+    const failures: string[] = [];
+    let cycles = 0;
+    for (let i = 0; i < 20; i++) {
+      const { pty, exit, ready } = open();
+      const seen = await ready;
+      if (seen.exit) failures.push(`cycle ${i}: ${JSON.stringify(seen)}`);
+      else cycles += 1;
+      removed.push(exit);
+      pty.kill();
+    }
+    const together = Array.from({ length: 16 }, open);
+    const ready = await Promise.all(together.map((one) => one.ready));
+    for (const [i, seen] of ready.entries()) if (seen.exit) failures.push(`together ${i}: ${JSON.stringify(seen)}`);
+    const startedMs = Date.now() - began;
+    const extra = await run(spawn, 'sh', ['-c', 'echo ran'], {});
+    for (const { pty } of together) pty.kill();
+    await Promise.all([...together.map((one) => one.exit), ...removed]);
+    return {
+      exits: 1,
+      dataAfterExit: 0,
+      exit: extra.exit,
+      seen: { cycles, together: ready.filter((one) => !one.exit).length, extra: extra.output, startedMs, failures },
+    };
   },
   missing: async (spawn) => {
     const result = await run(spawn, '/nonexistent/program', [], {});
