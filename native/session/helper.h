@@ -31,6 +31,7 @@ struct child {
 struct link {
   int fd;
   bool gone; // the worker ended the channel, broke its rules, or a send to it failed: it will not act
+  bool ended; // END went out: it is the last message, nothing follows it
   unsigned char in[CONTROL_HEADER_SIZE]; // whole 5-byte messages
   size_t got;
   int logs_sent;
