@@ -103,6 +103,7 @@ static void control_send_figures(struct link *link) {
 // remainder's included), and the rest of the frame in progress (at
 // most one frame), which the worker writes before its last frame so the client never sees it torn.
 void control_send_end(struct session *s, const struct client *c) {
+  if (s->worker.ended) return;
   control_send_figures(&s->worker);
   static unsigned char payload[MAX_CONTROL_PAYLOAD];
   const unsigned char *rest = NULL;
