@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { appeared } from '../file-appeared.ts';
+import { appeared } from '../support/file-appeared.ts';
 import type { Sandbox } from '../sandbox/index.ts';
 import { AGENT_SERVICE, BROKER_UNIT, INSTALL_DIR, SOCKET_PATH, deploy, deployConfig } from '../sandbox/deploy.ts';
 

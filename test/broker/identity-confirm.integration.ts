@@ -10,7 +10,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { ErrorCode } from '../../src/protocol/index.ts';
 import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
 import { AGENT_SERVICE, BROKER_UNIT, INSTALL_DIR, SOCKET_PATH } from '../sandbox/deploy.ts';
-import { appeared } from '../file-appeared.ts';
+import { appeared } from '../support/file-appeared.ts';
 import { Agent, deployBroker, PEER, until, type PeerReport } from './harness.ts';
 
 /** ClientService's default freshness window, and a margin past it. */

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bundleForNode } from '../bundle.ts';
+import { bundleForNode } from '../support/bundle.ts';
 import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
 import { INSTALL_DIR, SOCKET_PATH } from '../sandbox/deploy.ts';
 import { Agent, deployBroker } from '../broker/harness.ts';
