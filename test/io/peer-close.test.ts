@@ -175,7 +175,7 @@ test("a user's FUSE file root cannot stat (no allow_other): closed on a thread o
   let mountpoint: string | undefined;
   try {
     const binary = join(build, 'userfuse');
-    execFileSync('cc', ['-O1', '-o', binary, fileURLToPath(new URL('./fixtures/userfuse.c', import.meta.url))]);
+    execFileSync('cc', ['-O1', '-pthread', '-o', binary, fileURLToPath(new URL('../support/hang-fs.c', import.meta.url))]);
     const script = fileURLToPath(new URL('./user-fuse-child.ts', import.meta.url));
     // Ours to remove (below): the child's mount on it is seen only in its own namespace, which goes with it.
     mountpoint = mkdtempSync(join(tmpdir(), 'userfuse-'));

@@ -11,7 +11,9 @@ import { closeReceived } from '../../src/io/fds.ts';
 
 const [binary, mountpoint] = process.argv.slice(2) as [string, string];
 const [a, b] = native().socketpair();
-const server = spawn(binary, [mountpoint, '65534'], { stdio: ['ignore', 'ignore', 'pipe', a] });
+// A user's mount (no allow_other) whose FLUSH is never answered; a child of it sends its file `f` twice on fd 3.
+const options = ['--as', '65534', '--hang', 'flush', '--send-file', '--end-after', '20'];
+const server = spawn(binary, [...options, mountpoint], { stdio: ['ignore', 'ignore', 'pipe', a] });
 let log = '';
 await new Promise<void>((resolve, reject) => {
   server.stderr!.on('data', (chunk) => {
