@@ -9,7 +9,7 @@ import { FdSocket } from '../../src/io/fd-socket.ts';
 import { closeQuietly } from '../../src/io/fds.ts';
 import { native } from '../../src/native/binding.ts';
 import { encodeFrame, type Frame } from '../../src/protocol/index.ts';
-import { FrameClient as Client } from '../support/frame-client.ts';
+import { RawClient as Client } from '../support/frame-client.ts';
 
 export const SERVICE = 'agent.service';
 export const CGROUP = `/system.slice/${SERVICE}`;

@@ -38,7 +38,7 @@ test('a provisional yes: WELCOME at once, no worker until the fresh look confirm
     assert.is(seen.admissionReleased, 0, 'the admission slot is held until the look is confirmed');
     confirmation.resolve(inside());
     await served;
-    await client.closed;
+    await client.closed();
     assert.equal(types(client.frames), ['welcome']);
     assert.is(seen.takes, 1);
     assert.is(seen.adopted, 1);
@@ -58,7 +58,7 @@ test('a confirmed yes is final: the hand-off does not wait for `confirmed`', asy
   const { server, client, peer } = connect();
   try {
     await serveConnection(server, peer, 'ordinary', Date.now(), deps);
-    await client.closed;
+    await client.closed();
     assert.equal(types(client.frames), ['welcome']);
     assert.is(handed.length, 1, 'handed off');
     assert.is(handed[0]!.peer.cgroup, CGROUP);
@@ -74,7 +74,7 @@ test('a provisional yes the fresh look refuses: AUTHENTICATION after WELCOME, no
   const { server, client, peer } = connect();
   try {
     await serveConnection(server, peer, 'ordinary', Date.now(), deps);
-    await client.closed;
+    await client.closed();
     assert.equal(types(client.frames), ['welcome', `error ${ErrorCode.AUTHENTICATION}`]);
     assert.equal([seen.takes, handed.length], [0, 0]);
     assert.match(seen.notes.join('\n'), /not inside agent\.service/);
@@ -89,7 +89,7 @@ test('a confirmed no is refused before WELCOME and before a session slot', async
   const { server, client, peer } = connect();
   try {
     await serveConnection(server, peer, 'ordinary', Date.now(), deps);
-    await client.closed;
+    await client.closed();
     assert.equal(types(client.frames), [`error ${ErrorCode.AUTHENTICATION}`]);
     assert.equal([seen.slotsTaken, seen.takes, seen.admissionReleased], [0, 0, 1]);
     assert.match(seen.notes.join('\n'), /not inside agent\.service/);
@@ -103,7 +103,7 @@ test('without a client unit to be inside, the hand-off carries no cgroup', async
   const { server, client, peer } = connect();
   try {
     await serveConnection(server, peer, 'ordinary', Date.now(), deps);
-    await client.closed;
+    await client.closed();
     assert.equal(types(client.frames), ['welcome']);
     assert.is(handed.length, 1);
     assert.is(handed[0]!.peer.cgroup, null);

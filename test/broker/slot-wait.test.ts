@@ -38,7 +38,7 @@ test('every slot held and one finishing: the start waits, and gets WELCOME and i
     assert.is(seen.takes, 0);
     held[1]!.release();
     await served;
-    await client.closed;
+    await client.closed();
     assert.equal(types(client.frames), ['welcome']);
     assert.equal([handed.length, seen.adopted], [1, 1]);
     assert.equal([slots.used, slots.finishing, slots.waiting], [2, 0, 0], 'the finishing session\'s slot is the new session\'s now');
@@ -53,7 +53,7 @@ test('every slot held and none finishing: SESSION_LIMIT at once, nothing waits',
   const { server, client, peer } = connect();
   try {
     await serveConnection(server, peer, 'ordinary', Date.now(), deps);
-    await client.closed;
+    await client.closed();
     assert.equal(types(client.frames), [`error ${ErrorCode.SESSION_LIMIT}`]);
     assert.equal([seen.takes, seen.admissionReleased, slots.used, slots.waiting], [0, 1, 1, 0]);
     assert.match(seen.notes.join('\n'), /session limit reached/);
@@ -72,7 +72,7 @@ test('a finishing slot that takes too long: SESSION_LIMIT once half the deadline
     const served = serveConnection(server, peer, 'ordinary', acceptedAt, deps);
     assert.is(await Promise.race([waited.then(() => 'waits'), served.then(() => 'answered')]), 'waits');
     await served;
-    await client.closed;
+    await client.closed();
     assert.equal(types(client.frames), [`error ${ErrorCode.SESSION_LIMIT}`], 'refused as before, not HANDSHAKE_TIMEOUT');
     assert.ok(Date.now() - acceptedAt >= 200, `waited ${Date.now() - acceptedAt} ms`);
     assert.equal([seen.takes, seen.admissionReleased, slots.waiting], [0, 1, 0]);
@@ -94,7 +94,7 @@ test('shutdown while a start waits for a finishing slot: SHUTDOWN at once, and t
     // What Broker.shutdown does to every connection in its handshake.
     refuseSocket(server, ErrorCode.SHUTDOWN, 'supervisor is shutting down');
     await served;
-    await client.closed;
+    await client.closed();
     assert.equal(types(client.frames), [`error ${ErrorCode.SHUTDOWN}`]);
     assert.equal([seen.takes, seen.admissionReleased, slots.waiting], [0, 1, 0]);
     held[0]!.release();
@@ -139,7 +139,7 @@ test('a waiter whose client has gone (HELLO, then close) does not keep a live st
     await eachTurnUntil(() => slots.waiting === 1, 2000, 'the live start to wait for the finishing slot');
     held.release();
     await Promise.all([goneServed, liveServed]);
-    await live.client.closed;
+    await live.client.closed();
     assert.equal(types(live.client.frames), ['welcome'], 'the live start waits behind no dead connection and gets the slot');
   } finally {
     live.client.close();
