@@ -7,10 +7,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bundleForNode } from '../bundle.ts';
+import { bundleForNode } from '../support/bundle.ts';
 import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
 import { INSTALL_DIR, SOCKET_PATH } from '../sandbox/deploy.ts';
-import { Agent, deployBroker } from '../broker/harness.ts';
+import { Agent } from '../support/agent.ts';
+import { deploySupervisor } from '../support/supervisor.ts';
 import type { ProbeResult } from './pty-probe.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -30,7 +31,7 @@ test.before(async () => {
   // Made before the sandbox boots, so the host check sees it as part of the host.
   hostCwd = mkdtempSync(join(process.env.TMPDIR ?? tmpdir(), 'opencode-pty-compare-'));
   sandbox = await bootSandbox({ name: 'compare' });
-  await deployBroker(sandbox);
+  await deploySupervisor(sandbox);
   await sandbox.install([
     { from: PROBE_BUNDLE, to: PROBE, mode: 0o644 },
     { from: BUN, to: SANDBOX_BUN, mode: 0o755 },
