@@ -12,6 +12,7 @@ import { closeQuietly } from '../../src/io/fds.ts';
 import { native } from '../../src/native/binding.ts';
 import { ErrorCode, encodeFrame } from '../../src/protocol/index.ts';
 import { deferred } from '../support/deferred.ts';
+import { RawClient } from '../support/frame-client.ts';
 import { CGROUP, SERVICE, connect, fakeBroker, types } from './connection-fakes.ts';
 
 function snapshot(controlGroup: string): ServiceSnapshot {
@@ -119,11 +120,11 @@ test('a peer that shuts its writing side before HELLO is whole still reads why: 
     const [clientFd, serverFd] = native().socketpair();
     if (at > 0) native().sendmsg(clientFd, hello, 0, at);
     native().shutdown(clientFd, 'write');
-    const client = new Client(clientFd);
+    const client = new RawClient(clientFd, 1, { autoCredit: false });
     const peer: PeerAtAccept = { credentials: { pid: process.pid, uid: 1500, gid: 1500 }, pidfd: native().pidfdOpen(process.pid), cgroup: CGROUP, startTicks: 1 };
     try {
       await serveConnection(new FdSocket(serverFd), peer, 'ordinary', Date.now(), deps);
-      await client.closed;
+      await client.closed();
       assert.equal(client.frames, [{ type: 'error', code: ErrorCode.PROTOCOL, message: 'client closed during the handshake' }], `cut at ${at}`);
       assert.equal([seen.takes, handed.length], [0, 0], `cut at ${at}: no worker`);
     } finally {

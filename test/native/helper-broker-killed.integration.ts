@@ -6,9 +6,11 @@
 // broker's start reaped it as an orphan, and a client's STOP got no answer.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
+import type { Sandbox } from '../sandbox/index.ts';
 import { BROKER_UNIT } from '../sandbox/deploy.ts';
-import { Agent, deployBroker, until } from '../broker/harness.ts';
+import type { Agent } from '../support/agent.ts';
+import { bootSupervisor } from '../support/supervisor.ts';
+import { until } from '../support/wait.ts';
 
 /** session.stopTimeoutSec's default, which the helper takes when not told (main.c). */
 const STOP_SEC = 5;
@@ -18,9 +20,7 @@ let sandbox: Sandbox;
 let agent: Agent;
 
 test.before(async () => {
-  sandbox = await bootSandbox({ name: 'helper-broker-killed' });
-  await deployBroker(sandbox);
-  agent = await Agent.start(sandbox);
+  ({ sandbox, agent } = await bootSupervisor('helper-broker-killed'));
 });
 
 test.after(async () => {
@@ -55,7 +55,7 @@ async function brokerKilledUnder(stop: boolean): Promise<void> {
   await until(async () => (await sandbox.systemctl('show', '--property=ActiveState', '--value', BROKER_UNIT)).stdout.trim() !== 'active', 10_000, 'the broker unit to die');
   let asked = killed;
   if (stop) {
-    // The CLI sends STOP on SIGTERM (src/client/run-command.ts).
+    // The CLI sends STOP on SIGTERM (src/cli/run.ts).
     const [cli] = await pgrep('cli.js run');
     assert.ok(cli, 'the client runs');
     await sandbox.exec(['kill', '-TERM', String(cli)]);

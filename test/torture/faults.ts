@@ -118,11 +118,12 @@ export async function runFaults(ctx: TortureContext): Promise<FaultOutcome & { d
     const { running } = await oneRunning();
     await sandbox.systemctl('kill', '--signal=SIGKILL', BROKER_UNIT);
     await waitFor(async () => (await sandbox.systemctl('show', '--property=ActiveState', '--value', BROKER_UNIT)).stdout.trim() !== 'active', 20_000, 'the broker unit to die');
-    // The session's helper still serves its client; the next broker stops it as an orphan.
+    // The session's helper, its worker gone, ends the program itself in steps (hang-up, SIGTERM,
+    // SIGKILL: docs/architecture.md "The helper's end, in one place"); a next broker serves beside it.
     const [next] = await driver.sessions(1, ['true']);
-    if (!next!.ok) throw new Error(`no session beside the orphan: ${JSON.stringify(next)}`);
+    if (!next!.ok) throw new Error(`no session beside the ending one: ${JSON.stringify(next)}`);
     await running;
-    await waitFor(async () => (await measure(sandbox)).units.length === 0, 30_000, 'the orphan to be stopped');
+    await waitFor(async () => (await measure(sandbox)).units.length === 0, 30_000, 'the session unit to be gone');
   });
 
   await step('systemctl daemon-reload mid-session', async () => {

@@ -13,8 +13,8 @@ import type { StartProgress, StartedSession } from '../../src/systemd/unit-manag
 import type { SessionUnitSpec } from '../../src/systemd/unit-properties.ts';
 import type { ExitStatus } from '../../src/systemd/unit-watch.ts';
 import { Session } from '../../src/worker/session.ts';
-import { deferred } from '../deferred.ts';
-import { FrameClient } from '../frame-client.ts';
+import { deferred } from '../support/deferred.ts';
+import { RawClient } from '../support/frame-client.ts';
 import { fakeUnits, helperStarts, runSession, sessionConfig } from './session-fixture.ts';
 
 const UNIT = 'opencode-pty-session-0123456789abcdef0123456789abcdef.service';
@@ -48,7 +48,7 @@ test('adopt: the unit is watched, never started; no STARTED; its end is written 
     report: (message) => reports.push(message),
     log: () => undefined,
   });
-  const client = new FrameClient(clientFd);
+  const client = new RawClient(clientFd, 1, { autoCredit: false });
   const ended = session.adopt(UNIT, workerEnd);
   assert.is(session.unit, UNIT);
   assert.equal(watched, [UNIT]);
@@ -57,7 +57,7 @@ test('adopt: the unit is watched, never started; no STARTED; its end is written 
   assert.is(native().sendmsg(helperEnd, report, 0, report.length, []), report.length);
   unitEnd.resolve(EXITED);
   assert.is(await ended, 'exit');
-  await client.closed;
+  await client.closed();
   assert.equal(client.frames, [{ type: 'exit', ...EXITED }], 'the last frame only: the adopted session was announced long ago');
   assert.equal(
     reports.map((message) => message.type),
@@ -86,7 +86,7 @@ test('release: no stop, no last frame; the client stays the helper\'s and the he
     report: (message) => reports.push(message.type),
     onEvent: (_event, phase) => phase === 'running' && running.resolve(),
   });
-  const client = new FrameClient(clientFd);
+  const client = new RawClient(clientFd, 1, { autoCredit: false });
   const { helperCopy, stdoutCopy, progress } = await asked.promise;
   progress.forked?.(process.pid);
   helperStarts(helperCopy, stdoutCopy, 2, process.pid);
@@ -107,7 +107,7 @@ test('release: no stop, no last frame; the client stays the helper\'s and the he
   assert.is(native().recvmsg(helperCopy, Buffer.alloc(64), 0, 64, 0)?.bytes, 0);
   closeSync(stdoutCopy);
   closeSync(helperCopy);
-  await client.closed;
+  await client.closed();
   client.close();
   cleanUp();
 });

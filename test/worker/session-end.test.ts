@@ -15,9 +15,9 @@ import { SystemdError } from '../../src/systemd/errors.ts';
 import type { StartProgress, StartedSession } from '../../src/systemd/unit-manager.ts';
 import type { SessionUnitSpec } from '../../src/systemd/unit-properties.ts';
 import type { ExitStatus } from '../../src/systemd/unit-watch.ts';
-import { FrameClient } from '../frame-client.ts';
+import { RawClient } from '../support/frame-client.ts';
 import { fakeUnits, helperStarts, runSession, type SessionOptions } from './session-fixture.ts';
-import { deferred } from '../deferred.ts';
+import { deferred } from '../support/deferred.ts';
 
 /** Not this process: the program's pid must differ from the unit's MainPID. */
 const PROGRAM_PID = 2;
@@ -54,7 +54,7 @@ function session(stopAndWait: Units['stopAndWait'], options: SessionOptions = {}
   };
   const { clientFd, ended, cleanUp } = runSession(manager, { ...options, report });
   clientEnd = clientFd;
-  return { client: new FrameClient(clientFd), clientFd, ended, job, asked: asked.promise, reports, beforeLastFrame: () => beforeLastFrame, cleanUp };
+  return { client: new RawClient(clientFd, 1, { autoCredit: false }), clientFd, ended, job, asked: asked.promise, reports, beforeLastFrame: () => beforeLastFrame, cleanUp };
 }
 
 /** Whether `promise` has settled by now (microtasks and pending I/O callbacks run). */
@@ -172,7 +172,7 @@ test('version 2, a program that ends before its start is confirmed: EXIT\'s end 
     waitForExit: () => (watching.resolve(), unitEnd.promise),
   };
   const { clientFd, ended, cleanUp } = runSession(manager, { version: 2 });
-  const client = new FrameClient(clientFd, 2);
+  const client = new RawClient(clientFd, 2, { autoCredit: false });
   const { helperCopy, stdoutCopy, progress } = await asked.promise;
   progress.forked?.(process.pid);
   job.resolve({ mainPid: process.pid });
@@ -184,7 +184,7 @@ test('version 2, a program that ends before its start is confirmed: EXIT\'s end 
   assert.is(native().sendmsg(helperCopy, end, 0, end.length, []), end.length);
   unitEnd.resolve(EXITED);
   assert.is(await ended, 'exit');
-  await client.closed;
+  await client.closed();
   const exit = client.first('exit');
   assert.ok(exit, 'EXIT');
   assert.ok(exit!.accounting!.durationUsec !== null && exit!.accounting!.durationUsec >= 0, String(exit!.accounting!.durationUsec));
@@ -270,7 +270,7 @@ async function raceRun(order: readonly Cause[]): Promise<{ after: Frame[]; reaso
   const took = async (type: string, count = taken.filter((seen) => seen === type).length) => {
     while (!over && taken.filter((seen) => seen === type).length <= count) await new Promise<void>((resolve) => (wake = resolve));
   };
-  const client = new FrameClient(clientFd);
+  const client = new RawClient(clientFd, 1, { autoCredit: false });
   const { helperCopy, stdoutCopy, progress } = await asked.promise;
   progress.forked?.(process.pid);
   helperStarts(helperCopy, stdoutCopy, PROGRAM_PID, process.pid);
@@ -341,7 +341,7 @@ async function raceRun(order: readonly Cause[]): Promise<{ after: Frame[]; reaso
   }
   endUnit(order.includes('exit') ? EXITED : HUNG_UP);
   const reason = await ended;
-  await client.closed;
+  await client.closed();
   client.close();
   closeSync(helperCopy);
   cleanUp();

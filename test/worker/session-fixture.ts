@@ -3,7 +3,7 @@ import { closeSync, constants, fstatSync, mkdtempSync, openSync, rmSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as assert from 'uvu/assert';
-import { testConfig } from '../config-fixture.ts';
+import { testConfig } from '../support/config-fixture.ts';
 import { native } from '../../src/native/binding.ts';
 import { encodeFrame } from '../../src/protocol/index.ts';
 import { HelperMessageType } from '../../src/control/helper-channel.ts';

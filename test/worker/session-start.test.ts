@@ -12,10 +12,10 @@ import { SessionError } from '../../src/protocol/session-error.ts';
 import type { StartProgress, StartedSession } from '../../src/systemd/unit-manager.ts';
 import type { SessionUnitSpec } from '../../src/systemd/unit-properties.ts';
 import type { ExitStatus } from '../../src/systemd/unit-watch.ts';
-import { FrameClient } from '../frame-client.ts';
+import { RawClient } from '../support/frame-client.ts';
 import { fakeUnits, helperStarts, runSession } from './session-fixture.ts';
 import type { WorkerMessage } from '../../src/control/broker-worker.ts';
-import { deferred } from '../deferred.ts';
+import { deferred } from '../support/deferred.ts';
 
 /** Not this process: the program's pid must differ from the unit's MainPID. */
 const PROGRAM_PID = 2;
@@ -36,7 +36,7 @@ function startingSession(version = 1) {
   };
   const started = deferred<WorkerMessage>();
   const { session, clientFd, ended, cleanUp } = runSession(manager, { version, report: (message) => message.type === 'started' && started.resolve(message) });
-  return { session, client: new FrameClient(clientFd, version), ended, job, unitEnd, asked: asked.promise, started: started.promise, cleanUp };
+  return { session, client: new RawClient(clientFd, version, { autoCredit: false }), ended, job, unitEnd, asked: asked.promise, started: started.promise, cleanUp };
 }
 
 test('the session counts as started on the helper PID message while the start job is still running', async () => {

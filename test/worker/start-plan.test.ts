@@ -3,7 +3,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { DEFAULT_LIMITS, DEFAULT_SESSION } from '../../src/config/schema.ts';
-import { testConfig } from '../config-fixture.ts';
+import { testConfig } from '../support/config-fixture.ts';
 import { ErrorCode, SessionError, type FrameOf } from '../../src/protocol/index.ts';
 import { planStart } from '../../src/worker/start-plan.ts';
 
