@@ -1,24 +1,14 @@
 // FdSocket over real socketpairs from the addon: exact reads with fds, stray fds, backpressure, urgency, hangup, close.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { closeSync, fstatSync, openSync, readdirSync, readlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { closeSync, fstatSync, openSync } from 'node:fs';
 import { once } from 'node:events';
 import { native } from '../../src/native/binding.ts';
 import { FdSocket } from '../../src/io/fd-socket.ts';
 import { IoError } from '../../src/io/io-error.ts';
+import { openFdCount } from '../support/fds.ts';
 
-/** This process's open fds, less the TypeScript loader's own: it holds its cache directory open for a
- * while after loading modules (seen at the first test's baseline, gone by its end, under load). */
-const openFds = () =>
-  readdirSync('/proc/self/fd').filter((fd) => {
-    try {
-      return !readlinkSync(`/proc/self/fd/${fd}`).startsWith(join(tmpdir(), 'tsx-'));
-    } catch {
-      return false; // the directory listing's own fd, closed by now
-    }
-  }).length;
+const openFds = openFdCount;
 
 /** Sends from a raw fd, the whole buffer, optionally with fds (the test's peer, no FdSocket involved). */
 function sendRaw(fd: number, data: Buffer, fds?: number[]): void {
