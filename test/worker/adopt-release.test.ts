@@ -9,13 +9,11 @@ import { HelperMessageType } from '../../src/control/helper-channel.ts';
 import { native } from '../../src/native/binding.ts';
 import { encodeFrame } from '../../src/protocol/index.ts';
 import type { Units } from '../../src/systemd/bus-session.ts';
-import type { StartProgress, StartedSession } from '../../src/systemd/unit-manager.ts';
-import type { SessionUnitSpec } from '../../src/systemd/unit-properties.ts';
 import type { ExitStatus } from '../../src/systemd/unit-watch.ts';
 import { Session } from '../../src/worker/session.ts';
 import { deferred } from '../support/deferred.ts';
 import { RawClient } from '../support/frame-client.ts';
-import { fakeUnits, helperStarts, runSession, sessionConfig } from './session-fixture.ts';
+import { fakeUnits, helperStarts, scriptedStart, runSession, sessionConfig } from './session-fixture.ts';
 
 const UNIT = 'opencode-pty-session-0123456789abcdef0123456789abcdef.service';
 const EXITED = { code: 1, status: 3, result: 'exit-code' };
@@ -68,18 +66,12 @@ test('adopt: the unit is watched, never started; no STARTED; its end is written 
 });
 
 test('release: no stop, no last frame; the client stays the helper\'s and the helper sees our side close', async () => {
-  const job = deferred<StartedSession>();
-  const asked = deferred<{ helperCopy: number; stdoutCopy: number; progress: StartProgress }>();
   const stops: string[] = [];
   const kills: string[] = [];
-  const manager: Units = {
-    ...fakeUnits((_name: string, spec: SessionUnitSpec, progress: StartProgress = {}) => {
-      asked.resolve({ helperCopy: native().dupCloexec(spec.stderrFd!), stdoutCopy: native().dupCloexec(spec.stdoutFd), progress });
-      return job.promise;
-    }),
+  const { manager, job, asked } = scriptedStart({
     stopAndWait: async (unit: string) => void stops.push(unit),
     kill: async (_unit, signal) => void kills.push(String(signal)),
-  };
+  });
   const reports: WorkerMessage['type'][] = [];
   const running = deferred<void>();
   const { session, clientFd, ended, cleanUp } = runSession(manager, {
