@@ -7,6 +7,7 @@ import { ErrorCode, FrameType, HEADER_SIZE, LATEST_VERSION, Limits } from '../..
 import { layoutOf } from '../../src/protocol/layout.ts';
 import { ALLOWED_SIGNALS, EndReasonCode, FIGURE_NAMES, HELPER_DIALECT, HelperLimits, HelperMessageType } from '../../src/control/helper-channel.ts';
 import { GENERATED } from './helper-sources.ts';
+import { helperWireHeader } from '../../scripts/helper-wire.ts';
 
 const header = (name: string) => readFileSync(fileURLToPath(new URL(`../../native/session/${name}`, import.meta.url)), 'utf8');
 
@@ -95,6 +96,23 @@ test('the rule tables: every type byte in every version as src/protocol/ lays it
       assert.equal(row, [layout.direction !== 'to-client', layout.min, layout.max], `version ${version} type ${type}`);
     }
   }
+});
+
+// The decoder collects every payload a client sends but INPUT's in a buffer of HEADER_SIZE bytes: a
+// frame added to src/protocol/ with a longer one must stop the build, not reach the helper's rules
+// (it would be copied past that buffer, on the heap, by the client's bytes).
+test('the generator refuses a client frame whose payload the helper cannot collect', () => {
+  const longer = (type: number, version?: number) => {
+    const layout = layoutOf(type, version);
+    return type === FrameType.RESIZE && layout ? { ...layout, max: 64 } : layout;
+  };
+  assert.throws(() => helperWireHeader(longer), /RESIZE \(version 1\) may carry 64 bytes from a client/);
+  const toClient = (type: number, version?: number) => {
+    const layout = layoutOf(type, version);
+    return type === FrameType.OUTPUT && layout ? { ...layout, max: 1 << 20 } : layout;
+  };
+  assert.not.throws(() => helperWireHeader(toClient), 'frames the helper only sends are not its decoder\'s');
+  assert.ok(helperWireHeader().includes('[0x07] = {true, true, 4, 4}, // RESIZE'));
 });
 
 test.run();
