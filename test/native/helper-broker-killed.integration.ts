@@ -46,10 +46,10 @@ async function within<T>(promise: Promise<T>, ms: number, what: string): Promise
   }
 }
 
-async function brokerKilledUnder(stop: boolean): Promise<void> {
-  const ran = agent.session(PROGRAM);
+async function brokerKilledUnder(stop: boolean, program = PROGRAM, marker = 'while :; do sleep 1'): Promise<void> {
+  const ran = agent.session(program);
   ran.catch(() => undefined);
-  await until(async () => (await sessionUnits()).length === 1 && (await pgrep('while :; do sleep 1')).length > 0, 20_000, 'the session and its program');
+  await until(async () => (await sessionUnits()).length === 1 && (await pgrep(marker)).length > 0, 20_000, 'the session and its program');
   await sandbox.systemctl('kill', '--signal=SIGKILL', BROKER_UNIT);
   const killed = Date.now();
   await until(async () => (await sandbox.systemctl('show', '--property=ActiveState', '--value', BROKER_UNIT)).stdout.trim() !== 'active', 10_000, 'the broker unit to die');
@@ -66,7 +66,7 @@ async function brokerKilledUnder(stop: boolean): Promise<void> {
   assert.match(result.stdout, 'ready');
   assert.ok(answered - asked < BOUND_MS, `answered ${answered - asked} ms after ${stop ? 'STOP' : 'the kill'}`);
   await until(async () => (await sessionUnits()).length === 0, Math.max(0, killed + BOUND_MS - Date.now()), 'the session unit to be gone', async () => (await sandbox.systemctl('list-units', '--all', 'opencode-pty-session-*')).stdout);
-  assert.equal(await pgrep('while :; do sleep 1'), [], 'no process of the session is left');
+  assert.equal(await pgrep(marker), [], 'no process of the session is left');
 }
 
 test('the broker unit SIGKILLed under a program that ignores SIGHUP and SIGTERM: the unit is gone, the client answered', async () => {
@@ -75,6 +75,14 @@ test('the broker unit SIGKILLed under a program that ignores SIGHUP and SIGTERM:
 
 test('the same with a STOP from the client after the kill: answered within the bound', async () => {
   await brokerKilledUnder(true);
+});
+
+// The helper runs as the program's user, so the program may signal it (kill(2) asks for the same uid
+// only; a non-dumpable process is not spared): SIGSTOP to its parent freezes the helper, whose own
+// end then never comes. Found by a review: fails today (the unit runs until the next broker's start).
+test('a program that stops its helper (SIGSTOP to its parent) and ignores SIGHUP and SIGTERM: the unit is gone all the same', async () => {
+  const program = ['sh', '-c', 'trap "" HUP TERM; echo ready; sleep 1; kill -STOP $PPID; while :; do sleep 2; done'];
+  await brokerKilledUnder(false, program, 'while :; do sleep 2');
 });
 
 test.run();
