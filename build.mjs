@@ -9,8 +9,12 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = dirname(fileURLToPath(import.meta.url));
-/** The session helper's compiler flags. */
-const SESSION_HELPER_CFLAGS = ['-std=c11', '-Wall', '-Wextra', '-O2', '-D_GNU_SOURCE'];
+/** The session helper's compiler flags: it parses its client's bytes, so the distribution's usual
+ * hardening too (stack protector and clash protection, fortified libc calls, a read-only GOT). */
+const SESSION_HELPER_CFLAGS = [
+  '-std=c11', '-Wall', '-Wextra', '-O2', '-D_GNU_SOURCE',
+  '-fstack-protector-strong', '-fstack-clash-protection', '-D_FORTIFY_SOURCE=2', '-Wl,-z,relro,-z,now',
+];
 const out = join(root, 'dist');
 // A fresh dist/ each time: the manifest lists exactly what this build shipped.
 rmSync(out, { recursive: true, force: true });
@@ -192,7 +196,8 @@ function buildSessionHelper() {
   if (generator.status !== 0) throw new Error(`scripts/helper-wire.ts failed: ${generator.status ?? generator.signal}`);
   const dir = join(root, 'native', 'session');
   const sources = readdirSync(dir).filter((name) => name.endsWith('.c')).sort().map((name) => join(dir, name));
-  const inputs = [...sources, ...readdirSync(dir).filter((name) => name.endsWith('.h')).map((name) => join(dir, name)), join(generated, 'wire.h')];
+  // This file too: a change of the flags above rebuilds it.
+  const inputs = [...sources, ...readdirSync(dir).filter((name) => name.endsWith('.h')).map((name) => join(dir, name)), join(generated, 'wire.h'), fileURLToPath(import.meta.url)];
   const binary = join(root, 'build', 'Release', 'opencode-pty-session');
   const built = statSync(binary, { throwIfNoEntry: false })?.mtimeMs ?? 0;
   if (inputs.every((path) => statSync(path).mtimeMs < built)) return;
@@ -203,7 +208,16 @@ function buildSessionHelper() {
 /** V8's code cache of each bundle, made by this Node (a start on another V8 ignores it and compiles). */
 async function codeCaches(bundles) {
   const producer = join(root, 'build', 'produce-cache.cjs');
-  await build({ ...common, entryPoints: [join(root, 'src/boot/produce-cache.ts')], outfile: producer, format: 'cjs' });
+  // CommonJS as the bundles it caches; the config's door brings the addon's loader into its graph, which
+  // finds the addon from import.meta.url, so that is defined here as in the root bundles.
+  await build({
+    ...common,
+    entryPoints: [join(root, 'src/boot/produce-cache.ts')],
+    outfile: producer,
+    format: 'cjs',
+    banner: { js: "const __importMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+    define: { 'import.meta.url': '__importMetaUrl' },
+  });
   for (const bundle of bundles) {
     // No environment (produce-cache.ts): evaluating a bundle runs nothing, so a failure is the producer's own.
     const made = spawnSync(process.execPath, ['--predictable', producer, bundle], { env: {}, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });

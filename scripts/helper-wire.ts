@@ -12,19 +12,29 @@ function enumLines(entries: [string, number | string][]): string {
   return entries.map(([name, value]) => `  ${name} = ${value},`).join('\n');
 }
 
-/** The rule table of one version: one entry per type byte that names a frame there. */
-function rules(version: number): string {
+/** Frames a client sends whose payload the helper's decoder does not collect whole: INPUT streams into
+ * its ring, HELLO and START are refused on their header (native/session/decode.c judge_header). */
+const NOT_COLLECTED = new Set<number>([FrameType.INPUT, FrameType.HELLO, FrameType.START]);
+
+/** The rule table of one version: one entry per type byte that names a frame there. Every other frame a
+ * client sends is collected in the decoder's `small` buffer of HEADER_SIZE bytes (helper.h struct
+ * decoder), so one with a longer payload is refused here, not overflowed there. */
+function rules(version: number, layouts: typeof layoutOf): string {
   const lines: string[] = [];
   for (let type = 0; type < 256; type++) {
-    const layout = layoutOf(type, version);
+    const layout = layouts(type, version);
     if (!layout) continue;
     const fromClient = layout.direction === 'to-server' || layout.direction === 'both';
+    if (fromClient && !NOT_COLLECTED.has(type) && layout.max > HEADER_SIZE) {
+      throw new Error(`${layout.name.toUpperCase()} (version ${version}) may carry ${layout.max} bytes from a client: the session helper's decoder collects at most ${HEADER_SIZE}`);
+    }
     lines.push(`        [${hex(type)}] = {true, ${fromClient}, ${layout.min}, ${layout.max}}, // ${layout.name.toUpperCase()}`);
   }
   return `    { // version ${version}\n${lines.join('\n')}\n    },`;
 }
 
-export function helperWireHeader(): string {
+/** `layouts`: the protocol's layouts (layoutOf), for a test to pass others. */
+export function helperWireHeader(layouts: typeof layoutOf = layoutOf): string {
   const numericLimits = Object.entries(Limits).filter((entry): entry is [string, number] => typeof entry[1] === 'number');
   const names = Object.entries(FrameType).sort((a, b) => a[1] - b[1]);
   const nameTable = Array.from({ length: names.at(-1)![1] + 1 }, (_, type) => {
@@ -54,7 +64,7 @@ enum { WIRE_VERSIONS = ${LATEST_VERSION} };
 #ifdef WIRE_TABLES
 // Per protocol version (index: version - 1), per type byte: known, sent by a client, payload min..max.
 static const struct frame_rule wire_rules[WIRE_VERSIONS][256] = {
-${versions.map(rules).join('\n')}
+${versions.map((version) => rules(version, layouts)).join('\n')}
 };
 
 static const char *const wire_frame_names[] = {${nameTable.join(', ')}};

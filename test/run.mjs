@@ -1,10 +1,13 @@
 // Runs every test file in its own Node process, then the type check, and prints one
 // closing line "N passed, N failed" (uvu prints none of its own). Exits 1 on any failure.
 // Usage: node test/run.mjs [substring…]  (only files whose path contains one of them)
+// It fails too when a suite left a name of ours in the host's temp dir (support/temp-leftovers.mjs).
 import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { otherRunners, ourPrefixes, tempLeftovers } from './support/temp-leftovers.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const filters = process.argv.slice(2);
@@ -35,7 +38,7 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   });
 }
 
-function run(argv) {
+function run(argv, started) {
   return new Promise((resolve) => {
     const child = spawn(argv[0], argv.slice(1), {
       cwd: root,
@@ -44,6 +47,7 @@ function run(argv) {
       detached: true,
     });
     running = child;
+    started?.(child.pid);
     const timer = setTimeout(() => {
       process.stdout.write(`\n# timed out after ${FILE_TIMEOUT_MS} ms: ${argv.join(' ')}\n`);
       try {
@@ -102,9 +106,16 @@ const runs = files.flatMap((file) => {
   const node = { name, argv: [process.execPath, '--import', 'tsx', file] };
   return BOTH_RUNTIMES.test(name) ? [node, { name: `${name} (bun)`, argv: [BUN, file] }] : [node];
 });
+const listTemp = () => readdirSync(tmpdir());
+const tempAtStart = listTemp();
+const runnersAtStart = otherRunners();
+const suiteTemp = [];
 for (const { name, argv } of runs) {
   console.log(`\n# ${name}`);
-  const result = await run(argv);
+  const temp = { name, pid: undefined, before: listTemp(), after: [] };
+  suiteTemp.push(temp);
+  const result = await run(argv, (pid) => (temp.pid = pid));
+  temp.after = listTemp();
   const counts = uvuCounts(result.output);
   if (!counts) {
     failed += 1;
@@ -127,6 +138,18 @@ if (filters.length === 0) {
   else {
     failed += 1;
     failures.push('tsc --noEmit');
+  }
+}
+
+const concurrent = [...new Set([...runnersAtStart, ...otherRunners()])];
+const temp = tempLeftovers({ start: tempAtStart, end: listTemp(), suites: suiteTemp, prefixes: ourPrefixes(root), concurrent });
+if (temp.notes.length) console.log(`\n# new in ${tmpdir()}, taken for other programs' or runs': ${temp.notes.join('; ')}`);
+if (temp.leftovers.length) {
+  console.log(`\n# left in ${tmpdir()}:`);
+  for (const { name, suite } of temp.leftovers) console.log(`#   ${name} (appeared while ${suite} ran)`);
+  if (temp.fail) {
+    failed += 1;
+    failures.push(`temp dir (${temp.leftovers.length} left)`);
   }
 }
 

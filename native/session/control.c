@@ -40,6 +40,7 @@ static int transfer_all(int fd, unsigned char *p, size_t len, short direction) {
 static int send_message(struct link *link, uint8_t type, const unsigned char *payload, size_t len) {
   unsigned char header[CONTROL_HEADER_SIZE] = {type};
   put_be32(header + 1, (uint32_t)len);
+  if (link->ended) return -1;
   if (link->fd < 0 || transfer_all(link->fd, header, sizeof header, POLLOUT) < 0 ||
       (len > 0 && transfer_all(link->fd, (unsigned char *)payload, len, POLLOUT) < 0)) { // sending only reads through it
     link->gone = true;
@@ -71,7 +72,7 @@ void say(struct link *link, int priority, const char *fmt, ...) {
   size_t len = utf8_cut(text, MAX_LOG_TEXT);
   memcpy(payload + 1, text, len);
   if (link->fd >= 0) send_message(link, CONTROL_LOG, payload, 1 + len);
-  else fprintf(stderr, TAG "%s\n", text);
+  else fprintf(stderr, TAG "%s\n", text); // /dev/null by then, unless fd 2 could not be taken
 }
 
 // The helper's dialect of this channel, first of all: a worker of a later release tells by it what
@@ -102,6 +103,7 @@ static void control_send_figures(struct link *link) {
 // remainder's included), and the rest of the frame in progress (at
 // most one frame), which the worker writes before its last frame so the client never sees it torn.
 void control_send_end(struct session *s, const struct client *c) {
+  if (s->worker.ended) return;
   control_send_figures(&s->worker);
   static unsigned char payload[MAX_CONTROL_PAYLOAD];
   const unsigned char *rest = NULL;
@@ -122,6 +124,7 @@ void control_send_end(struct session *s, const struct client *c) {
   if (rest_len) memcpy(payload + END_FIXED_SIZE, rest, rest_len);
   memcpy(payload + END_FIXED_SIZE + rest_len, s->end.text, text_len);
   send_message(&s->worker, CONTROL_END, payload, END_FIXED_SIZE + rest_len + text_len);
+  s->worker.ended = true;
 }
 
 // The program's pid, sent before anything is written to the client: the worker takes "no PID" after

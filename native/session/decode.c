@@ -50,6 +50,12 @@ static int judge_header(struct session *s, struct client *c) {
     end_with(s, END_PROTOCOL, ERR_PROTOCOL, "protocol error: unexpected %s frame during a session", frame_name(type));
     return -1;
   }
+  // Every other payload but INPUT's is collected in `small`; the generated rules never allow more
+  // (scripts/helper-wire.ts refuses to), and this keeps a table that did from writing past it.
+  if (type != FRAME_INPUT && len > sizeof dec->small) {
+    end_with(s, END_INTERNAL, ERR_INTERNAL, "%s payload of %u bytes cannot be decoded here", frame_name(type), (unsigned)len);
+    return -1;
+  }
   // After END_INPUT the client sends no more INPUT (docs/protocol.md "END_INPUT"); after STOP it is discarded.
   if (type == FRAME_INPUT && dec->input_ended && !s->stopping) {
     end_with(s, END_PROTOCOL, ERR_PROTOCOL, "protocol error: INPUT after END_INPUT");

@@ -29,8 +29,7 @@ void check_done(struct session *s, struct client *c, bool idle_after_exit) {
   // out all the same, so a worker that still reads can write its last frame after what was written.
   if (!s->end.reason && s->worker.gone) end_with(s, END_TERMINATED, ERR_SHUTDOWN, "the supervisor ended the session");
   if (!s->end.reason) return;
-  if (!s->end.reported) {
-    s->end.reported = true;
+  if (!s->worker.ended) {
     control_send_end(s, c);
     // Nothing is written to the client from here on; a program that still runs is ended by the
     // helper itself, whoever else is there to stop the unit.

@@ -28,11 +28,14 @@ void on_resize(struct session *s, unsigned rows, unsigned cols) {
 }
 
 void on_signal(struct session *s, int sig) {
+  // Once the program is reaped its pid is free (nothing of the session holds it: the terminal's session
+  // went with its leader, so tcgetpgrp() gives 0), and the next process to get it is not the session's:
+  // a signal then reaches nobody, as on a terminal whose session has ended.
+  if (s->child.done || s->child.pid <= 0) return;
   // As a terminal does: to its foreground process group (termios(3) "job control"), never to the
   // helper. Before the program has taken the terminal there is no such group: its own then.
   pid_t group = s->master >= 0 ? tcgetpgrp(s->master) : -1;
   if (group <= 0) group = s->child.pid;
-  if (group <= 0) return;
   if (kill(-group, sig) < 0 && errno == ESRCH) kill(s->child.pid, sig);
 }
 

@@ -31,6 +31,7 @@ struct child {
 struct link {
   int fd;
   bool gone; // the worker ended the channel, broke its rules, or a send to it failed: it will not act
+  bool ended; // END went out (or could not): it is the last message, nothing follows it
   unsigned char in[CONTROL_HEADER_SIZE]; // whole 5-byte messages
   size_t got;
   int logs_sent;
@@ -41,7 +42,6 @@ struct ending {
   int reason; // enum end_reason; 0 while the session runs
   uint16_t code;
   char text[MAX_REPORT_TEXT];
-  bool reported; // END went to the worker
 };
 
 // END_INPUT (version 2, end-input.c): once the program has read everything before it, VEOF; again

@@ -31,7 +31,7 @@ export function planStart(frame: FrameOf<'start'>, config: Config, helperPath: s
       // Client bytes never reach unit-file text: the program's name only through a safe alphabet.
       description: `opencode-pty session ${programLabel(frame.argv[0]!)}`,
       helperPath,
-      helperArgs: ['--env-from-control', `--protocol=${version}`, `--write-timeout-ms=${config.limits.writeTimeoutMs}`, String(frame.rows), String(frame.cols), ...frame.argv],
+      helperArgs: ['--env-from-control', `--protocol=${version}`, `--write-timeout-ms=${config.limits.writeTimeoutMs}`, `--stop-timeout-sec=${config.session.stopTimeoutSec}`, String(frame.rows), String(frame.cols), ...frame.argv],
       user: config.client.user,
       group: config.client.group,
       environment: {},

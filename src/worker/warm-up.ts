@@ -19,7 +19,7 @@ export function warmUp(config: Config, helperPath: string): string | undefined {
     const tuples = sessionUnitProperties({
       description: `opencode-pty session ${programLabel(frame.argv[0]!)}`,
       helperPath,
-      helperArgs: [`--protocol=${PROTOCOL_VERSION}`, `--write-timeout-ms=${config.limits.writeTimeoutMs}`, String(frame.rows), String(frame.cols), ...frame.argv],
+      helperArgs: [`--protocol=${PROTOCOL_VERSION}`, `--write-timeout-ms=${config.limits.writeTimeoutMs}`, `--stop-timeout-sec=${config.session.stopTimeoutSec}`, String(frame.rows), String(frame.cols), ...frame.argv],
       user: config.client.user,
       group: config.client.group,
       cwdFd: 0,

@@ -2,10 +2,11 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ErrorCode } from '../../src/protocol/index.ts';
-import { bootSandbox, SOCKET_GROUP, type Sandbox } from '../sandbox/index.ts';
+import { SOCKET_GROUP, type Sandbox } from '../sandbox/index.ts';
 import { agentRun, BROKER_UNIT as BROKER, CONFIG_PATH, deployConfig, SOCKET_PATH } from '../sandbox/deploy.ts';
-import { sessionUnits } from '../worker/harness.ts';
-import { Agent, brokerProperty, deployBroker, peersAs, stopBroker, until } from './harness.ts';
+import { Agent } from '../support/agent.ts';
+import { bootSupervisor, peersAs, stopBroker, brokerProperty, sessionUnits } from '../support/supervisor.ts';
+import { until } from '../support/wait.ts';
 
 /** A wrong account: AUTHENTICATION (retrying cannot help), with the earlier supervisor's text. */
 const WRONG_ACCOUNT = { frame: 'error', code: ErrorCode.AUTHENTICATION, message: 'authentication admission limit reached' };
@@ -14,9 +15,7 @@ let sandbox: Sandbox;
 let agent: Agent;
 
 test.before(async () => {
-  sandbox = await bootSandbox({ name: 'broker' });
-  await deployBroker(sandbox, { limits: { idleExitMs: 600_000 } });
-  agent = await Agent.start(sandbox);
+  ({ sandbox, agent: agent } = await bootSupervisor('broker', { limits: { idleExitMs: 600_000 } }));
 });
 
 test.after.each(async () => {

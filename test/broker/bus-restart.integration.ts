@@ -2,18 +2,17 @@
 // watched again and ends normally, and new sessions start.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
+import type { Sandbox } from '../sandbox/index.ts';
 import { BROKER_UNIT } from '../sandbox/deploy.ts';
-import { Driver, deployTorture, measure, settle } from '../torture/harness.ts';
-import { brokerProperty, until } from './harness.ts';
+import { Agent } from '../support/agent.ts';
+import { bootSupervisor, brokerProperty, measure, settle } from '../support/supervisor.ts';
+import { until } from '../support/wait.ts';
 
 let sandbox: Sandbox;
-let driver: Driver;
+let driver: Agent;
 
 test.before(async () => {
-  sandbox = await bootSandbox({ name: 'broker-bus' });
-  await deployTorture(sandbox, { limits: { idleExitMs: 600_000 } });
-  driver = await Driver.start(sandbox);
+  ({ sandbox, agent: driver } = await bootSupervisor('broker-bus', { limits: { idleExitMs: 600_000 } }));
 });
 
 test.after(async () => {

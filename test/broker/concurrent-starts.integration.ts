@@ -2,17 +2,16 @@
 // and every session end is logged with its reason.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
+import type { Sandbox } from '../sandbox/index.ts';
 import { BROKER_UNIT } from '../sandbox/deploy.ts';
-import { Driver, deployTorture, settle, measure } from '../torture/harness.ts';
+import { Agent } from '../support/agent.ts';
+import { bootSupervisor, measure, settle } from '../support/supervisor.ts';
 
 let sandbox: Sandbox;
-let driver: Driver;
+let driver: Agent;
 
 test.before(async () => {
-  sandbox = await bootSandbox({ name: 'broker-concurrent' });
-  await deployTorture(sandbox, { limits: { idleExitMs: 600_000 } });
-  driver = await Driver.start(sandbox);
+  ({ sandbox, agent: driver } = await bootSupervisor('broker-concurrent', { limits: { idleExitMs: 600_000 } }));
 });
 
 test.after(async () => {

@@ -10,7 +10,9 @@ import { closeSync, openSync } from 'node:fs';
 import { native } from '../../src/native/binding.ts';
 import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
 import { BROKER_UNIT } from '../sandbox/deploy.ts';
-import { Agent, brokerProperty, deployBroker, stopBroker, until } from './harness.ts';
+import { Agent } from '../support/agent.ts';
+import { deploySupervisor, stopBroker, brokerProperty } from '../support/supervisor.ts';
+import { until } from '../support/wait.ts';
 
 /** The broker's descriptor limit here (soft and hard, so Node cannot raise it); it needs about 40; above what other root processes on a busy host keep in flight. */
 const BROKER_NOFILE = 2048;
@@ -20,7 +22,7 @@ let agent: Agent;
 
 test.before(async () => {
   sandbox = await bootSandbox({ name: 'broker-handoff-refused' });
-  await deployBroker(sandbox, { limits: { idleExitMs: 600_000 } });
+  await deploySupervisor(sandbox, { limits: { idleExitMs: 600_000 } });
   await sandbox.install([{ content: `[Service]\nLimitNOFILE=${BROKER_NOFILE}\n`, to: '/etc/systemd/system/opencode-pty-supervisor@.service.d/nofile.conf' }]);
   const reload = await sandbox.systemctl('daemon-reload');
   assert.is(reload.code, 0, reload.stderr);

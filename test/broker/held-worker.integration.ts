@@ -12,7 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { encodeFrame } from '../../src/protocol/index.ts';
 import { bootSandbox, SOCKET_GROUP, type Sandbox } from '../sandbox/index.ts';
 import { AGENT_SERVICE, BROKER_UNIT, SOCKET_PATH } from '../sandbox/deploy.ts';
-import { deployBroker, until } from './harness.ts';
+import { deploySupervisor } from '../support/supervisor.ts';
+import { until } from '../support/wait.ts';
 
 const HANGFS_C = fileURLToPath(new URL('../worker/fixtures/hangfs.c', import.meta.url));
 const MAX_SESSIONS = 2;
@@ -50,7 +51,7 @@ test.before(async () => {
   build = mkdtempSync(join(tmpdir(), 'hangfs-'));
   execFileSync('cc', ['-O1', '-o', join(build, 'hangfs'), HANGFS_C]);
   sandbox = await bootSandbox({ name: 'broker-held-worker' });
-  await deployBroker(sandbox, { limits: { idleExitMs: 600_000, maxSessions: MAX_SESSIONS } });
+  await deploySupervisor(sandbox, { limits: { idleExitMs: 600_000, maxSessions: MAX_SESSIONS } });
   await sandbox.install([
     { from: join(build, 'hangfs'), to: '/opt/hangfs', mode: 0o755 },
     { content: SCRIPT, to: '/opt/opencode-pty/test/fuse-start.py', mode: 0o644 },

@@ -8,7 +8,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { bootSandbox, SOCKET_GROUP, type Sandbox } from '../sandbox/index.ts';
 import { AGENT_SERVICE, SOCKET_PATH } from '../sandbox/deploy.ts';
-import { deployBroker } from './harness.ts';
+import { deploySupervisor } from '../support/supervisor.ts';
 
 // MODE: one (a lingering socket on HELLO), many (four on HELLO: more than a read has room for),
 // queued (a junk header, more filler than a refusal reads away, then a lingering socket behind it).
@@ -64,7 +64,7 @@ let sandbox: Sandbox;
 
 test.before(async () => {
   sandbox = await bootSandbox({ name: 'broker-hostile-hello' });
-  await deployBroker(sandbox);
+  await deploySupervisor(sandbox);
   await sandbox.install([{ content: SCRIPT, to: '/opt/opencode-pty/test/linger.py', mode: 0o644 }]);
 });
 

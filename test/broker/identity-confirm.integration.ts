@@ -10,8 +10,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { ErrorCode } from '../../src/protocol/index.ts';
 import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
 import { AGENT_SERVICE, BROKER_UNIT, INSTALL_DIR, SOCKET_PATH } from '../sandbox/deploy.ts';
-import { appeared } from '../file-appeared.ts';
-import { Agent, deployBroker, PEER, until, type PeerReport } from './harness.ts';
+import { appeared } from '../support/file-appeared.ts';
+import { Agent, PEER, type PeerReport } from '../support/agent.ts';
+import { deploySupervisor, brokerPid } from '../support/supervisor.ts';
+import { until } from '../support/wait.ts';
 
 /** ClientService's default freshness window, and a margin past it. */
 const FRESHNESS_MS = 1000;
@@ -23,7 +25,7 @@ test.before(async () => {
   sandbox = await bootSandbox({ name: 'broker-identity-confirm' });
   // A long handshake deadline: the CLI's own start on a loaded machine is not what is tested.
   // The bus held for as long as the clients take: no D-Bus call of the broker's gives up meanwhile.
-  await deployBroker(sandbox, { limits: { idleExitMs: 600_000, handshakeTimeoutMs: 60_000, operationTimeoutMs: 60_000 } });
+  await deploySupervisor(sandbox, { limits: { idleExitMs: 600_000, handshakeTimeoutMs: 60_000, operationTimeoutMs: 60_000 } });
   agent = await Agent.start(sandbox);
 });
 
@@ -36,13 +38,9 @@ async function agentState(): Promise<string> {
   return (await sandbox.systemctl('show', '--property=ActiveState', '--value', AGENT_SERVICE)).stdout.trim();
 }
 
-async function brokerPid(): Promise<string> {
-  return (await sandbox.systemctl('show', '--property=MainPID', '--value', BROKER_UNIT)).stdout.trim();
-}
-
 /** The broker's client connections (on the supervisor's socket), with the bytes it has not read on
  * each: START stays queued there until a worker takes it. */
-async function brokerConnections(pid: string): Promise<number[]> {
+async function brokerConnections(pid: number): Promise<number[]> {
   const listed = await sandbox.exec(['ss', '-xpH', 'state', 'established', 'src', SOCKET_PATH]);
   assert.is(listed.code, 0, `ss: ${listed.stderr}`);
   const lines = listed.stdout.split('\n');
@@ -67,7 +65,7 @@ test('processes left in a stopping agent are refused after WELCOME, before anyth
   await until(async () => (await agentState()) === 'deactivating', 10_000, 'the agent stopping', agentState);
   // The bus held still (systemctl reaches PID 1 on its own socket): the fresh look cannot come back,
   // so whatever the broker does meanwhile it does on the provisional yes alone.
-  const broker = await brokerPid();
+  const broker = await brokerPid(sandbox);
   const signalBus = (signal: string) => sandbox.systemctl('kill', '--kill-whom=main', `--signal=${signal}`, 'dbus.service');
   try {
     assert.is((await signalBus('SIGSTOP')).code, 0, 'the bus held');

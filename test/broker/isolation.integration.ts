@@ -4,10 +4,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ErrorCode } from '../../src/protocol/index.ts';
-import { bootSandbox, SOCKET_GROUP, type Sandbox } from '../sandbox/index.ts';
+import { SOCKET_GROUP, type Sandbox } from '../sandbox/index.ts';
 import { BROKER_UNIT, SOCKET_PATH } from '../sandbox/deploy.ts';
-import { rmSync } from 'node:fs';
-import { Agent, brokerProperty, deployBroker, PEER, stopAgent, stopBroker } from './harness.ts';
+import { Agent, PEER } from '../support/agent.ts';
+import { bootSupervisor, stopAgent, stopBroker, brokerProperty } from '../support/supervisor.ts';
 
 const FLOOD_SECONDS = 10;
 
@@ -15,9 +15,7 @@ let sandbox: Sandbox;
 let agent: Agent;
 
 test.before(async () => {
-  sandbox = await bootSandbox({ name: 'broker-isolation' });
-  await deployBroker(sandbox, { limits: { idleExitMs: 600_000 } });
-  agent = await Agent.start(sandbox);
+  ({ sandbox, agent: agent } = await bootSupervisor('broker-isolation', { limits: { idleExitMs: 600_000 } }));
 });
 
 test.after.each(async () => {
@@ -116,7 +114,7 @@ test(`a ${FLOOD_SECONDS} s connection flood from outside the agent unit costs th
 async function restartAgent(): Promise<void> {
   await agent.release();
   await stopAgent(sandbox);
-  rmSync(`${sandbox.root}${sandbox.client.home}/agent.sock`, { force: true });
+  // A fresh control socket name each start (support/agent.ts): the old one's file cannot be taken for the new.
   agent = await Agent.start(sandbox);
 }
 

@@ -1,18 +1,18 @@
 // The broker's life under systemd: idle exit, re-activation (also racing the exit), bad configs.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { bootSandbox, SOCKET_GROUP, type Sandbox } from '../sandbox/index.ts';
+import { SOCKET_GROUP, type Sandbox } from '../sandbox/index.ts';
 import { BROKER_UNIT, CONFIG_PATH, deployConfig } from '../sandbox/deploy.ts';
-import { Agent, brokerProperty, deployBroker, until } from './harness.ts';
+import { Agent } from '../support/agent.ts';
+import { bootSupervisor, brokerProperty } from '../support/supervisor.ts';
+import { until } from '../support/wait.ts';
 
 const IDLE_MS = 300;
 let sandbox: Sandbox;
 let agent: Agent;
 
 test.before(async () => {
-  sandbox = await bootSandbox({ name: 'broker-life' });
-  await deployBroker(sandbox, { limits: { idleExitMs: IDLE_MS } });
-  agent = await Agent.start(sandbox);
+  ({ sandbox, agent: agent } = await bootSupervisor('broker-life', { limits: { idleExitMs: IDLE_MS } }));
 });
 
 test.after(async () => {

@@ -11,7 +11,7 @@ import { WorkerHandle } from '../../src/broker/worker-handle.ts';
 import { encodeControl, type WorkerMessage } from '../../src/control/broker-worker.ts';
 import { FdSocket } from '../../src/io/fd-socket.ts';
 import { native } from '../../src/native/binding.ts';
-import { deferred } from '../deferred.ts';
+import { deferred } from '../support/deferred.ts';
 
 /** A worker process as far as the broker can tell: its control channel's other end, and its exit. */
 function fakeWorker() {

@@ -3,7 +3,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { WorkerPool, workerCommand, type PooledWorker } from '../../src/broker/worker-pool.ts';
 import { workerEnvironment } from '../../src/broker/worker-process.ts';
-import { testConfig } from '../config-fixture.ts';
+import { testConfig } from '../support/config-fixture.ts';
 
 const config = testConfig();
 

@@ -2,18 +2,17 @@
 // start, so no Node process boots per start; the slot is still freed only once the unit is gone.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
+import type { Sandbox } from '../sandbox/index.ts';
 import { BROKER_UNIT } from '../sandbox/deploy.ts';
-import { sessionUnits } from '../worker/harness.ts';
-import { Agent, brokerProperty, deployBroker, stopBroker, until } from './harness.ts';
+import { Agent } from '../support/agent.ts';
+import { bootSupervisor, stopBroker, brokerProperty, sessionUnits } from '../support/supervisor.ts';
+import { until } from '../support/wait.ts';
 
 let sandbox: Sandbox;
 let agent: Agent;
 
 test.before(async () => {
-  sandbox = await bootSandbox({ name: 'broker-reuse' });
-  await deployBroker(sandbox, { limits: { idleExitMs: 600_000 } });
-  agent = await Agent.start(sandbox);
+  ({ sandbox, agent: agent } = await bootSupervisor('broker-reuse', { limits: { idleExitMs: 600_000 } }));
 });
 
 test.after(async () => {

@@ -7,10 +7,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bundleForNode } from '../bundle.ts';
+import { bundleForNode } from '../support/bundle.ts';
 import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
 import { INSTALL_DIR, SOCKET_PATH } from '../sandbox/deploy.ts';
-import { Agent, deployBroker } from '../broker/harness.ts';
+import { Agent } from '../support/agent.ts';
+import { deploySupervisor } from '../support/supervisor.ts';
 import type { ProbeResult } from './pty-probe.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -31,7 +32,7 @@ test.before(async () => {
   hostCwd = mkdtempSync(join(process.env.TMPDIR ?? tmpdir(), 'opencode-pty-compare-'));
   sandbox = await bootSandbox({ name: 'compare' });
   // Every scenario is a connection or more (the limit's 37, twice): more than the default's 120 a minute.
-  await deployBroker(sandbox, { limits: { maxAdmissionsPerMinute: 1000 } });
+  await deploySupervisor(sandbox, { limits: { maxAdmissionsPerMinute: 1000 } });
   await sandbox.install([
     { from: PROBE_BUNDLE, to: PROBE, mode: 0o644 },
     { from: BUN, to: SANDBOX_BUN, mode: 0o755 },

@@ -1,7 +1,7 @@
 // The helper's messages as the worker decodes them: strict, bounded, split anywhere; built by hand.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { HelperChannelError, HelperDecoder, encodeCommand, encodeGo, type HelperMessage } from '../../src/control/helper-channel.ts';
+import { HELPER_DIALECT, HelperChannelError, HelperDecoder, encodeCommand, encodeGo, type HelperMessage } from '../../src/control/helper-channel.ts';
 
 function message(type: number, payload: Buffer): Buffer {
   const header = Buffer.alloc(5);
@@ -131,6 +131,36 @@ test('END text is one line of text: no control character can start a journal lin
   }
   const fine = decodeAll(end(7, 0, Buffer.alloc(0), 'cannot enter the working directory: Permission denied (é, tab-free)'));
   assert.is((fine[0] as Extract<HelperMessage, { type: 'end' }>).report.text, 'cannot enter the working directory: Permission denied (é, tab-free)');
+});
+
+test('HELLO names the helper\'s dialect, first; a helper that sends none speaks dialect 1', () => {
+  const hello = message(0x40, Buffer.from([0, 2]));
+  const pid = message(0x44, Buffer.from([0, 0, 0x30, 0x39]));
+  const stream = Buffer.concat([hello, pid]);
+  for (let cut = 0; cut <= stream.length; cut++) {
+    const decoder = new HelperDecoder();
+    const first = decoder.push(stream.subarray(0, cut));
+    const rest = decoder.push(stream.subarray(cut));
+    assert.equal([...first.messages, ...rest.messages], [{ type: 'hello', dialect: 2 }, { type: 'pid', pid: 12345 }], `cut at ${cut}`);
+    assert.is(decoder.dialect, 2);
+  }
+  assert.is(HELPER_DIALECT, 2);
+  const older = new HelperDecoder();
+  assert.equal(older.push(pid).messages, [{ type: 'pid', pid: 12345 }]);
+  assert.is(older.dialect, 1, 'no HELLO: the message set before it');
+  // A later dialect is taken as named: what it sends beyond this set is refused message by message.
+  const later = new HelperDecoder();
+  assert.equal(later.push(message(0x40, Buffer.from([0, 9]))).messages, [{ type: 'hello', dialect: 9 }]);
+  assert.is(later.dialect, 9);
+});
+
+test('HELLO is refused after the first message, of another size, or naming dialect 0 or 1', () => {
+  refuses(Buffer.concat([message(0x44, Buffer.from([0, 0, 0x30, 0x39])), message(0x40, Buffer.from([0, 2]))]), /HELLO after the first message/);
+  refuses(Buffer.concat([message(0x40, Buffer.from([0, 2])), message(0x40, Buffer.from([0, 2]))]), /HELLO after the first message/);
+  refuses(message(0x40, Buffer.from([2])), /HELLO of 1 bytes/);
+  refuses(message(0x40, Buffer.from([0, 0, 2])), /HELLO of 3 bytes/);
+  refuses(message(0x40, Buffer.from([0, 1])), /HELLO with dialect 1/);
+  refuses(message(0x40, Buffer.from([0, 0])), /HELLO with dialect 0/);
 });
 
 test.run();

@@ -48,7 +48,13 @@ function scripted(initialTicks = 100) {
   let ticks = initialTicks;
   let now = 0;
   const pending: Array<{ resolve: (state: ServiceState) => void; reject: (error: Error) => void }> = [];
-  const service = new ClientService(SERVICE, () => new Promise((resolve, reject) => pending.push({ resolve, reject })), {
+  const readWaiters: Array<() => void> = [];
+  const read = () =>
+    new Promise<ServiceState>((resolve, reject) => {
+      pending.push({ resolve, reject });
+      for (const wake of readWaiters.splice(0)) wake();
+    });
+  const service = new ClientService(SERVICE, read, {
     ttlMs: 1000,
     now: () => now,
     ticks: () => ticks,
@@ -62,6 +68,12 @@ function scripted(initialTicks = 100) {
     setTicks: (value: number) => (ticks = value),
     setNow: (value: number) => (now = value),
     settle,
+    /** Resolves when the service asks for its next read; rejects, saying so, after `timeoutMs`. */
+    nextRead: (timeoutMs = 2000) =>
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no read asked for within ${timeoutMs} ms`)), timeoutMs);
+        readWaiters.push(() => (clearTimeout(timer), resolve()));
+      }),
   };
 }
 
@@ -139,8 +151,10 @@ test('a peer in its start tick waits for the next tick rather than trusting a sa
   bus.pending.shift()!.resolve(live(7));
   await bus.settle();
   assert.is(bus.pending.length, 0, 'no second read while the clock is still in the peer\'s tick');
+  const asked = bus.nextRead();
   bus.setTicks(101);
-  await new Promise((resolve) => setTimeout(resolve, 25));
+  // The service looks at the clock again once per tick (10 ms): its next read is the event.
+  await asked;
   assert.is(bus.pending.length, 1);
   bus.pending.shift()!.resolve(live(8));
   assert.ok((await answer).main);

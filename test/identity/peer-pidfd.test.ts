@@ -2,9 +2,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
-import { closeSync, readdirSync } from 'node:fs';
+import { closeSync } from 'node:fs';
 import { native } from '../../src/native/binding.ts';
 import { peerPidfd, processStartTicks, ticksSinceBoot, type PidfdBinding } from '../../src/identity/peer-identity.ts';
+import { openFdCount } from '../support/fds.ts';
 
 /** The addon as on Linux < 6.5: SO_PEERPIDFD is unknown. */
 const oldKernel: PidfdBinding = {
@@ -88,7 +89,7 @@ test('the forced fallback: a process younger than the accept is taken for a reus
 test('the forced fallback: a peer that has exited is ESRCH, and no pidfd is left open', () => {
   const gone = spawnSync('true').pid!;
   const [a, b] = native().socketpair();
-  const fds = () => readdirSync('/proc/self/fd').length;
+  const fds = openFdCount;
   const before = fds();
   assert.is(code(() => peerPidfd(a, gone, ticksSinceBoot(), oldKernel)), 'ESRCH');
   assert.is(fds(), before);

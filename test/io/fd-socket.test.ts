@@ -1,13 +1,14 @@
 // FdSocket over real socketpairs from the addon: exact reads with fds, stray fds, backpressure, urgency, hangup, close.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { closeSync, fstatSync, openSync, readdirSync } from 'node:fs';
+import { closeSync, fstatSync, openSync } from 'node:fs';
 import { once } from 'node:events';
 import { native } from '../../src/native/binding.ts';
 import { FdSocket } from '../../src/io/fd-socket.ts';
 import { IoError } from '../../src/io/io-error.ts';
+import { openFdCount } from '../support/fds.ts';
 
-const openFds = () => readdirSync('/proc/self/fd').length;
+const openFds = openFdCount;
 
 /** Sends from a raw fd, the whole buffer, optionally with fds (the test's peer, no FdSocket involved). */
 function sendRaw(fd: number, data: Buffer, fds?: number[]): void {

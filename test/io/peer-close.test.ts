@@ -2,7 +2,7 @@
 // every kind, a lingering TCP socket among them) is read away and closed, nothing leaks, nothing more
 // can be queued; and SO_PASSRIGHTS, where the kernel has it, refuses descriptors at the sender.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, rmdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -172,18 +172,22 @@ for (const mode of ['read', 'drain']) {
 test("a user's FUSE file root cannot stat (no allow_other): closed on a thread of its own, not in the caller's (in a child, killed if it hangs)", () => {
   if (!existsSync('/dev/fuse')) return; // no FUSE on this host: nothing such can be sent
   const build = mkdtempSync(join(tmpdir(), 'userfuse-build-'));
+  let mountpoint: string | undefined;
   try {
     const binary = join(build, 'userfuse');
-    execFileSync('cc', ['-O1', '-o', binary, fileURLToPath(new URL('./fixtures/userfuse.c', import.meta.url))]);
+    execFileSync('cc', ['-O1', '-pthread', '-o', binary, fileURLToPath(new URL('../support/hang-fs.c', import.meta.url))]);
     const script = fileURLToPath(new URL('./user-fuse-child.ts', import.meta.url));
+    // Ours to remove (below): the child's mount on it is seen only in its own namespace, which goes with it.
+    mountpoint = mkdtempSync(join(tmpdir(), 'userfuse-'));
     // A mount namespace of its own: the mount is never seen outside, and goes with the child.
-    const child = spawnSync('unshare', ['-m', '--propagation', 'private', process.execPath, '--import', 'tsx', script, binary], { encoding: 'utf8', timeout: 60_000, killSignal: 'SIGKILL' });
+    const child = spawnSync('unshare', ['-m', '--propagation', 'private', process.execPath, '--import', 'tsx', script, binary, mountpoint], { encoding: 'utf8', timeout: 60_000, killSignal: 'SIGKILL' });
     assert.is(child.signal, null, `a close hung on the FLUSH: ${child.stderr}`);
     // Both were handed to a close thread (closeReceived's and drainPeer's): both calls returned while
     // the file system lived (its own end, after 20 s, would release a close held in the caller's thread).
     assert.equal(JSON.parse(child.stdout.trim()), { first: 1, drained: 1, alive: true }, child.stderr);
   } finally {
     rmSync(build, { recursive: true, force: true });
+    if (mountpoint) rmdirSync(mountpoint);
   }
 });
 

@@ -2,17 +2,18 @@
 // root's statx of it fails) whose FLUSH is never answered, sent twice; the first is closed through
 // closeReceived, the second through drainPeer. Prints their outcome once both returned, and whether the file
 // system was still alive then (its end would have released a close held on the FLUSH).
+// The mountpoint is the parent's to make and remove: inside this namespace it stays a mount (of a
+// dead server) until the namespace goes, so only the parent, outside it, can remove the directory.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { native } from '../../src/native/binding.ts';
 import { closeReceived } from '../../src/io/fds.ts';
 
-const [binary] = process.argv.slice(2);
-const mountpoint = mkdtempSync(join(tmpdir(), 'userfuse-'));
+const [binary, mountpoint] = process.argv.slice(2) as [string, string];
 const [a, b] = native().socketpair();
-const server = spawn(binary, [mountpoint, '65534'], { stdio: ['ignore', 'ignore', 'pipe', a] });
+// A user's mount (no allow_other) whose FLUSH is never answered; a child of it sends its file `f` twice on fd 3.
+const options = ['--as', '65534', '--hang', 'flush', '--send-file', '--end-after', '20'];
+const server = spawn(binary, [...options, mountpoint], { stdio: ['ignore', 'ignore', 'pipe', a] });
 let log = '';
 await new Promise<void>((resolve, reject) => {
   server.stderr!.on('data', (chunk) => {

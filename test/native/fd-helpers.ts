@@ -5,9 +5,7 @@ import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 
 /** Entries of /proc/self/fd: compare before and after to find leaks. */
-export function openFdCount(): number {
-  return readdirSync('/proc/self/fd').length;
-}
+export { openFdCount } from '../support/fds.ts';
 
 /** This process's fds and what each names, for leakedSince(). */
 export function openFds(): Map<string, string> {

@@ -3,9 +3,11 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ErrorCode, FrameType, HEADER_SIZE, Limits } from '../../src/protocol/constants.ts';
-import { ALLOWED_SIGNALS, EndReasonCode, FIGURE_NAMES, HelperLimits, HelperMessageType } from '../../src/control/helper-channel.ts';
+import { ErrorCode, FrameType, HEADER_SIZE, LATEST_VERSION, Limits } from '../../src/protocol/constants.ts';
+import { layoutOf } from '../../src/protocol/layout.ts';
+import { ALLOWED_SIGNALS, EndReasonCode, FIGURE_NAMES, HELPER_DIALECT, HelperLimits, HelperMessageType } from '../../src/control/helper-channel.ts';
 import { GENERATED } from './helper-sources.ts';
+import { helperWireHeader } from '../../scripts/helper-wire.ts';
 
 const header = (name: string) => readFileSync(fileURLToPath(new URL(`../../native/session/${name}`, import.meta.url)), 'utf8');
 
@@ -71,6 +73,46 @@ test('allowed signals', () => {
   const list = /#define ALLOWED_SIGNALS \{([0-9, ]+)\}/.exec(header('control.h'))?.[1];
   assert.ok(list, 'ALLOWED_SIGNALS in control.h');
   assert.equal(list!.split(',').map(Number), [...ALLOWED_SIGNALS]);
+});
+
+test('the control channel\'s dialect and HELLO\'s size', () => {
+  assert.is(/enum \{ CONTROL_DIALECT = (\d+) \}/.exec(header('control.h'))?.[1], String(HELPER_DIALECT));
+  assert.is(control.get('HELLO_SIZE'), HelperLimits.HELLO_SIZE);
+});
+
+test('the rule tables: every type byte in every version as src/protocol/ lays it out (layoutOf)', () => {
+  const text = readFileSync(`${GENERATED}wire.h`, 'utf8');
+  const tables = [...text.matchAll(/\{ \/\/ version (\d+)\n([\s\S]*?)\n    \},/g)];
+  assert.is(tables.length, LATEST_VERSION);
+  for (const [, version, body] of tables) {
+    const rows = new Map([...body!.matchAll(/\[0x([0-9a-f]{2})\] = \{true, (true|false), (\d+), (\d+)\}/g)].map((m) => [parseInt(m[1]!, 16), [m[2] === 'true', Number(m[3]), Number(m[4])]]));
+    for (let type = 0; type < 256; type++) {
+      const layout = layoutOf(type, Number(version));
+      const row = rows.get(type);
+      if (!layout) {
+        assert.is(row, undefined, `version ${version} type ${type}`);
+        continue;
+      }
+      assert.equal(row, [layout.direction !== 'to-client', layout.min, layout.max], `version ${version} type ${type}`);
+    }
+  }
+});
+
+// The decoder collects every payload a client sends but INPUT's in a buffer of HEADER_SIZE bytes: a
+// frame added to src/protocol/ with a longer one must stop the build, not reach the helper's rules
+// (it would be copied past that buffer, on the heap, by the client's bytes).
+test('the generator refuses a client frame whose payload the helper cannot collect', () => {
+  const longer = (type: number, version?: number) => {
+    const layout = layoutOf(type, version);
+    return type === FrameType.RESIZE && layout ? { ...layout, max: 64 } : layout;
+  };
+  assert.throws(() => helperWireHeader(longer), /RESIZE \(version 1\) may carry 64 bytes from a client/);
+  const toClient = (type: number, version?: number) => {
+    const layout = layoutOf(type, version);
+    return type === FrameType.OUTPUT && layout ? { ...layout, max: 1 << 20 } : layout;
+  };
+  assert.not.throws(() => helperWireHeader(toClient), 'frames the helper only sends are not its decoder\'s');
+  assert.ok(helperWireHeader().includes('[0x07] = {true, true, 4, 4}, // RESIZE'));
 });
 
 test.run();

@@ -89,6 +89,8 @@ export interface RunOptions {
   clientBuffer?: number;
   /** Run as this uid and gid instead of ours. */
   as?: number;
+  /** A command the helper runs under (e.g. `unshare --pid --fork`): the helper's path and argv follow it. */
+  wrap?: string[];
 }
 
 /** One helper run. Fails `ended` on anything on the client socket that is not a well-formed OUTPUT or CREDIT
@@ -119,7 +121,8 @@ export class HelperRun {
     const [clientOurs, clientTheirs] = native().socketpair(options.clientBuffer);
     const [controlOurs, controlTheirs] = native().socketpair();
     const pre = options.options ?? (options.writeTimeoutMs ? [`--write-timeout-ms=${options.writeTimeoutMs}`] : []);
-    this.child = spawn(helperPath(), [...pre, ...argv], { stdio: [dirFd, clientTheirs, controlTheirs], uid: options.as, gid: options.as });
+    const [command, ...prefix] = [...(options.wrap ?? []), helperPath()];
+    this.child = spawn(command!, [...prefix, ...pre, ...argv], { stdio: [dirFd, clientTheirs, controlTheirs], uid: options.as, gid: options.as });
     if (options.dirFd === undefined) closeSync(dirFd);
     closeSync(clientTheirs);
     closeSync(controlTheirs);

@@ -4,6 +4,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { HelperRun, TERMINATE, goWith, sh, startedFrame } from './helper-harness.ts';
+import { HELPER_DIALECT } from '../../src/control/helper-channel.ts';
 import { closeSync } from 'node:fs';
 import { native } from '../../src/native/binding.ts';
 
@@ -119,6 +120,17 @@ test('the channel shut for reading after the fork, GO never read: nothing reache
   assert.is(run.received, 0);
   assert.is(run.started, undefined);
   assert.is(ended.report?.reason, 'terminated', 'the worker that shut the channel still reads the report');
+});
+
+test('the helper names its control dialect first, before PID and before it reads ENV (a failed start says it too)', async () => {
+  const run = new HelperRun(sh('echo hi'));
+  await run.ended;
+  assert.equal(run.messages[0], { type: 'hello', dialect: HELPER_DIALECT });
+  assert.is(run.messages.findIndex((m) => m.type === 'pid'), 1);
+  const refused = new HelperRun(['0', '80', 'true']);
+  await refused.ended;
+  assert.equal(refused.messages[0], { type: 'hello', dialect: HELPER_DIALECT });
+  assert.is(refused.messages.at(-1)?.type, 'end');
 });
 
 test.run();

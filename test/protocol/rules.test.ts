@@ -49,13 +49,12 @@ test('checkExit: codes 0..3, status a signed 32-bit integer', () => {
 });
 
 test('checkU64 and checkVersionRange', () => {
-  rules.checkU64('dev', 0n);
-  rules.checkU64('dev', (1n << 64n) - 1n);
+  assert.not.throws(() => rules.checkU64('dev', 0n));
+  assert.not.throws(() => rules.checkU64('dev', (1n << 64n) - 1n));
   throwsCode(() => rules.checkU64('dev', 1n << 64n), 'BAD_VALUE');
   throwsCode(() => rules.checkU64('dev', 5 as never), 'BAD_VALUE');
-  rules.checkVersionRange(1, 1);
+  assert.not.throws(() => rules.checkVersionRange(1, 1));
   throwsCode(() => rules.checkVersionRange(2, 1), 'BAD_VALUE');
-  assert.ok(true);
 });
 
 test.run();

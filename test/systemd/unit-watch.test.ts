@@ -6,7 +6,7 @@ import { SystemdError } from '../../src/systemd/errors.ts';
 import { unitObjectPath } from '../../src/systemd/unit-names.ts';
 import { concernsUnit, unitPhase, watchUnit, type SignalSource } from '../../src/systemd/unit-watch.ts';
 import { rejectsCode } from './helpers.ts';
-import { deferred } from '../deferred.ts';
+import { deferred } from '../support/deferred.ts';
 
 const NAME = 'opencode-pty-session-0011223344556677.service';
 const PATH = unitObjectPath(NAME);

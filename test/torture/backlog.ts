@@ -8,7 +8,9 @@ import { fileURLToPath } from 'node:url';
 import { bootSandbox, SOCKET_GROUP } from '../sandbox/index.ts';
 import { BROKER_UNIT, SOCKET_UNIT } from '../sandbox/deploy.ts';
 import { outside, underFlood } from './bad-peers.ts';
-import { Driver, buildDriver, deployTorture, percentile } from './harness.ts';
+import { Agent, buildAgent } from '../support/agent.ts';
+import { deploySupervisor } from '../support/supervisor.ts';
+import { percentile } from './harness.ts';
 import type { FloodFigures, TortureContext } from './report.ts';
 
 const args = process.argv.slice(2);
@@ -20,12 +22,12 @@ const note = (message: string) => process.stderr.write(`${new Date().toISOString
 
 const built = spawnSync(process.execPath, [fileURLToPath(new URL('../../build.mjs', import.meta.url))], { stdio: 'inherit' });
 if (built.status !== 0) throw new Error('node build.mjs failed');
-await buildDriver();
+await buildAgent();
 const sandbox = await bootSandbox({ name: 'torture-backlog' });
 const results = new Map<string, FloodFigures[]>();
 try {
-  await deployTorture(sandbox, { limits: { idleExitMs: 600_000 } });
-  const ctx: TortureContext = { sandbox, driver: await Driver.start(sandbox), scale: 'full', note };
+  await deploySupervisor(sandbox, { limits: { idleExitMs: 600_000 } });
+  const ctx: TortureContext = { sandbox, driver: await Agent.start(sandbox), scale: 'full', note };
   const values = backlogs.length ? backlogs : [undefined];
   for (let round = 0; round < rounds; round += 1) {
     for (const backlog of values) {

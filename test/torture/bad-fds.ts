@@ -1,5 +1,5 @@
 // Bad fds: what may travel with START (exactly one directory, the one START names) and nothing else.
-import type { FdKind, RawCase } from './driver.ts';
+import type { RawCase, FdKind } from '../support/agent-main.ts';
 import { judge } from './bad-frames.ts';
 import type { TortureContext } from './report.ts';
 

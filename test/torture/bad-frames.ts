@@ -3,7 +3,7 @@
 // carries the answer docs/protocol.md gives for it; frames are built here from bytes, never with the
 // codec under test.
 import fc from 'fast-check';
-import type { RawCase, RawResult } from './driver.ts';
+import type { RawCase, RawResult } from '../support/agent-main.ts';
 import type { TortureContext } from './report.ts';
 
 const PROTOCOL = 1;

@@ -2,8 +2,10 @@
 // crawl, and floods, while the agent's MainPID and a child of the agent unit keep starting sessions.
 import { SOCKET_GROUP } from '../sandbox/index.ts';
 import { AGENT_SERVICE, SOCKET_PATH } from '../sandbox/deploy.ts';
-import type { RawResult, SessionResult } from './driver.ts';
-import { DRIVER, brokerMainPid, percentile } from './harness.ts';
+import { AGENT_SCRIPT } from '../support/agent.ts';
+import { brokerPid } from '../support/supervisor.ts';
+import type { RawResult, SessionResult } from '../support/agent-main.ts';
+import { percentile } from './harness.ts';
 import type { FloodFigures, TortureContext } from './report.ts';
 
 const AUTHENTICATION = 3;
@@ -18,13 +20,13 @@ interface PeerOutcome {
 
 /** The driver run once as someone else (outside the agent unit). */
 export async function outside(ctx: TortureContext, who: { as?: 'client' | 'other'; uid?: number; gid?: number; groups?: number[] }, command: unknown): Promise<RawResult> {
-  const run = await ctx.sandbox.exec(['/usr/bin/node', DRIVER, 'once', JSON.stringify(command), '/'], { ...who, timeoutMs: 60_000 });
+  const run = await ctx.sandbox.exec(['/usr/bin/node', AGENT_SCRIPT, 'once', JSON.stringify(command), '/'], { ...who, timeoutMs: 60_000 });
   if (run.code !== 0) throw new Error(`driver as ${JSON.stringify(who)}: ${run.stderr}`);
   return JSON.parse(run.stdout) as RawResult;
 }
 
 async function brokerCpuTicks(ctx: TortureContext): Promise<number> {
-  const pid = await brokerMainPid(ctx.sandbox);
+  const pid = await brokerPid(ctx.sandbox);
   if (!(pid > 0)) return 0;
   const stat = (await ctx.sandbox.exec(['cat', `/proc/${pid}/stat`])).stdout;
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -89,12 +91,12 @@ export async function runPeerCases(ctx: TortureContext, assertFloods: boolean): 
   // A unit whose name only looks like the agent's.
   const lookalike = await sandbox.exec([
     'systemd-run', '--quiet', '--wait', '--pipe', '--collect', `--unit=${AGENT_SERVICE.replace('.service', '-lookalike.service')}`,
-    `--uid=${sandbox.client.user}`, `--gid=${sandbox.client.group}`, `--property=SupplementaryGroups=${SOCKET_GROUP.name}`, '--', '/usr/bin/node', DRIVER, 'once', JSON.stringify({ raw: {} }), '/',
+    `--uid=${sandbox.client.user}`, `--gid=${sandbox.client.group}`, `--property=SupplementaryGroups=${SOCKET_GROUP.name}`, '--', '/usr/bin/node', AGENT_SCRIPT, 'once', JSON.stringify({ raw: {} }), '/',
   ], { timeoutMs: 30_000 });
   const lookalikeResult = JSON.parse(lookalike.stdout || '{}') as RawResult;
   check('a look-alike unit name', lookalikeResult.code === AUTHENTICATION, lookalikeResult);
   // A peer that exits right after connecting, from inside the agent unit: the broker must not mind.
-  await ctx.driver.command({ run: ['/usr/bin/node', DRIVER, 'once', JSON.stringify({ connectAndExit: true })] });
+  await ctx.driver.command({ run: ['/usr/bin/node', AGENT_SCRIPT, 'once', JSON.stringify({ connectAndExit: true })] });
   const after = await ctx.driver.sessions(1, ['true']);
   check('a session right after a peer that exited at once', after[0]!.ok, after);
   // Slowloris from inside the agent unit (outside it, the peer is refused at accept): one HELLO
@@ -118,7 +120,7 @@ export async function runPeerCases(ctx: TortureContext, assertFloods: boolean): 
   const inSession = await underFlood(
     ctx,
     durationMs,
-    () => ctx.driver.asChild({ sessions: { count: 1, argv: ['/usr/bin/node', DRIVER, 'once', JSON.stringify({ flood: { concurrency: 64, durationMs, mode: 'silent', socket: socketVia } }), '/'] } }),
+    () => ctx.driver.asChild({ sessions: { count: 1, argv: ['/usr/bin/node', AGENT_SCRIPT, 'once', JSON.stringify({ flood: { concurrency: 64, durationMs, mode: 'silent', socket: socketVia } }), '/'] } }),
     true,
   );
   out.floods.push(inSession);

@@ -1,8 +1,9 @@
 // Faults: processes killed mid-session, systemd reloaded, the bus restarted, the agent restarted;
 // each time the broker serves the next session and nothing of the dead session remains.
 import { AGENT_SERVICE, BROKER_UNIT } from '../sandbox/deploy.ts';
-import type { HeldResult, SessionResult } from './driver.ts';
-import { Driver, brokerMainPid, measure } from './harness.ts';
+import { Agent, AGENT_SCRIPT } from '../support/agent.ts';
+import { brokerPid, measure } from '../support/supervisor.ts';
+import type { SessionResult, HeldResult } from '../support/agent-main.ts';
 import type { TortureContext } from './report.ts';
 
 interface FaultOutcome {
@@ -51,7 +52,7 @@ async function sessionRssKb(ctx: TortureContext): Promise<number> {
   return total;
 }
 
-export async function runFaults(ctx: TortureContext): Promise<FaultOutcome & { driver: Driver }> {
+export async function runFaults(ctx: TortureContext): Promise<FaultOutcome & { driver: Agent }> {
   const out: FaultOutcome = { passed: 0, unexpected: [], notes: [] };
   const { sandbox } = ctx;
   let driver = ctx.driver;
@@ -105,7 +106,7 @@ export async function runFaults(ctx: TortureContext): Promise<FaultOutcome & { d
 
   await step('kill -9 the broker mid-session', async () => {
     const { running } = await oneRunning();
-    const pid = await brokerMainPid(sandbox);
+    const pid = await brokerPid(sandbox);
     await sandbox.exec(['kill', '-KILL', String(pid)]);
     await sandbox.exec(['touch', marker], { as: 'client' });
     const [result] = await running;
@@ -117,11 +118,12 @@ export async function runFaults(ctx: TortureContext): Promise<FaultOutcome & { d
     const { running } = await oneRunning();
     await sandbox.systemctl('kill', '--signal=SIGKILL', BROKER_UNIT);
     await waitFor(async () => (await sandbox.systemctl('show', '--property=ActiveState', '--value', BROKER_UNIT)).stdout.trim() !== 'active', 20_000, 'the broker unit to die');
-    // The session's helper still serves its client; the next broker stops it as an orphan.
+    // The session's helper, its worker gone, ends the program itself in steps (hang-up, SIGTERM,
+    // SIGKILL: docs/architecture.md "The helper's end, in one place"); a next broker serves beside it.
     const [next] = await driver.sessions(1, ['true']);
-    if (!next!.ok) throw new Error(`no session beside the orphan: ${JSON.stringify(next)}`);
+    if (!next!.ok) throw new Error(`no session beside the ending one: ${JSON.stringify(next)}`);
     await running;
-    await waitFor(async () => (await measure(sandbox)).units.length === 0, 30_000, 'the orphan to be stopped');
+    await waitFor(async () => (await measure(sandbox)).units.length === 0, 30_000, 'the session unit to be gone');
   });
 
   await step('systemctl daemon-reload mid-session', async () => {
@@ -134,18 +136,18 @@ export async function runFaults(ctx: TortureContext): Promise<FaultOutcome & { d
 
   await step('systemctl restart dbus mid-session', async () => {
     const { running } = await oneRunning();
-    const pid = await brokerMainPid(sandbox);
+    const pid = await brokerPid(sandbox);
     const restarted = await sandbox.systemctl('restart', 'dbus.service');
     if (restarted.code !== 0) throw new Error(restarted.stderr);
     await waitFor(async () => (await sandbox.journal(BROKER_UNIT)).includes('D-Bus connection back'), 20_000, 'the broker to reconnect');
     await sandbox.exec(['touch', marker], { as: 'client' });
     const [result] = await running;
     if (!result!.ok || result!.output !== 'done\r\n') throw new Error(`the session did not survive the bus restart: ${JSON.stringify(result)}`);
-    if ((await brokerMainPid(sandbox)) !== pid) throw new Error('the broker was replaced');
+    if ((await brokerPid(sandbox)) !== pid) throw new Error('the broker was replaced');
   });
 
   await step('the client killed during an output flood', async () => {
-    const child = await driver.background(['/usr/bin/node', '/opt/opencode-pty/torture-driver.js', 'once', JSON.stringify({ sessions: { count: 1, argv: ['yes'] } })]);
+    const child = await driver.background(['/usr/bin/node', AGENT_SCRIPT, 'once', JSON.stringify({ sessions: { count: 1, argv: ['yes'] } })]);
     await waitFor(async () => (await measure(sandbox)).units.length === 1, 15_000, 'the flooding session');
     await sandbox.exec(['kill', '-KILL', String(child.pid)]);
     await waitFor(async () => (await measure(sandbox)).units.length === 0, 20_000, 'the unit to go with its client');
@@ -194,7 +196,7 @@ export async function runFaults(ctx: TortureContext): Promise<FaultOutcome & { d
   await step(`the agent unit restarted ${restarts} times`, async () => {
     for (let i = 0; i < restarts; i += 1) {
       await sandbox.systemctl('stop', AGENT_SERVICE);
-      driver = await Driver.start(sandbox);
+      driver = await Agent.start(sandbox);
       const [result] = await driver.sessions(1, ['true']);
       if (!result!.ok) throw new Error(`restart ${i + 1}: ${JSON.stringify(result)}`);
     }

@@ -1,13 +1,13 @@
 // What one torture class found, and the table `npm run torture` ends with.
 import type { Sandbox } from '../sandbox/index.ts';
 import { BROKER_UNIT } from '../sandbox/deploy.ts';
-import type { Driver } from './harness.ts';
+import type { Agent } from '../support/agent.ts';
 
 export type Scale = 'fast' | 'full';
 
 export interface TortureContext {
   sandbox: Sandbox;
-  driver: Driver;
+  driver: Agent;
   scale: Scale;
   /** Prints progress of long runs. */
   note(message: string): void;

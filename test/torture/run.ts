@@ -4,7 +4,8 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { bootSandbox } from '../sandbox/index.ts';
-import { buildDriver, Driver, deployTorture } from './harness.ts';
+import { Agent, buildAgent } from '../support/agent.ts';
+import { deploySupervisor } from '../support/supervisor.ts';
 import { table, type ClassResult } from './report.ts';
 import { CLASSES, TORTURE_CONFIG, Torture, type ClassName } from './suite.ts';
 
@@ -18,14 +19,14 @@ const note = (message: string) => process.stderr.write(`${new Date().toISOString
 // The bundles the sandbox installs, as `npm test` builds them.
 const built = spawnSync(process.execPath, [fileURLToPath(new URL('../../build.mjs', import.meta.url))], { stdio: 'inherit' });
 if (built.status !== 0) throw new Error('node build.mjs failed');
-await buildDriver();
+await buildAgent();
 // Another name lets a second run share the machine with one under way.
 const sandbox = await bootSandbox({ name: args.find((arg) => arg.startsWith('--name='))?.slice(7) || 'torture' });
 const results: ClassResult[] = [];
 let failed = false;
 try {
-  await deployTorture(sandbox, TORTURE_CONFIG);
-  const torture = new Torture(sandbox, await Driver.start(sandbox), scale, note);
+  await deploySupervisor(sandbox, TORTURE_CONFIG);
+  const torture = new Torture(sandbox, await Agent.start(sandbox), scale, note);
   for (const name of classes) {
     const started = Date.now();
     note(`${name}: running (${scale})`);

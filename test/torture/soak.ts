@@ -1,7 +1,8 @@
 // Soak: many short sessions one after another, then 16 long ones at once; broker fds and units back
 // to baseline and the broker's RSS growth within a stated bound.
 import { BROKER_UNIT } from '../sandbox/deploy.ts';
-import { brokerRss, measure } from './harness.ts';
+import { measure } from '../support/supervisor.ts';
+import { brokerRss } from './harness.ts';
 import type { TortureContext } from './report.ts';
 
 /** RSS the broker may grow by over a soak: V8 settles its heaps within a few tens of MB; a leak of

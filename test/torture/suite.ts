@@ -6,7 +6,9 @@ import { runFdCases } from './bad-fds.ts';
 import { frameCases, runFrameCases } from './bad-frames.ts';
 import { runPeerCases } from './bad-peers.ts';
 import { FAULTS_WRITE_TIMEOUT_MS, runFaults } from './faults.ts';
-import { Driver, brokerRss, measure, settle } from './harness.ts';
+import { Agent } from '../support/agent.ts';
+import { measure, settle } from '../support/supervisor.ts';
+import { brokerRss } from './harness.ts';
 import { brokerLife, type ClassResult, type Scale, type TortureContext } from './report.ts';
 import { runSoak } from './soak.ts';
 
@@ -32,10 +34,10 @@ interface Found {
   notes?: string[];
   flood?: ClassResult['flood'];
   peakRssMb?: number;
-  driver?: Driver;
+  driver?: Agent;
 }
 
-async function warm(driver: Driver, sandbox: Sandbox): Promise<void> {
+async function warm(driver: Agent, sandbox: Sandbox): Promise<void> {
   const [result] = await driver.sessions(1, ['true']);
   if (!result!.ok) {
     const journal = (await sandbox.exec(['journalctl', '-o', 'short-precise', '-n', '60', '--no-pager'])).stdout;
@@ -46,7 +48,7 @@ async function warm(driver: Driver, sandbox: Sandbox): Promise<void> {
 export class Torture {
   #ctx: TortureContext;
 
-  constructor(sandbox: Sandbox, driver: Driver, scale: Scale, note: (message: string) => void = () => undefined) {
+  constructor(sandbox: Sandbox, driver: Agent, scale: Scale, note: (message: string) => void = () => undefined) {
     this.#ctx = { sandbox, driver, scale, note };
   }
 

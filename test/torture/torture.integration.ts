@@ -4,7 +4,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
-import { Driver, deployTorture } from './harness.ts';
+import { Agent } from '../support/agent.ts';
+import { deploySupervisor } from '../support/supervisor.ts';
 import { table, type ClassResult } from './report.ts';
 import { TORTURE_CONFIG, Torture, type ClassName } from './suite.ts';
 
@@ -14,8 +15,8 @@ const results: ClassResult[] = [];
 
 test.before(async () => {
   sandbox = await bootSandbox({ name: 'torture-fast' });
-  await deployTorture(sandbox, TORTURE_CONFIG);
-  torture = new Torture(sandbox, await Driver.start(sandbox), 'fast', (message) => console.log(`# ${message}`));
+  await deploySupervisor(sandbox, TORTURE_CONFIG);
+  torture = new Torture(sandbox, await Agent.start(sandbox), 'fast', (message) => console.log(`# ${message}`));
 });
 
 test.after(async () => {

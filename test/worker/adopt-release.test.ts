@@ -9,13 +9,11 @@ import { HelperMessageType } from '../../src/control/helper-channel.ts';
 import { native } from '../../src/native/binding.ts';
 import { encodeFrame } from '../../src/protocol/index.ts';
 import type { Units } from '../../src/systemd/bus-session.ts';
-import type { StartProgress, StartedSession } from '../../src/systemd/unit-manager.ts';
-import type { SessionUnitSpec } from '../../src/systemd/unit-properties.ts';
 import type { ExitStatus } from '../../src/systemd/unit-watch.ts';
 import { Session } from '../../src/worker/session.ts';
-import { deferred } from '../deferred.ts';
-import { FrameClient } from '../frame-client.ts';
-import { fakeUnits, helperStarts, runSession, sessionConfig } from './session-fixture.ts';
+import { deferred } from '../support/deferred.ts';
+import { RawClient } from '../support/frame-client.ts';
+import { fakeUnits, helperStarts, scriptedStart, runSession, sessionConfig } from './session-fixture.ts';
 
 const UNIT = 'opencode-pty-session-0123456789abcdef0123456789abcdef.service';
 const EXITED = { code: 1, status: 3, result: 'exit-code' };
@@ -48,7 +46,7 @@ test('adopt: the unit is watched, never started; no STARTED; its end is written 
     report: (message) => reports.push(message),
     log: () => undefined,
   });
-  const client = new FrameClient(clientFd);
+  const client = new RawClient(clientFd, 1, { autoCredit: false });
   const ended = session.adopt(UNIT, workerEnd);
   assert.is(session.unit, UNIT);
   assert.equal(watched, [UNIT]);
@@ -57,7 +55,7 @@ test('adopt: the unit is watched, never started; no STARTED; its end is written 
   assert.is(native().sendmsg(helperEnd, report, 0, report.length, []), report.length);
   unitEnd.resolve(EXITED);
   assert.is(await ended, 'exit');
-  await client.closed;
+  await client.closed();
   assert.equal(client.frames, [{ type: 'exit', ...EXITED }], 'the last frame only: the adopted session was announced long ago');
   assert.equal(
     reports.map((message) => message.type),
@@ -68,25 +66,19 @@ test('adopt: the unit is watched, never started; no STARTED; its end is written 
 });
 
 test('release: no stop, no last frame; the client stays the helper\'s and the helper sees our side close', async () => {
-  const job = deferred<StartedSession>();
-  const asked = deferred<{ helperCopy: number; stdoutCopy: number; progress: StartProgress }>();
   const stops: string[] = [];
   const kills: string[] = [];
-  const manager: Units = {
-    ...fakeUnits((_name: string, spec: SessionUnitSpec, progress: StartProgress = {}) => {
-      asked.resolve({ helperCopy: native().dupCloexec(spec.stderrFd!), stdoutCopy: native().dupCloexec(spec.stdoutFd), progress });
-      return job.promise;
-    }),
+  const { manager, job, asked } = scriptedStart({
     stopAndWait: async (unit: string) => void stops.push(unit),
     kill: async (_unit, signal) => void kills.push(String(signal)),
-  };
+  });
   const reports: WorkerMessage['type'][] = [];
   const running = deferred<void>();
   const { session, clientFd, ended, cleanUp } = runSession(manager, {
     report: (message) => reports.push(message.type),
     onEvent: (_event, phase) => phase === 'running' && running.resolve(),
   });
-  const client = new FrameClient(clientFd);
+  const client = new RawClient(clientFd, 1, { autoCredit: false });
   const { helperCopy, stdoutCopy, progress } = await asked.promise;
   progress.forked?.(process.pid);
   helperStarts(helperCopy, stdoutCopy, 2, process.pid);
@@ -107,7 +99,7 @@ test('release: no stop, no last frame; the client stays the helper\'s and the he
   assert.is(native().recvmsg(helperCopy, Buffer.alloc(64), 0, 64, 0)?.bytes, 0);
   closeSync(stdoutCopy);
   closeSync(helperCopy);
-  await client.closed;
+  await client.closed();
   client.close();
   cleanUp();
 });

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { signalWorker, startWorker, workerEnvironment, type StartedWorker } from '../../src/broker/worker-process.ts';
 import { encodeControl } from '../../src/control/broker-worker.ts';
 import { native } from '../../src/native/binding.ts';
-import { testConfig } from '../config-fixture.ts';
+import { testConfig } from '../support/config-fixture.ts';
 
 const ENTRY = fileURLToPath(new URL('../../src/worker/entry.ts', import.meta.url));
 /** The build's output (npm test builds first). */

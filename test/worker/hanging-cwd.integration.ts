@@ -1,4 +1,4 @@
-// A START descriptor on a file system whose getattr never answers (a FUSE directory, hanging-fs.c)
+// A START descriptor on a file system whose getattr never answers (a FUSE directory, support/hang-fs.c)
 // cannot freeze or hold a worker. A plain fstat there blocks in an uninterruptible wait once the server
 // has read the request: on the event loop it freezes the worker (no deadline, no shutdown), on a pool
 // thread it still keeps the process from exiting (even SIGKILL waits), so the broker's slot stays taken.
@@ -19,7 +19,7 @@ import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
 import { installHelper, RawClient, sessionUnits, WorkerProcess, workerConfig } from './harness.ts';
 import { bounded } from './stall-report.ts';
 
-const SOURCE = fileURLToPath(new URL('./hanging-fs.c', import.meta.url));
+const SOURCE = fileURLToPath(new URL('../support/hang-fs.c', import.meta.url));
 /** Bounds for what must happen promptly; a frozen worker fails the test here instead of hanging it. */
 const BOUND_MS = 15_000;
 
@@ -41,7 +41,9 @@ class HangingFs {
 
   constructor(mountpoint: string) {
     const [ours, theirs] = native().socketpair();
-    this.child = spawn(binary, [mountpoint], { stdio: ['ignore', 'pipe', 'pipe', theirs] });
+    // Answers until the root is open and sent, then leaves every GETATTR; its mount in a namespace of its own.
+    const options = ['--hang', 'getattr', '--hang-after-open', '--allow-other', '--own-namespace', '--send-root', '--with-parent'];
+    this.child = spawn(binary, [...options, mountpoint], { stdio: ['ignore', 'pipe', 'pipe', theirs] });
     closeSync(theirs);
     this.exited = once(this.child, 'exit');
     this.child.stderr!.on('data', (chunk) => (this.stderr += chunk));

@@ -2,7 +2,7 @@
 // connection the way the broker does, and speaks the protocol to it through a raw client.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { chownSync, closeSync, constants, fstatSync, mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { chownSync, closeSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,11 +10,11 @@ import * as assert from 'uvu/assert';
 import { DEFAULT_LIMITS, DEFAULT_SESSION, type Config, type SessionConfig } from '../../src/config/schema.ts';
 import { FdSocket } from '../../src/io/fd-socket.ts';
 import { native } from '../../src/native/binding.ts';
-import { FrameDecoder, encodeFrame, type Frame, type FrameName, type FrameOf } from '../../src/protocol/index.ts';
 import { ControlDecoder, encodeControl, type PeerIdentity, type WorkerMessage } from '../../src/control/broker-worker.ts';
 import { bootSandbox, SOCKET_GROUP, type Sandbox } from '../sandbox/index.ts';
 import { HELPER_MODE } from '../sandbox/deploy.ts';
 import { bounded, descriptorReport, processState, workerReportArgs } from './stall-report.ts';
+import { RawClient, type StartOptions } from '../support/frame-client.ts';
 
 export const HELPER_INSIDE = '/opt/opencode-pty/opencode-pty-session';
 const WORKER_MAIN = fileURLToPath(new URL('../../src/worker/entry.ts', import.meta.url));
@@ -162,127 +162,8 @@ export class WorkerProcess {
   }
 }
 
-export interface StartOptions {
-  env?: Record<string, string>;
-  rows?: number;
-  cols?: number;
-  /** Sent instead of the directory's fd. */
-  fds?: number[];
-  /** The fd whose device and inode START names, instead of the directory's. */
-  statOf?: number;
-}
-
-/** The client side of a handed-off connection, speaking the protocol by hand. */
-export class RawClient {
-  readonly socket: FdSocket;
-  readonly frames: Frame[] = [];
-  output = Buffer.alloc(0);
-  /** Every byte the server sent, as it came. */
-  raw = Buffer.alloc(0);
-  ended = false;
-  readonly version: number;
-  #decoder: FrameDecoder;
-  #waiters: Array<() => void> = [];
-  /** Grant credit back as output arrives (a reading consumer). */
-  autoCredit = true;
-  /** The worker serving this connection, for its log in failure messages. */
-  worker: WorkerProcess | undefined;
-
-  /** `version`: the protocol version the worker was handed the connection with. */
-  constructor(fd: number, version = 1) {
-    this.version = version;
-    this.#decoder = new FrameDecoder('to-client', version);
-    this.socket = new FdSocket(fd);
-    this.socket.startReading((chunk) => {
-      this.raw = Buffer.concat([this.raw, chunk]);
-      for (const frame of this.#decoder.push(chunk)) {
-        this.frames.push(frame);
-        if (frame.type === 'output') {
-          this.output = Buffer.concat([this.output, frame.data]);
-          if (this.autoCredit) this.send({ type: 'credit', bytes: frame.data.length });
-        }
-      }
-      this.#wake();
-    });
-    const ended = () => {
-      this.ended = true;
-      this.socket.close();
-      this.#wake();
-    };
-    this.socket.on('end', ended);
-    this.socket.on('error', ended);
-  }
-
-  #workerLog(): string {
-    return this.worker ? `; worker: ${this.worker.stderr}` : '';
-  }
-
-  #wake(): void {
-    for (const waiter of this.#waiters.splice(0)) waiter();
-  }
-
-  send(frame: Frame, fds: number[] = []): void {
-    this.socket.write(encodeFrame(frame, this.version), fds);
-  }
-
-  /** Sends START for `dir` with its fd attached (or the given fds instead). */
-  start(dir: string, argv: string[], options: StartOptions = {}): void {
-    const dirFd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-    const stat = fstatSync(options.statOf ?? dirFd, { bigint: true });
-    const env = Object.entries(options.env ?? {}).map(([name, value]) => ({ name, value }));
-    const frame: Frame = { type: 'start', rows: options.rows ?? 24, cols: options.cols ?? 80, cwdDev: stat.dev, cwdIno: stat.ino, argv, env };
-    // The send owns (and closes) the fds it carries; `dir`'s own fd is ours to close when it stays behind.
-    if (options.fds) closeSync(dirFd);
-    this.send(frame, options.fds ?? [dirFd]);
-  }
-
-  /** What the worker and this process hold, for a wait that stalled; this client's own state without a worker. */
-  #stallReport(): Promise<string> {
-    if (this.worker) return this.worker.stallReport(this);
-    return Promise.resolve(`client fd ${this.socket.fd}: ended ${this.ended}, ${this.frames.length} frames\n${descriptorReport([])}`);
-  }
-
-  /** Resolves with the first frame of that type, or rejects when the connection ends first. */
-  waitFor<T extends FrameName>(type: T): Promise<FrameOf<T>> {
-    return bounded(`waiting for ${type}`, this.#waitFor(type), () => this.#stallReport());
-  }
-
-  async #waitFor<T extends FrameName>(type: T): Promise<FrameOf<T>> {
-    for (;;) {
-      const found = this.frames.find((frame) => frame.type === type);
-      if (found) return found as FrameOf<T>;
-      if (this.ended) throw new Error(`connection ended before ${type}; got ${this.frames.map((f) => (f.type === 'error' ? JSON.stringify(f) : f.type)).join(',')}${this.#workerLog()}`);
-      await new Promise<void>((resolve) => this.#waiters.push(resolve));
-    }
-  }
-
-  /** Resolves once the output contains `text`. */
-  waitForOutput(text: string): Promise<string> {
-    return bounded(`waiting for output ${JSON.stringify(text)}`, this.#waitForOutput(text), () => this.#stallReport());
-  }
-
-  async #waitForOutput(text: string): Promise<string> {
-    for (;;) {
-      const seen = this.output.toString('utf8');
-      if (seen.includes(text)) return seen;
-      if (this.ended) throw new Error(`connection ended before output ${JSON.stringify(text)}; output: ${JSON.stringify(seen)}`);
-      await new Promise<void>((resolve) => this.#waiters.push(resolve));
-    }
-  }
-
-  /** Resolves when the server closed the connection. */
-  closed(): Promise<void> {
-    return bounded('waiting for the connection to close', this.#closed(), () => this.#stallReport());
-  }
-
-  async #closed(): Promise<void> {
-    while (!this.ended) await new Promise<void>((resolve) => this.#waiters.push(resolve));
-  }
-
-  close(): void {
-    this.socket.close();
-  }
-}
+// The raw client is support/frame-client.ts's, the one all suites use.
+export { RawClient, type StartOptions } from '../support/frame-client.ts';
 
 /** Session units of the supervisor's prefix still loaded in the sandbox. */
 export async function sessionUnits(sandbox: Sandbox): Promise<string[]> {

@@ -1,7 +1,7 @@
 // START and its cwd fd from a hostile peer: every malformed case is refused and leaks nothing.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { closeSync, fstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FdSocket } from '../../src/io/fd-socket.ts';
@@ -9,6 +9,7 @@ import { native } from '../../src/native/binding.ts';
 import { ErrorCode, encodeFrame, type Frame } from '../../src/protocol/index.ts';
 import { receiveStart } from '../../src/worker/receive-start.ts';
 import { SessionError } from '../../src/protocol/session-error.ts';
+import { openFdCount } from '../support/fds.ts';
 
 const scratch = mkdtempSync(join(tmpdir(), 'receive-start-'));
 const dir = join(scratch, 'dir');
@@ -16,7 +17,7 @@ const other = join(scratch, 'other');
 writeFileSync(join(scratch, 'file'), 'x');
 for (const path of [dir, other]) mkdirSync(path);
 
-const openFds = () => readdirSync('/proc/self/fd').length;
+const openFds = openFdCount;
 const openDir = (path: string) => openSync(path, 'r');
 
 function startFor(path: string): Frame {

@@ -12,30 +12,21 @@ import { ErrorCode, encodeFrame, type Frame } from '../../src/protocol/index.ts'
 import { SessionError } from '../../src/protocol/session-error.ts';
 import type { Units } from '../../src/systemd/bus-session.ts';
 import { SystemdError } from '../../src/systemd/errors.ts';
-import type { StartProgress, StartedSession } from '../../src/systemd/unit-manager.ts';
-import type { SessionUnitSpec } from '../../src/systemd/unit-properties.ts';
 import type { ExitStatus } from '../../src/systemd/unit-watch.ts';
-import { FrameClient } from '../frame-client.ts';
-import { fakeUnits, helperStarts, runSession, type SessionOptions } from './session-fixture.ts';
-import { deferred } from '../deferred.ts';
+import { RawClient } from '../support/frame-client.ts';
+import { helperStarts, scriptedStart, runSession, type SessionOptions } from './session-fixture.ts';
+import { deferred } from '../support/deferred.ts';
 
 /** Not this process: the program's pid must differ from the unit's MainPID. */
 const PROGRAM_PID = 2;
 
 /** A session whose start job, unit end and unit stops the test settles; its reports recorded. */
 function session(stopAndWait: Units['stopAndWait'], options: SessionOptions = {}) {
-  const job = deferred<StartedSession>();
   const unitEnd = deferred<ExitStatus>();
-  const asked = deferred<{ helperCopy: number; stdoutCopy: number; progress: StartProgress }>();
-  const manager: Units = {
-    ...fakeUnits((_name: string, spec: SessionUnitSpec, progress: StartProgress = {}) => {
-      // PID 1's copy of the helper's end (its stderr): what the helper writes on.
-      asked.resolve({ helperCopy: native().dupCloexec(spec.stderrFd!), stdoutCopy: native().dupCloexec(spec.stdoutFd), progress });
-      return job.promise;
-    }),
+  const { manager, job, asked } = scriptedStart({
     waitForExit: () => unitEnd.promise,
     stopAndWait,
-  };
+  });
   const reports: WorkerMessage['type'][] = [];
   /** Whether the client's socket held nothing yet when `finishing` was reported. */
   let beforeLastFrame: boolean | undefined;
@@ -54,7 +45,7 @@ function session(stopAndWait: Units['stopAndWait'], options: SessionOptions = {}
   };
   const { clientFd, ended, cleanUp } = runSession(manager, { ...options, report });
   clientEnd = clientFd;
-  return { client: new FrameClient(clientFd), clientFd, ended, job, asked: asked.promise, reports, beforeLastFrame: () => beforeLastFrame, cleanUp };
+  return { client: new RawClient(clientFd, 1, { autoCredit: false }), clientFd, ended, job, asked: asked.promise, reports, beforeLastFrame: () => beforeLastFrame, cleanUp };
 }
 
 /** Whether `promise` has settled by now (microtasks and pending I/O callbacks run). */
@@ -160,19 +151,13 @@ test('a client that hangs up while its session runs: `finishing` at once, before
 });
 
 test('version 2, a program that ends before its start is confirmed: EXIT\'s end record still runs from the pid to the unit\'s end (never negative, so never unmeasured)', async () => {
-  const job = deferred<StartedSession>();
   const unitEnd = deferred<ExitStatus>();
   const watching = deferred<void>();
-  const asked = deferred<{ helperCopy: number; stdoutCopy: number; progress: StartProgress }>();
-  const manager: Units = {
-    ...fakeUnits((_name: string, spec: SessionUnitSpec, progress: StartProgress = {}) => {
-      asked.resolve({ helperCopy: native().dupCloexec(spec.stderrFd!), stdoutCopy: native().dupCloexec(spec.stdoutFd), progress });
-      return job.promise;
-    }),
+  const { manager, job, asked } = scriptedStart({
     waitForExit: () => (watching.resolve(), unitEnd.promise),
-  };
+  });
   const { clientFd, ended, cleanUp } = runSession(manager, { version: 2 });
-  const client = new FrameClient(clientFd, 2);
+  const client = new RawClient(clientFd, 2, { autoCredit: false });
   const { helperCopy, stdoutCopy, progress } = await asked.promise;
   progress.forked?.(process.pid);
   job.resolve({ mainPid: process.pid });
@@ -184,7 +169,7 @@ test('version 2, a program that ends before its start is confirmed: EXIT\'s end 
   assert.is(native().sendmsg(helperCopy, end, 0, end.length, []), end.length);
   unitEnd.resolve(EXITED);
   assert.is(await ended, 'exit');
-  await client.closed;
+  await client.closed();
   const exit = client.first('exit');
   assert.ok(exit, 'EXIT');
   assert.ok(exit!.accounting!.durationUsec !== null && exit!.accounting!.durationUsec >= 0, String(exit!.accounting!.durationUsec));
@@ -243,19 +228,13 @@ function documented(order: readonly Cause[]): Frame | undefined {
 
 /** A started session whose helper (the test's hand), client and unit act as `order` says, then end. */
 async function raceRun(order: readonly Cause[]): Promise<{ after: Frame[]; reason: string }> {
-  const job = deferred<StartedSession>();
   const unitEnd = deferred<ExitStatus>();
   const unitGone = deferred<void>();
-  const asked = deferred<{ helperCopy: number; stdoutCopy: number; progress: StartProgress }>();
-  const manager: Units = {
-    ...fakeUnits((_name: string, spec: SessionUnitSpec, progress: StartProgress = {}) => {
-      asked.resolve({ helperCopy: native().dupCloexec(spec.stderrFd!), stdoutCopy: native().dupCloexec(spec.stdoutFd), progress });
-      return job.promise;
-    }),
+  const { manager, job, asked } = scriptedStart({
     waitForExit: () => unitEnd.promise,
     // A stop (ours, or the collection at the end) is over when the unit is gone.
     stopAndWait: () => unitGone.promise,
-  };
+  });
   const taken: string[] = [];
   let wake = () => undefined as void;
   const { session, clientFd, ended, cleanUp } = runSession(manager, {
@@ -270,7 +249,7 @@ async function raceRun(order: readonly Cause[]): Promise<{ after: Frame[]; reaso
   const took = async (type: string, count = taken.filter((seen) => seen === type).length) => {
     while (!over && taken.filter((seen) => seen === type).length <= count) await new Promise<void>((resolve) => (wake = resolve));
   };
-  const client = new FrameClient(clientFd);
+  const client = new RawClient(clientFd, 1, { autoCredit: false });
   const { helperCopy, stdoutCopy, progress } = await asked.promise;
   progress.forked?.(process.pid);
   helperStarts(helperCopy, stdoutCopy, PROGRAM_PID, process.pid);
@@ -341,7 +320,7 @@ async function raceRun(order: readonly Cause[]): Promise<{ after: Frame[]; reaso
   }
   endUnit(order.includes('exit') ? EXITED : HUNG_UP);
   const reason = await ended;
-  await client.closed;
+  await client.closed();
   client.close();
   closeSync(helperCopy);
   cleanUp();

@@ -3,12 +3,15 @@ import { closeSync, constants, fstatSync, mkdtempSync, openSync, rmSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as assert from 'uvu/assert';
-import { testConfig } from '../config-fixture.ts';
+import { testConfig } from '../support/config-fixture.ts';
 import { native } from '../../src/native/binding.ts';
 import { encodeFrame } from '../../src/protocol/index.ts';
 import { HelperMessageType } from '../../src/control/helper-channel.ts';
 import type { WorkerMessage } from '../../src/control/broker-worker.ts';
 import type { Units } from '../../src/systemd/bus-session.ts';
+import type { StartProgress, StartedSession } from '../../src/systemd/unit-manager.ts';
+import type { SessionUnitSpec } from '../../src/systemd/unit-properties.ts';
+import { deferred, type Deferred } from '../support/deferred.ts';
 import { Session, type SessionDeps } from '../../src/worker/session.ts';
 
 export const sessionConfig = testConfig({ client: { user: 'agent', group: 'agent', uid: 1500, gid: 1500, service: null }, requireClientUnit: false });
@@ -26,6 +29,28 @@ export function fakeUnits(startSession: Units['startSession']): Units {
     },
     close: () => undefined,
   };
+}
+
+/** What the worker asked the unit manager for: PID 1's copies of the helper's end (its stderr: what the
+ * helper writes on) and of the client's socket (its stdout), and the start's progress callbacks. */
+export interface AskedStart {
+  helperCopy: number;
+  stdoutCopy: number;
+  progress: StartProgress;
+}
+
+/** A unit manager whose start job the test settles (`job`), with `overrides` on fakeUnits(). */
+export function scriptedStart(overrides: Partial<Units> = {}): { manager: Units; job: Deferred<StartedSession>; asked: Deferred<AskedStart> } {
+  const job = deferred<StartedSession>();
+  const asked = deferred<AskedStart>();
+  const manager: Units = {
+    ...fakeUnits((_name: string, spec: SessionUnitSpec, progress: StartProgress = {}) => {
+      asked.resolve({ helperCopy: native().dupCloexec(spec.stderrFd!), stdoutCopy: native().dupCloexec(spec.stdoutFd), progress });
+      return job.promise;
+    }),
+    ...overrides,
+  };
+  return { manager, job, asked };
 }
 
 /** Device and inode of an open descriptor, or undefined when the number is not open. */

@@ -9,34 +9,25 @@ import { native } from '../../src/native/binding.ts';
 import { ErrorCode, type Frame } from '../../src/protocol/index.ts';
 import { SystemdError } from '../../src/systemd/errors.ts';
 import { SessionError } from '../../src/protocol/session-error.ts';
-import type { StartProgress, StartedSession } from '../../src/systemd/unit-manager.ts';
-import type { SessionUnitSpec } from '../../src/systemd/unit-properties.ts';
 import type { ExitStatus } from '../../src/systemd/unit-watch.ts';
-import { FrameClient } from '../frame-client.ts';
-import { fakeUnits, helperStarts, runSession } from './session-fixture.ts';
+import { RawClient } from '../support/frame-client.ts';
+import { helperStarts, scriptedStart, runSession } from './session-fixture.ts';
 import type { WorkerMessage } from '../../src/control/broker-worker.ts';
-import { deferred } from '../deferred.ts';
+import { deferred } from '../support/deferred.ts';
 
 /** Not this process: the program's pid must differ from the unit's MainPID. */
 const PROGRAM_PID = 2;
 
 /** A session whose unit manager announces the fork and then holds the job open until the test settles it. */
 function startingSession(version = 1) {
-  const job = deferred<StartedSession>();
   // The unit's end as its signals tell it (UnitStop.watch): held until the test settles it.
   const unitEnd = deferred<ExitStatus>();
-  const asked = deferred<{ helperCopy: number; stdoutCopy: number; progress: StartProgress }>();
-  const manager = {
-    ...fakeUnits((_name: string, spec: SessionUnitSpec, progress: StartProgress = {}) => {
-      // PID 1's copy of the helper's end (its stderr): what the helper writes on.
-      asked.resolve({ helperCopy: native().dupCloexec(spec.stderrFd!), stdoutCopy: native().dupCloexec(spec.stdoutFd), progress });
-      return job.promise;
-    }),
+  const { manager, job, asked } = scriptedStart({
     waitForExit: () => unitEnd.promise,
-  };
+  });
   const started = deferred<WorkerMessage>();
   const { session, clientFd, ended, cleanUp } = runSession(manager, { version, report: (message) => message.type === 'started' && started.resolve(message) });
-  return { session, client: new FrameClient(clientFd, version), ended, job, unitEnd, asked: asked.promise, started: started.promise, cleanUp };
+  return { session, client: new RawClient(clientFd, version, { autoCredit: false }), ended, job, unitEnd, asked: asked.promise, started: started.promise, cleanUp };
 }
 
 test('the session counts as started on the helper PID message while the start job is still running', async () => {

@@ -7,7 +7,7 @@ import { ErrorCode } from '../../src/protocol/constants.ts';
 import { SessionError } from '../../src/protocol/session-error.ts';
 import { SystemdError } from '../../src/systemd/errors.ts';
 import { asSessionError, raceAbort } from '../../src/worker/start-errors.ts';
-import { deferred } from '../deferred.ts';
+import { deferred } from '../support/deferred.ts';
 
 test('a start\'s failure becomes the client\'s ERROR and keeps what caused it', () => {
   const gone = new IoError('EOF', 'peer closed');

@@ -3,7 +3,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { DEFAULT_LIMITS, DEFAULT_SESSION } from '../../src/config/schema.ts';
-import { testConfig } from '../config-fixture.ts';
+import { testConfig } from '../support/config-fixture.ts';
 import { ErrorCode, SessionError, type FrameOf } from '../../src/protocol/index.ts';
 import { planStart } from '../../src/worker/start-plan.ts';
 
@@ -13,7 +13,7 @@ const start = (env: FrameOf<'start'>['env']): FrameOf<'start'> => ({ type: 'star
 
 test('the helper gets its options, the size and the argv; the unit gets no environment; the program gets it over ENV', () => {
   const plan = planStart(start([{ name: 'X', value: '1' }, { name: 'NOTIFY_SOCKET', value: '/s' }]), config, '/usr/lib/helper', 2);
-  assert.equal(plan.spec.helperArgs, ['--env-from-control', '--protocol=2', `--write-timeout-ms=${DEFAULT_LIMITS.writeTimeoutMs}`, '24', '80', '/bin/sh', '-c', 'echo $X']);
+  assert.equal(plan.spec.helperArgs, ['--env-from-control', '--protocol=2', `--write-timeout-ms=${DEFAULT_LIMITS.writeTimeoutMs}`, `--stop-timeout-sec=${DEFAULT_SESSION.stopTimeoutSec}`, '24', '80', '/bin/sh', '-c', 'echo $X']);
   assert.equal(plan.spec.environment, {});
   assert.equal([plan.spec.user, plan.spec.group, plan.spec.helperPath], ['agent', 'agent', '/usr/lib/helper']);
   assert.equal(plan.dropped, ['NOTIFY_SOCKET']);

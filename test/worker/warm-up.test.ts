@@ -2,7 +2,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { DEFAULT_SESSION } from '../../src/config/schema.ts';
-import { testConfig } from '../config-fixture.ts';
+import { testConfig } from '../support/config-fixture.ts';
 import { warmUp } from '../../src/worker/warm-up.ts';
 
 const config = testConfig({ session: { ...DEFAULT_SESSION, properties: { MemoryMax: 1 << 30 } } });

@@ -97,10 +97,12 @@ export async function flood(socketPath, seconds, parallel = 4) {
   return counts;
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1]).href && process.argv[3] === 'flood') {
+// Run as a command only under its own name: the agent stand-in's bundle (support/agent-main.ts) holds this module too.
+const isMain = Boolean(process.argv[1]?.endsWith('/peer.mjs')) && import.meta.url === pathToFileURL(process.argv[1]).href;
+if (isMain && process.argv[3] === 'flood') {
   const [socketPath, , seconds, parallel] = process.argv.slice(2);
   process.stdout.write(`${JSON.stringify(await flood(socketPath, Number(seconds), Number(parallel ?? 4)))}\n`);
-} else if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+} else if (isMain) {
   const [socketPath, count, mode, hold] = process.argv.slice(2);
   const reports = await runPeers(socketPath, Number(count), mode, hold === 'hold');
   for (const report of reports) process.stdout.write(`${JSON.stringify(report)}\n`);

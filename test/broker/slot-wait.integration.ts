@@ -1,16 +1,20 @@
-// The slot wait and the early STARTED, attacked as the client account would: with two session
-// slots, other processes of the account (outside the agent unit, and children inside it) flood the
-// socket with HELLO then silence, HELLO then a hang-up, and garbage, while the agent's MainPID runs
-// sessions one after another, each started on the last one's EXIT: none may be refused or time out.
-// Then sessions whose program exits at once and clients that hang up at STARTED, many times over.
-// Afterwards the broker's fds, the session units and the supervisor's processes are back to baseline.
+// The wait for a finishing session's slot, end to end with two session slots. A start made as soon
+// as the session before has sent its EXIT finds that slot still held by a session that is only
+// finishing (its unit being stopped and collected) and waits for it; none is refused SESSION_LIMIT.
+// Then the same wait and the early STARTED, attacked as the client account would: other processes of
+// the account (outside the agent unit, and children inside it) flood the socket with HELLO then
+// silence, HELLO then a hang-up, and garbage, while the agent's MainPID runs sessions one after
+// another, each started on the last one's EXIT: none may be refused or time out. Then sessions whose
+// program exits at once and clients that hang up at STARTED, many times over. Afterwards the broker's
+// fds, the session units and the supervisor's processes are back to baseline.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { bootSandbox, SOCKET_GROUP, type Sandbox } from '../sandbox/index.ts';
+import { SOCKET_GROUP, type Sandbox } from '../sandbox/index.ts';
 import { BROKER_UNIT } from '../sandbox/deploy.ts';
-import { DRIVER, Driver, deployTorture, measure, settle, type Baseline } from '../torture/harness.ts';
-import type { RawCase, RawResult, SessionResult } from '../torture/driver.ts';
-import { brokerProperty } from './harness.ts';
+import { Agent, AGENT_SCRIPT } from '../support/agent.ts';
+import { bootSupervisor, brokerProperty, measure, sessionUnits, sessionsGone, settle, type Baseline } from '../support/supervisor.ts';
+import { until } from '../support/wait.ts';
+import type { RawCase, RawResult, SessionResult } from '../support/agent-main.ts';
 
 const FLOOD_MS = 15_000;
 const ROUNDS = 50;
@@ -18,13 +22,11 @@ const HELLO_THEN_HANG_UP: RawCase = { waitMs: 1 };
 const GARBAGE: RawCase = { first: '7f00000000', waitMs: 2000 };
 
 let sandbox: Sandbox;
-let driver: Driver;
+let driver: Agent;
 let baseline: Baseline;
 
 test.before(async () => {
-  sandbox = await bootSandbox({ name: 'hostile-slot-wait' });
-  await deployTorture(sandbox, { limits: { maxSessions: 2, idleExitMs: 600_000, maxAdmissionsPerMinute: 100_000 } });
-  driver = await Driver.start(sandbox);
+  ({ sandbox, agent: driver } = await bootSupervisor('broker-slot-wait', { limits: { maxSessions: 2, idleExitMs: 600_000, maxAdmissionsPerMinute: 100_000 } }));
   // One session first: the broker and its spare worker are up, so the baseline counts them.
   const [warm] = await driver.sessions(1, ['true']);
   assert.ok(warm?.ok, JSON.stringify(warm));
@@ -37,7 +39,7 @@ test.after(async () => {
 
 /** The driver run once as the client account outside the agent unit (a login shell's process, say). */
 async function outside<T>(command: unknown): Promise<T> {
-  const run = await sandbox.exec(['/usr/bin/node', DRIVER, 'once', JSON.stringify(command), '/'], { as: 'client', groups: [SOCKET_GROUP.gid], timeoutMs: 120_000 });
+  const run = await sandbox.exec(['/usr/bin/node', AGENT_SCRIPT, 'once', JSON.stringify(command), '/'], { as: 'client', groups: [SOCKET_GROUP.gid], timeoutMs: 120_000 });
   if (run.code !== 0) throw new Error(`driver outside the unit: ${run.stderr}`);
   return JSON.parse(run.stdout) as T;
 }
@@ -51,6 +53,21 @@ async function leaks(): Promise<{ fds: number; units: number; processes: number 
   const { fds, units, processes } = await settle(sandbox, baseline);
   return { fds: Math.max(fds, 0), units: Math.max(units, 0), processes: Math.max(processes, 0) };
 }
+
+test('a start right on the last session\'s EXIT waits for its slot instead of being refused', async () => {
+  // One of the two slots held by a long session: the MainPID's sessions in a row have one slot, as with maxSessions 1.
+  await driver.session(['sleep', '1000'], true);
+  await until(async () => (await sessionUnits(sandbox)).length === 1, 20_000, 'the held session to start');
+  const { results } = await driver.command<{ results: SessionResult[] }>({ sequential: { count: 12, argv: ['sh', '-c', 'echo hi'] } });
+  const failed = results.filter((r) => !r.ok || r.exit?.status !== 0 || r.output !== 'hi\r\n');
+  const journal = await sandbox.journal(BROKER_UNIT);
+  assert.equal(failed, [], `${JSON.stringify(failed)}\n${journal}`);
+  assert.is(results.length, 12);
+  assert.not.match(journal, /session limit reached/);
+  await driver.release();
+  const leaked = await settle(sandbox, { ...(await measure(sandbox)), units: [] });
+  assert.is(leaked.units, 0);
+});
 
 // A start that races the end of a session the worker has not yet seen end (its client's hang-up, its
 // program's exit, both still on their way) finds no slot finishing and is refused SESSION_LIMIT at
@@ -89,6 +106,9 @@ test('floods from the account\'s other processes: the MainPID\'s starts on EXIT 
 test('programs that exit at once and clients gone at STARTED, 50 times each: EXIT or nothing after STARTED, no leak', async () => {
   const wrong: unknown[] = [];
   let limited = 0;
+  // The floods' sessions first hold no slot (a slot is freed once its worker has exited, which the
+  // baseline of processes cannot tell from a spare not yet replaced): the rounds start from two free slots.
+  await sessionsGone(sandbox);
   for (let round = 0; round < ROUNDS; round += 1) {
     const { results } = await driver.command<{ results: SessionResult[] }>({ sequential: { count: 1, argv: ['true'] } });
     const [quick] = results;

@@ -1,13 +1,16 @@
-// The torture driver, run inside the sandbox as the agent service's main process (bundled beside the
-// addon). It takes one JSON command per connection on a Unix socket and answers one JSON line:
-//   {"sessions": {count, argv}}          count sessions at once from this process (the real MainPID)
+// The agent stand-in, run inside the sandbox as the agent service's main process (bundled beside the
+// addon by support/agent.ts), so what it does comes from inside the service's cgroup: in-process (the
+// peer is the real MainPID) or from child processes (the same cgroup, not the MainPID). It takes one
+// JSON command per connection on a Unix socket and answers one JSON line ({"failed": why} on failure):
+//   {"sessions": {count, argv}}          count sessions at once from this process
+//   {"peers": {count, mode, hold}}       test peers (support/peer.mjs) from this process; held ones stay open until release
 //   {"raw": RawCase}                     one hostile connection (see rawCase); reports what came back
 //   {"raws": RawCase[]}                  many, one after another
 //   {"run": argv, "background": bool}    a child process (inside the agent's cgroup)
 //   {"withholdCredit": {ms, count}}      no credit for ms while `seq 1 count` writes, then read it all
 //   {"stopReading": {ms, grant}}         credit granted, then the socket not read for ms while `yes` writes
-//   {"release": true}                    ends background children
-// As `node torture-driver.js once JSON` it runs one command and prints the answer (a child's view).
+//   {"release": true}                    closes held peers, ends background children (SIGTERM)
+// As `node AGENT once JSON` it runs one command and prints the answer (a child's view).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, constants, openSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import net from 'node:net';
@@ -16,6 +19,7 @@ import { connect } from '../../src/client/index.ts';
 import { FdSocket } from '../../src/io/fd-socket.ts';
 import { native } from '../../src/native/binding.ts';
 import { FrameDecoder, encodeFrame, type Frame } from '../../src/protocol/index.ts';
+import { runPeers } from './peer.mjs';
 
 const HELLO = Buffer.from('01000000084f43505400010001', 'hex');
 const SESSION_LIMIT_MS = Number(process.env.TORTURE_SESSION_LIMIT_MS ?? 60_000);
@@ -339,8 +343,14 @@ function closeQuietly(fd: number): void {
 
 const children = new Set<ChildProcess>();
 
+/** Connections of `peers` commands with `hold`, open until release. */
+const held: net.Socket[] = [];
+
 function run(argv: string[], background: boolean): Promise<unknown> {
   const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+  // A failed spawn is an answer, never an uncaught 'error' that ends the agent (the test would then
+  // see ECONNREFUSED on the agent's socket and nothing of why).
+  const failed = new Promise((resolve) => child.on('error', (error) => resolve({ code: null, error: error.message, stdout: '', stderr: '' })));
   if (background) {
     children.add(child);
     child.on('exit', () => children.delete(child));
@@ -352,7 +362,7 @@ function run(argv: string[], background: boolean): Promise<unknown> {
   let stderr = '';
   child.stdout!.on('data', (chunk) => (stdout += chunk));
   child.stderr!.on('data', (chunk) => (stderr += chunk));
-  return new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
+  return Promise.race([failed, new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })))]);
 }
 
 /**
@@ -420,8 +430,13 @@ export async function command(text: string, cwd: string): Promise<unknown> {
     for (const spec of order.raws as RawCase[]) results.push(await rawCase(spec, cwd));
     return { results };
   }
+  if (order.peers) {
+    const { count, mode, hold } = order.peers as { count: number; mode: string; hold?: boolean };
+    return { reports: await runPeers(SOCKET, count, mode, Boolean(hold), held) };
+  }
   if (order.release) {
-    for (const child of children) child.kill('SIGKILL');
+    for (const socket of held.splice(0)) socket.destroy();
+    for (const child of children) child.kill('SIGTERM');
     return { released: true };
   }
   if (order.status) return { pid: process.pid, fds: readFileSync('/proc/self/status', 'utf8').length };
@@ -440,6 +455,7 @@ if (mode === 'once') {
   net
     .createServer({ allowHalfOpen: true }, (connection) => {
       let text = '';
+      connection.on('error', (error) => console.error(`agent: control connection: ${error.message}`));
       connection.on('data', async (chunk) => {
         text += chunk;
         if (!text.includes('\n')) return;

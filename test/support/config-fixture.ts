@@ -1,6 +1,6 @@
 // A complete configuration for unit tests that need one but no sandbox: the client account and its
 // service as the defaults below, everything else as the schema's defaults. Copies, so a test may change its own.
-import { DEFAULT_LIMITS, DEFAULT_SESSION, type Config } from '../src/config/schema.ts';
+import { DEFAULT_LIMITS, DEFAULT_SESSION, type Config } from '../../src/config/schema.ts';
 
 export function testConfig(overrides: Partial<Config> = {}): Config {
   return {

@@ -1,0 +1,106 @@
+// The supervisor in a sandbox, as a host would have it: booted, deployed, with the agent stand-in as
+// its client service's main process; and the broker's unit, its sessions and what it holds, seen from
+// the host. For integration suites and the bench.
+import { bootSandbox, type Sandbox } from '../sandbox/index.ts';
+import { AGENT_SERVICE, BROKER_UNIT, SOCKET_PATH, deploy, deployConfig } from '../sandbox/deploy.ts';
+import { Agent, PEER, installAgent, type PeerReport } from './agent.ts';
+import { until } from './wait.ts';
+
+/** Deploys the supervisor (config `overrides` on the sandbox's defaults) and installs the agent stand-in. */
+export async function deploySupervisor(sandbox: Sandbox, overrides: Record<string, unknown> = {}): Promise<void> {
+  await deploy(sandbox, deployConfig(sandbox, overrides));
+  await installAgent(sandbox);
+}
+
+/** Boots a sandbox named `name` (one per test file), deploys the supervisor, starts the agent. */
+export async function bootSupervisor(name: string, overrides: Record<string, unknown> = {}): Promise<{ sandbox: Sandbox; agent: Agent }> {
+  const sandbox = await bootSandbox({ name });
+  try {
+    await deploySupervisor(sandbox, overrides);
+    return { sandbox, agent: await Agent.start(sandbox) };
+  } catch (error) {
+    await sandbox.stop().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Runs test peers as an account (or a uid/gid pair) outside the agent service. */
+export async function peersAs(
+  sandbox: Sandbox,
+  who: { as?: 'client' | 'other'; uid?: number; gid?: number; groups?: number[] },
+  count: number,
+  mode: 'silent' | 'hello' | 'drip' | 'junk',
+): Promise<PeerReport[]> {
+  const result = await sandbox.exec(['/usr/bin/node', PEER, SOCKET_PATH, String(count), mode], { ...who, timeoutMs: 60_000 });
+  if (result.code !== 0) throw new Error(`peer failed: ${result.stderr}`);
+  return result.stdout.trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as PeerReport);
+}
+
+export async function stopAgent(sandbox: Sandbox, service = AGENT_SERVICE): Promise<void> {
+  await sandbox.systemctl('stop', service);
+}
+
+/** Stops the broker (SIGTERM, it ends its sessions); the socket stays, so the next connection starts a new one. */
+export async function stopBroker(sandbox: Sandbox): Promise<void> {
+  const result = await sandbox.systemctl('stop', BROKER_UNIT);
+  if (result.code !== 0) throw new Error(`cannot stop the broker: ${result.stderr}`);
+}
+
+/** One property of the broker's unit, as `systemctl show --value` prints it. */
+export async function brokerProperty(sandbox: Sandbox, property: string): Promise<string> {
+  const result = await sandbox.systemctl('show', `--property=${property}`, '--value', BROKER_UNIT);
+  return result.stdout.trim();
+}
+
+/** The broker's PID inside the sandbox; 0 when it is not running. */
+export async function brokerPid(sandbox: Sandbox): Promise<number> {
+  return Number(await brokerProperty(sandbox, 'MainPID'));
+}
+
+/** Session units of the supervisor's prefix still loaded in the sandbox. */
+export async function sessionUnits(sandbox: Sandbox): Promise<string[]> {
+  const result = await sandbox.systemctl('list-units', '--all', '--plain', '--no-legend', 'opencode-pty-session-*');
+  return result.stdout.split('\n').map((line) => line.trim().split(/\s+/)[0]!).filter(Boolean);
+}
+
+/** Waits until the broker holds no session (its status says "0 sessions"): a slot is freed only once its worker has ended. */
+export async function sessionsGone(sandbox: Sandbox, timeoutMs = 20_000): Promise<void> {
+  let status = '';
+  await until(
+    async () => (status = await brokerProperty(sandbox, 'StatusText')).startsWith('0 sessions'),
+    timeoutMs,
+    'the broker to hold no session',
+    () => `its status: ${JSON.stringify(status)}`,
+  );
+}
+
+export interface Baseline {
+  brokerFds: number;
+  units: string[];
+  processes: number;
+}
+
+/** Broker fds (0 when not running), session units, and processes in the broker's and the sessions' cgroups. */
+export async function measure(sandbox: Sandbox): Promise<Baseline> {
+  const pid = await brokerPid(sandbox);
+  const fds = pid > 0 ? Number((await sandbox.exec(['sh', '-c', `ls /proc/${pid}/fd | wc -l`])).stdout.trim()) : 0;
+  const procs = await sandbox.exec([
+    'sh',
+    '-c',
+    'cat /sys/fs/cgroup/system.slice/opencode-pty-supervisor@broker.service/cgroup.procs /sys/fs/cgroup/*.slice/opencode-pty-session-*/cgroup.procs 2>/dev/null | wc -l',
+  ]);
+  return { brokerFds: fds, units: await sessionUnits(sandbox), processes: Number(procs.stdout.trim()) };
+}
+
+/** Re-measures until the baseline is back (units stop asynchronously), or returns the last difference. */
+export async function settle(sandbox: Sandbox, baseline: Baseline, timeoutMs = 20_000): Promise<{ fds: number; units: number; processes: number }> {
+  let leaked = { fds: 0, units: 0, processes: 0 };
+  const back = async () => {
+    const now = await measure(sandbox);
+    leaked = { fds: now.brokerFds - baseline.brokerFds, units: now.units.length - baseline.units.length, processes: now.processes - baseline.processes };
+    return leaked.fds <= 0 && leaked.units <= 0 && leaked.processes <= 0;
+  };
+  // The difference is the answer (the caller asserts on it), so running out of time is not an error here.
+  await until(back, timeoutMs, 'the baseline').catch(() => undefined);
+  return leaked;
+}
