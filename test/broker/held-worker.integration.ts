@@ -1,7 +1,8 @@
 // A START whose descriptor is a FUSE file that never answers FLUSH: the worker refuses it (BAD_START)
 // and closes it on a thread of its own, which then waits in D state, unkillable, holding the whole
 // worker process (its memory, about 70 MB) until the file system answers. Such a worker keeps its
-// session slot until it has exited, so a client can pin no more of them than it could hold sessions.
+// session slot until it has exited, so a client can pin no more of them than it could hold sessions
+// (a start that finds them all held waits the bounded time for a finishing slot, then SESSION_LIMIT).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
@@ -51,7 +52,9 @@ test.before(async () => {
   build = mkdtempSync(join(tmpdir(), 'hangfs-'));
   execFileSync('cc', ['-O1', '-o', join(build, 'hangfs'), HANGFS_C]);
   sandbox = await bootSandbox({ name: 'broker-held-worker' });
-  await deploySupervisor(sandbox, { limits: { idleExitMs: 600_000, maxSessions: MAX_SESSIONS } });
+  // A held worker's slot counts as finishing (its end was decided), so the next start waits for it at
+  // most stoppingSessionBoundMs before SESSION_LIMIT: 10 s with a 1 s stop step, within the script's 20 s.
+  await deploySupervisor(sandbox, { limits: { idleExitMs: 600_000, maxSessions: MAX_SESSIONS }, session: { stopTimeoutSec: 1 } });
   await sandbox.install([
     { from: join(build, 'hangfs'), to: '/opt/hangfs', mode: 0o755 },
     { content: SCRIPT, to: '/opt/opencode-pty/test/fuse-start.py', mode: 0o644 },

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { HelperRun, signal } from './helper-harness.ts';
+import { until } from '../support/wait.ts';
 
 const WINDOW = 262144;
 /** Output beyond the client's window that the terminal holds once the program has ended. */
@@ -24,14 +25,6 @@ function statusOf(pid: number): string {
 const childrenOf = (pid: number): number[] =>
   readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
 
-async function poll(what: string, check: () => boolean, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 test('helper: SIGNAL after the program was reaped reaches no process that took its pid', async () => {
   const script = `head -c ${WINDOW + HELD} /dev/zero | tr '\\0' a; exit 0`;
   const run = new HelperRun(['24', '80', 'sh', '-c', script], { autoCredit: false, wrap: ['unshare', '--pid', '--fork', '--kill-child'] });
@@ -41,21 +34,21 @@ test('helper: SIGNAL after the program was reaped reaches no process that took i
     const programPid = run.messages.find((m) => m.type === 'pid');
     assert.equal(programPid, { type: 'pid', pid: 2 }, 'the program is pid 2 of the namespace');
     let helper = 0;
-    await poll('the helper in its namespace, its program reaped', () => {
+    await until(() => {
       helper = childrenOf(run.child.pid!)[0] ?? 0;
       return helper > 0 && childrenOf(helper).length === 0;
-    });
+    }, 10_000, 'the helper in its namespace, its program reaped');
     // Another process gets pid 2: the stand-in for any process of the user outside the session.
     const other = spawn('nsenter', ['-t', String(helper), '-p', '--', 'sh', '-c', 'echo 1 > /proc/sys/kernel/ns_last_pid; sleep 1000 & echo $!; wait'], { stdio: ['ignore', 'pipe', 'inherit'] });
     try {
       const nsPid = await new Promise<string>((resolve) => other.stdout!.once('data', (data: Buffer) => resolve(data.toString().trim())));
       assert.is(nsPid, '2', 'the other process took the program\'s pid');
       let victim = 0;
-      await poll('the other process', () => {
+      await until(() => {
         const shell = childrenOf(other.pid!)[0];
         victim = shell ? (childrenOf(shell)[0] ?? 0) : 0;
         return victim > 0;
-      });
+      }, 10_000, 'the other process');
       // SIGKILL, then one byte of credit: once that byte arrives, the SIGNAL before it has been acted on,
       // and the helper (this namespace's init: its end would kill every process in it) still waits.
       run.send(signal(9));

@@ -5,6 +5,7 @@ import * as assert from 'uvu/assert';
 import type { Sandbox } from '../sandbox/index.ts';
 import { HELPER_MODE } from '../sandbox/deploy.ts';
 import { bootWorkerSandbox, startSession, withSession, workerConfig } from './harness.ts';
+import { until } from '../support/wait.ts';
 
 /** Tries to take fd 1 of each PID with pidfd_getfd and to list its /proc fds; prints one line per PID. */
 const PROBE = `
@@ -117,12 +118,9 @@ test('the hardened profile: no ptrace, pidfd_getfd or process_vm of another sess
 
 /** The PID inside the sandbox of the one process running `path` (pgrep, as it has no event to wait on). */
 async function waitForPid(path: string): Promise<number> {
-  for (let i = 0; i < 100; i += 1) {
-    const found = (await sandbox.exec(['pgrep', '-f', `^${path} 300$`])).stdout.trim();
-    if (found) return Number(found.split('\n')[0]);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error(`${path} did not start`);
+  let found = '';
+  await until(async () => (found = (await sandbox.exec(['pgrep', '-f', `^${path} 300$`])).stdout.trim()) !== '', 2000, `${path} to start`);
+  return Number(found.split('\n')[0]);
 }
 
 test.run();
