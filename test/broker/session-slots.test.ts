@@ -174,4 +174,34 @@ test('settle: one STOP, two watchers: one waits for that slot, the other is refu
   assert.ok(await first);
 });
 
+test('settle: two kill() then two spawn(): a watcher woken by the first STOP that another watcher took keeps watching its own window, so the second STOP still counts for it', async () => {
+  const slots = new SessionSlots(2);
+  const [a, b] = takeAll(slots, 2);
+  const first = slots.take(never(), 1000);
+  const second = slots.take(never(), 1000);
+  a!.finishing();
+  assert.is(await now(second), 'pending', 'its window is not over: the second STOP may be on its way');
+  assert.equal([slots.waiting, slots.watching], [1, 1]);
+  b!.finishing();
+  assert.equal([slots.waiting, slots.watching], [2, 0], 'the second STOP: it waits for that slot');
+  a!.release();
+  b!.release();
+  assert.ok(await first);
+  assert.ok(await second, 'both starts get a slot: 16 means 16 with two removals at once');
+  assert.equal([slots.used, slots.finishing, slots.waiting], [2, 0, 0]);
+});
+
+test('settle: one slot freed, two watchers: the first takes it, the other keeps watching and takes the next one freed within its window', async () => {
+  const slots = new SessionSlots(2);
+  const [a, b] = takeAll(slots, 2);
+  const first = slots.take(never(), 1000);
+  const second = slots.take(never(), 1000);
+  a!.release();
+  assert.ok(await first);
+  assert.is(await now(second), 'pending');
+  b!.release();
+  assert.ok(await second);
+  assert.equal([slots.used, slots.watching], [2, 0]);
+});
+
 test.run();
