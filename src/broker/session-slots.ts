@@ -78,17 +78,21 @@ export class SessionSlots {
    * the first. At the window's end, one more look (without a second wait): a waiter's place, a slot, or nothing. */
   #settle(until: AbortSignal, settleMs: number): Promise<SessionSlot | undefined> {
     return new Promise((resolve) => {
-      const end = (result: Promise<SessionSlot | undefined>) => {
+      let ended = false;
+      // Once: a second take for the same start would hold a slot or a waiter's place nobody releases.
+      const end = (result: () => Promise<SessionSlot | undefined>) => {
+        if (ended) return;
+        ended = true;
         clearTimeout(timer);
         this.#watchers.delete(look);
         until.removeEventListener('abort', abort);
-        resolve(result);
+        resolve(result());
       };
       const look = () => {
-        if (this.#used < this.#max || this.#waiters.length < this.#finishing) end(this.take(until, 0));
+        if (this.#used < this.#max || this.#waiters.length < this.#finishing) end(() => this.take(until, 0));
       };
-      const abort = () => end(Promise.resolve(undefined));
-      const timer = setTimeout(() => end(this.take(until, 0)), settleMs);
+      const abort = () => end(async () => undefined);
+      const timer = setTimeout(() => end(() => this.take(until, 0)), settleMs);
       this.#watchers.add(look);
       until.addEventListener('abort', abort, { once: true });
     });
