@@ -149,9 +149,9 @@ export class SessionSlots {
   #handOn(): void {
     const next = this.#waiters.shift();
     if (next) next.give(this.#slot());
-    else {
-      this.#used -= 1;
-      this.#changed();
-    }
+    else this.#used -= 1;
+    // Either way a watcher may now count on something: a free slot, or (the slot given was not a
+    // finishing one) a finishing slot no waiter counts on any more.
+    this.#changed();
   }
 }

@@ -204,4 +204,19 @@ test('settle: one slot freed, two watchers: the first takes it, the other keeps 
   assert.equal([slots.used, slots.watching], [2, 0]);
 });
 
+test('settle: a slot that was not finishing, released to the waiter, leaves the finishing one for a watcher at once (not at its window\'s end)', async () => {
+  const slots = new SessionSlots(2);
+  const [a, b] = takeAll(slots, 2);
+  a!.finishing();
+  const first = slots.take(never());
+  const second = slots.take(never(), 1000);
+  assert.equal([slots.waiting, slots.watching], [1, 1], 'the one finishing slot is counted on by the first');
+  // A start that took a slot and failed before its hand-off gives it back without finishing.
+  b!.release();
+  assert.ok(await first);
+  assert.equal([slots.waiting, slots.watching], [1, 0], 'the finishing slot is nobody\'s now: the watcher waits for it');
+  a!.release();
+  assert.ok(await second);
+});
+
 test.run();
