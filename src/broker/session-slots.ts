@@ -64,6 +64,8 @@ export class SessionSlots {
           const at = this.#waiters.indexOf(waiter);
           if (at >= 0) this.#waiters.splice(at, 1);
           resolve(undefined);
+          // The finishing slot it counted on is free to count on for a start still watching.
+          if (at >= 0) this.#changed();
         },
       };
       until.addEventListener('abort', waiter.refuse, { once: true });

@@ -219,4 +219,19 @@ test('settle: a slot that was not finishing, released to the waiter, leaves the 
   assert.ok(await second);
 });
 
+test('settle: a waiter that gives up leaves its finishing slot to a watcher at once', async () => {
+  const slots = new SessionSlots(1);
+  const [a] = takeAll(slots, 1);
+  a!.finishing();
+  const gone = new AbortController();
+  const first = slots.take(gone.signal);
+  const second = slots.take(never(), 1000);
+  assert.equal([slots.waiting, slots.watching], [1, 1]);
+  gone.abort();
+  assert.is(await first, undefined);
+  assert.equal([slots.waiting, slots.watching], [1, 0], 'the watcher counts on the finishing slot now');
+  a!.release();
+  assert.ok(await second);
+});
+
 test.run();
