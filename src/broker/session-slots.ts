@@ -64,6 +64,8 @@ export class SessionSlots {
           const at = this.#waiters.indexOf(waiter);
           if (at >= 0) this.#waiters.splice(at, 1);
           resolve(undefined);
+          // The finishing slot it counted on is free to count on for a start still watching.
+          if (at >= 0) this.#changed();
         },
       };
       until.addEventListener('abort', waiter.refuse, { once: true });
@@ -72,20 +74,30 @@ export class SessionSlots {
   }
 
   /** No finishing slot to count on yet: a session's STOP may be on its way (client → helper → worker →
-   * broker, while the start came straight here). Up to `settleMs` for a slot to turn finishing or come
-   * free, then one more look (without a second wait): a waiter's place, a slot, or nothing. */
+   * broker, while the start came straight here). Up to `settleMs`, each change (a slot turning
+   * finishing or coming free) is looked at in the same turn: a slot or a waiter's place taken then ends
+   * the watch; a change another watcher took does not, since a second removal's STOP may be just behind
+   * the first. At the window's end, one more look (without a second wait): a waiter's place, a slot, or nothing. */
   #settle(until: AbortSignal, settleMs: number): Promise<SessionSlot | undefined> {
-    return new Promise<void>((resolve) => {
-      const done = () => {
+    return new Promise((resolve) => {
+      let ended = false;
+      // Once: a second take for the same start would hold a slot or a waiter's place nobody releases.
+      const end = (result: () => Promise<SessionSlot | undefined>) => {
+        if (ended) return;
+        ended = true;
         clearTimeout(timer);
-        this.#watchers.delete(done);
-        until.removeEventListener('abort', done);
-        resolve();
+        this.#watchers.delete(look);
+        until.removeEventListener('abort', abort);
+        resolve(result());
       };
-      const timer = setTimeout(done, settleMs);
-      this.#watchers.add(done);
-      until.addEventListener('abort', done, { once: true });
-    }).then(() => this.take(until, 0));
+      const look = () => {
+        if (this.#used < this.#max || this.#waiters.length < this.#finishing) end(() => this.take(until, 0));
+      };
+      const abort = () => end(async () => undefined);
+      const timer = setTimeout(() => end(() => this.take(until, 0)), settleMs);
+      this.#watchers.add(look);
+      until.addEventListener('abort', abort, { once: true });
+    });
   }
 
   /** Starts watching for a finishing slot (`take`'s settleMs). */
@@ -139,9 +151,9 @@ export class SessionSlots {
   #handOn(): void {
     const next = this.#waiters.shift();
     if (next) next.give(this.#slot());
-    else {
-      this.#used -= 1;
-      this.#changed();
-    }
+    else this.#used -= 1;
+    // Either way a watcher may now count on something: a free slot, or (the slot given was not a
+    // finishing one) a finishing slot no waiter counts on any more.
+    this.#changed();
   }
 }

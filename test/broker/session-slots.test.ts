@@ -174,4 +174,64 @@ test('settle: one STOP, two watchers: one waits for that slot, the other is refu
   assert.ok(await first);
 });
 
+test('settle: two kill() then two spawn(): a watcher woken by the first STOP that another watcher took keeps watching its own window, so the second STOP still counts for it', async () => {
+  const slots = new SessionSlots(2);
+  const [a, b] = takeAll(slots, 2);
+  const first = slots.take(never(), 1000);
+  const second = slots.take(never(), 1000);
+  a!.finishing();
+  assert.is(await now(second), 'pending', 'its window is not over: the second STOP may be on its way');
+  assert.equal([slots.waiting, slots.watching], [1, 1]);
+  b!.finishing();
+  assert.equal([slots.waiting, slots.watching], [2, 0], 'the second STOP: it waits for that slot');
+  a!.release();
+  b!.release();
+  assert.ok(await first);
+  assert.ok(await second, 'both starts get a slot: 16 means 16 with two removals at once');
+  assert.equal([slots.used, slots.finishing, slots.waiting], [2, 0, 0]);
+});
+
+test('settle: one slot freed, two watchers: the first takes it, the other keeps watching and takes the next one freed within its window', async () => {
+  const slots = new SessionSlots(2);
+  const [a, b] = takeAll(slots, 2);
+  const first = slots.take(never(), 1000);
+  const second = slots.take(never(), 1000);
+  a!.release();
+  assert.ok(await first);
+  assert.is(await now(second), 'pending');
+  b!.release();
+  assert.ok(await second);
+  assert.equal([slots.used, slots.watching], [2, 0]);
+});
+
+test('settle: a slot that was not finishing, released to the waiter, leaves the finishing one for a watcher at once (not at its window\'s end)', async () => {
+  const slots = new SessionSlots(2);
+  const [a, b] = takeAll(slots, 2);
+  a!.finishing();
+  const first = slots.take(never());
+  const second = slots.take(never(), 1000);
+  assert.equal([slots.waiting, slots.watching], [1, 1], 'the one finishing slot is counted on by the first');
+  // A start that took a slot and failed before its hand-off gives it back without finishing.
+  b!.release();
+  assert.ok(await first);
+  assert.equal([slots.waiting, slots.watching], [1, 0], 'the finishing slot is nobody\'s now: the watcher waits for it');
+  a!.release();
+  assert.ok(await second);
+});
+
+test('settle: a waiter that gives up leaves its finishing slot to a watcher at once', async () => {
+  const slots = new SessionSlots(1);
+  const [a] = takeAll(slots, 1);
+  a!.finishing();
+  const gone = new AbortController();
+  const first = slots.take(gone.signal);
+  const second = slots.take(never(), 1000);
+  assert.equal([slots.waiting, slots.watching], [1, 1]);
+  gone.abort();
+  assert.is(await first, undefined);
+  assert.equal([slots.waiting, slots.watching], [1, 0], 'the watcher counts on the finishing slot now');
+  a!.release();
+  assert.ok(await second);
+});
+
 test.run();
