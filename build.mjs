@@ -1,6 +1,7 @@
 // Bundles the broker, the worker and the CLI into single files in dist/ that run with no
-// node_modules beside them; the native addon, dbus-next's usocket addon and the session
-// helper are copied next to them and loaded by path; dist/manifest.json hashes all of it.
+// node_modules beside them; the native addon and the session helper, built for this platform, go to
+// dist/<platform>-<arch>/ and are loaded by path; dist/manifest.json hashes all of it. The package
+// installs with no build step: npm runs none (no install script, no binding.gyp in the package).
 import { build } from 'esbuild';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -15,21 +16,6 @@ const out = join(root, 'dist');
 // A fresh dist/ each time: the manifest lists exactly what this build shipped.
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
-
-// usocket finds its addon through bindings(), which searches from its own package folder;
-// in a bundle that folder is gone, so load the copy that sits beside the bundle instead.
-const usocketByPath = {
-  name: 'usocket-by-path',
-  setup(build) {
-    build.onLoad({ filter: /[\\/]node_modules[\\/]usocket[\\/]index\.js$/ }, (args) => ({
-      contents: readFileSync(args.path, 'utf8').replace(
-        "require('bindings')('uwrap')",
-        "require(require('node:path').join(__bundleDir, 'uwrap.node'))",
-      ),
-      loader: 'js',
-    }));
-  },
-};
 
 // dbus-next's MessageBus builds an XML builder for exported interfaces and proxies parse
 // introspection XML; we do neither (raw method calls only), and xml2js with xmlbuilder and sax is
@@ -81,8 +67,9 @@ const common = {
   bundle: true,
   platform: 'node',
   target: 'node20',
-  external: ['x11'],
-  plugins: [usocketByPath, noIntrospection, sourcesWithoutEffects],
+  // usocket: dbus-next requires it only in its own createConnection, which we replace (src/systemd/bus-wire.ts).
+  external: ['x11', 'usocket'],
+  plugins: [noIntrospection, sourcesWithoutEffects],
   logLevel: 'warning',
   legalComments: 'none',
 };
@@ -161,25 +148,40 @@ function walk(dir) {
   });
 }
 
+buildAddon();
 buildSessionHelper();
 
-const copies = [
-  ['build/Release/opencode_pty.node', 'opencode_pty.node'],
-  ['build/Release/opencode-pty-session', 'opencode-pty-session'],
-  ['node_modules/usocket/build/Release/uwrap.node', 'uwrap.node'],
-];
-for (const [from, to] of copies) copyFileSync(join(root, from), join(out, to));
+// This platform's binaries (src/native/binding.ts and src/worker/helper-path.ts look here first).
+const platform = `${process.platform}-${process.arch}`;
+mkdirSync(join(out, platform));
+const binaries = [`${platform}/opencode_pty.node`, `${platform}/opencode-pty-session`];
+for (const path of binaries) copyFileSync(join(root, 'build', 'Release', path.split('/')[1]), join(out, path));
 // The units ship with the bundle: the installer writes them from here.
 mkdirSync(join(out, 'units'));
 for (const name of readdirSync(join(root, 'units'))) copyFileSync(join(root, 'units', name), join(out, 'units', name));
 for (const name of ['cli.js', 'broker.cjs', 'worker.cjs']) chmodSync(join(out, name), 0o755);
 await codeCaches(Object.keys(rootSide).map((name) => join(out, `${name}-main.cjs`)));
 // Not readable by others: the kernel makes it non-dumpable from exec on (see unsafeHelper).
-chmodSync(join(out, 'opencode-pty-session'), 0o711);
-for (const name of ['opencode_pty.node', 'uwrap.node', 'broker-main.cjs', 'worker-main.cjs']) chmodSync(join(out, name), 0o644);
+chmodSync(join(out, platform, 'opencode-pty-session'), 0o711);
+for (const name of [`${platform}/opencode_pty.node`, 'broker-main.cjs', 'worker-main.cjs']) chmodSync(join(out, name), 0o644);
 for (const name of readdirSync(join(out, 'units'))) chmodSync(join(out, 'units', name), 0o644);
 writeFileSync(join(out, 'manifest.json'), `${JSON.stringify(buildManifest(root, out), null, 2)}\n`, { mode: 0o644 });
 console.error('built dist/broker.cjs, dist/worker.cjs (with their bundles and code caches), dist/cli.js, dist/lib/, dist/types/, dist/manifest.json');
+
+/**
+ * The Node-API addon (native/addon/, binding.gyp), built by node-gyp when it is missing or a source is
+ * newer. `npm ci` in a checkout builds it too (npm runs `node-gyp rebuild` for a package with a
+ * binding.gyp and no install script); this covers a checkout whose build/ was removed since.
+ */
+function buildAddon() {
+  const binary = join(root, 'build', 'Release', 'opencode_pty.node');
+  const built = statSync(binary, { throwIfNoEntry: false })?.mtimeMs ?? 0;
+  const dir = join(root, 'native', 'addon');
+  const inputs = [join(root, 'binding.gyp'), ...readdirSync(dir).map((name) => join(dir, name))];
+  if (inputs.every((path) => statSync(path).mtimeMs < built)) return;
+  const gyp = join(root, 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
+  execFileSync(process.execPath, [gyp, built ? 'build' : 'rebuild'], { cwd: root, stdio: ['ignore', 2, 2] });
+}
 
 /**
  * The session helper (native/session/): its wire constants generated from src/protocol/, their one
