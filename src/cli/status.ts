@@ -1,10 +1,10 @@
-// opencode-pty status: the socket, the broker and every live session, for people or (--json) scripts.
+// opencode-ptyctl status: the socket, the broker and every live session, for people or (--json) scripts.
 import { DEFAULT_LAYOUT, formatStatus, gatherStatus, readRecord } from '../operate/index.ts';
 import type { CommandContext } from './context.ts';
 import { EXIT, EXIT_HELP } from './exit-codes.ts';
 import { commandOptions, prefixLayout } from './options.ts';
 
-export const STATUS_USAGE = `Usage: opencode-pty status [--json] [--prefix DIR]
+export const STATUS_USAGE = `Usage: opencode-ptyctl status [--json] [--prefix DIR]
 
 Shows the socket (state, path, mode, group), the broker (state, PID, since, memory, sessions served),
 every live session (unit, user, program, cwd, started, CPU time, memory, tasks, as systemd reports

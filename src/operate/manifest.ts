@@ -2,7 +2,7 @@
 import { createRequire } from 'node:module';
 
 // node:crypto is loaded on first use: only install, verify and status hash, and loading it cost every
-// `opencode-pty run` 5–20 ms at start (measured); a static import is evaluated with the CLI's bundle.
+// `opencode-ptyctl run` 5–20 ms at start (measured); a static import is evaluated with the CLI's bundle.
 const load = createRequire(import.meta.url);
 
 export interface Artifact {

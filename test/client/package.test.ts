@@ -13,6 +13,7 @@ const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as
   name: string;
   dependencies?: Record<string, string>;
   scripts: Record<string, string>;
+  bin: Record<string, string>;
   gypfile?: boolean;
   exports: Record<string, string | { types: string; default: string }>;
 };
@@ -31,6 +32,8 @@ test('the packed files: compiled library, declarations, bundles, prebuilt binari
   assert.ok(!files.some((path) => path === 'binding.gyp' || path.startsWith('native/') || /\.(c|cc|h)$/.test(path)), 'no binding.gyp, no C sources');
   assert.not.ok(manifest.scripts.install ?? manifest.scripts.preinstall ?? manifest.scripts.postinstall, 'no install script');
   assert.ok(!files.some((path) => path.endsWith('uwrap.node')), "no usocket addon (dbus-next's fd passing is our own addon's)");
+  // opencode runs `opencode-pty daemon …` (its own PTY daemon, OPENCODE_PTY_BIN's default): no command of ours may answer.
+  assert.equal(Object.keys(manifest.bin), ['opencode-ptyctl']);
   for (const heavy of ['dbus-next', 'usocket', 'node-addon-api']) assert.not.ok(manifest.dependencies?.[heavy], `${heavy} is not a dependency of an install`);
 });
 

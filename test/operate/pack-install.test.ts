@@ -41,7 +41,8 @@ test('npm pack, then npm install -g of the tarball with no compiler on PATH: the
 
   const installed = join(prefix, 'lib', 'node_modules', 'opencode-pty-supervisor');
   assert.not.ok(existsSync(join(installed, 'build')), 'no build/ directory: nothing compiled');
-  const command = join(prefix, 'bin', 'opencode-pty');
+  const command = join(prefix, 'bin', 'opencode-ptyctl');
+  assert.not.ok(existsSync(join(prefix, 'bin', 'opencode-pty')), "no opencode-pty on PATH: that name is opencode's own PTY daemon");
   const help = spawnSync(command, ['--help'], { env, encoding: 'utf8' });
   assert.is(help.status, 0, help.stderr);
   assert.match(help.stdout, 'Usage:');
