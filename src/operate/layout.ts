@@ -49,6 +49,8 @@ export interface InstallRecord {
   /** The socket group, if install created it. */
   createdGroup: string | null;
   clientUnit: string;
+  /** The client account installed for (records written before it was kept lack it). */
+  clientUser?: string;
   socketGroup: string;
   nodePath: string;
   unitPrefix: string;

@@ -134,6 +134,7 @@ export function existingState(run: Runner, layout: Layout, unitPrefix: string): 
     brokerActive,
     brokerDir: brokerActive ? brokerDir(run, broker.MainPID) : undefined,
     liveSessions: liveSessions(run, unitPrefix),
+    unitLoadState: (unit) => showUnit(run, unit, ['LoadState']).LoadState,
   };
 }
 

@@ -11,7 +11,15 @@ export interface UninstallOptions {
 export function planUninstall(options: UninstallOptions, record: InstallRecord | undefined, existing: Existing, euid: number): Plan {
   const { layout } = options;
   if (euid !== 0) return { refusals: ['must run as root'], steps: [], notes: [] };
-  if (!record) return { refusals: [`nothing to uninstall: no install record at ${paths.record(layout)}`], steps: [], notes: [] };
+  if (!record) {
+    // A plain uninstall kept the operator's config (and its README); --purge afterwards removes those.
+    const left = [paths.config(layout), paths.configReadme(layout)].filter((path) => existing.file(path) !== undefined);
+    if (!options.purge || left.length === 0) return { refusals: [`nothing to uninstall: no install record at ${paths.record(layout)}`], steps: [], notes: [] };
+    const steps: PlannedStep[] = left.map((path) => ({ step: { op: 'remove', path, recursive: false }, change: true }));
+    // Removed only when empty by then (apply checks): files the operator added there stay.
+    steps.push({ step: { op: 'remove', path: layout.configDir, recursive: false }, change: existing.isDir(layout.configDir) });
+    return { refusals: [], steps, notes: ['not installed: removed the config a plain uninstall kept'] };
+  }
   const steps: PlannedStep[] = [];
   const add = (step: Step, change = true) => steps.push({ step, change });
   const notes: string[] = [];
