@@ -1,6 +1,6 @@
 // Uninstall as a pure plan: stop what runs, then remove exactly what the install record lists.
 import type { Existing, Plan, PlannedStep, Step } from './install-plan.ts';
-import { BROKER_UNIT, SESSIONS_PARENT_SLICE, SESSIONS_SLICE, SOCKET_UNIT, paths, type InstallRecord, type Layout } from './layout.ts';
+import { BROKER_SLICE, BROKER_UNIT, SESSIONS_PARENT_SLICE, SESSIONS_SLICE, SOCKET_UNIT, paths, type InstallRecord, type Layout } from './layout.ts';
 
 export interface UninstallOptions {
   layout: Layout;
@@ -30,7 +30,8 @@ export function planUninstall(options: UninstallOptions, record: InstallRecord |
   add({ op: 'systemctl', args: ['stop', BROKER_UNIT] }, existing.brokerActive);
   add({ op: 'systemctl', args: ['disable', SOCKET_UNIT] }, existing.socketEnabled);
   // The sessions' slice, and the parent systemd made for it from its name (systemd.slice(5)), stay active until stopped.
-  add({ op: 'systemctl', args: ['stop', SESSIONS_SLICE, SESSIONS_PARENT_SLICE] });
+  // opencode.slice, the parent of both, is left: an operator's agent may well run in it.
+  add({ op: 'systemctl', args: ['stop', SESSIONS_SLICE, SESSIONS_PARENT_SLICE, BROKER_SLICE] });
 
   const keep = new Set(options.purge ? [] : [paths.configReadme(layout)]);
   for (const path of Object.keys(record.files)) if (!keep.has(path)) add({ op: 'remove', path, recursive: false }, existing.file(path) !== undefined);
