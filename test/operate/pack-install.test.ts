@@ -1,10 +1,11 @@
 // The published package installs with no build step: `npm pack`, then `npm install -g` of the tarball
 // into a fresh prefix with a PATH that holds node and sh only (no make, cc or g++), offline. The
 // installed command runs, and the installed addon loads from the package's dist/<platform>/.
+// A Bun install into an agent project (no script runs) loads the client side with the same addon.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,10 +20,18 @@ function npmCli(): string {
   return join(execFileSync('readlink', ['-f', npm], { encoding: 'utf8' }).trim(), '..', '..', 'bin', 'npm-cli.js');
 }
 
-test('npm pack, then npm install -g of the tarball with no compiler on PATH: the command runs, the addon loads', () => {
+let packedTarball: string | undefined;
+/** The package as npm publishes it (dist/ as built: npm test builds it first). */
+function tarball_(): string {
+  if (packedTarball) return packedTarball;
   const packed = spawnSync('npm', ['pack', '--ignore-scripts', '--pack-destination', dir], { cwd: root, encoding: 'utf8' });
   assert.is(packed.status, 0, packed.stderr);
-  const tarball = join(dir, readdirSync(dir).find((name) => name.endsWith('.tgz'))!);
+  packedTarball = join(dir, readdirSync(dir).find((name) => name.endsWith('.tgz'))!);
+  return packedTarball;
+}
+
+test('npm pack, then npm install -g of the tarball with no compiler on PATH: the command runs, the addon loads', () => {
+  const tarball = tarball_();
   const bin = join(dir, 'bin');
   mkdirSync(bin);
   symlinkSync(process.execPath, join(bin, 'node'));
@@ -54,6 +63,25 @@ test('npm pack, then npm install -g of the tarball with no compiler on PATH: the
   const loaded = spawnSync(process.execPath, ['-e', `const a = require(${JSON.stringify(join(installed, 'dist', platform, 'opencode_pty.node'))}); const [x, y] = a.socketpair(); console.log(typeof x, typeof y);`], { env, encoding: 'utf8' });
   assert.is(loaded.stdout.trim(), 'number number', loaded.stderr);
   assert.is(statSync(join(installed, 'dist', platform, 'opencode-pty-session')).isFile(), true);
+});
+
+test("a Bun install into an agent's project runs no script, and the client side loads the addon", () => {
+  const bun = join(root, 'node_modules', '@oven', 'bun-linux-x64', 'bin', 'bun');
+  if (!existsSync(bun)) return;
+  const project = join(dir, 'agent');
+  mkdirSync(project);
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'agent', type: 'module' }));
+  const env = { HOME: join(dir, 'bun-home'), PATH: '/usr/bin:/bin', BUN_INSTALL_CACHE_DIR: join(dir, 'bun-cache') };
+  const added = spawnSync(bun, ['add', tarball_()], { cwd: project, env, encoding: 'utf8' });
+  assert.is(added.status, 0, added.stderr);
+  assert.not.ok(existsSync(join(project, 'node_modules', 'opencode-pty-supervisor', 'build')), 'nothing built');
+  // connect() reaches the addon (its connectUnix): a missing socket is CONNECT ENOENT with the hint.
+  writeFileSync(
+    join(project, 'use.js'),
+    "import { connect } from 'opencode-pty-supervisor/client';\ntry { await connect('/nonexistent/x.sock'); } catch (e) { console.log(e.code, e.errno, e.message.includes('opencode-ptyctl status')); }\n",
+  );
+  const used = spawnSync(bun, ['use.js'], { cwd: project, env, encoding: 'utf8' });
+  assert.is(used.stdout.trim(), 'CONNECT ENOENT true', used.stderr);
 });
 
 test.run();
