@@ -1,6 +1,6 @@
 // opencode-ptyctl status: the socket, the broker and every live session, for people or (--json) scripts.
 import { existsSync } from 'node:fs';
-import { DEFAULT_LAYOUT, formatStatus, gatherStatus, paths, readRecord } from '../operate/index.ts';
+import { checkAgentGroups, DEFAULT_LAYOUT, formatStatus, gatherStatus, localAccounts, paths, readRecord } from '../operate/index.ts';
 import type { CommandContext } from './context.ts';
 import { EXIT, EXIT_HELP } from './exit-codes.ts';
 import { commandOptions, prefixLayout } from './options.ts';
@@ -34,6 +34,8 @@ export function runStatus(args: readonly string[], context: CommandContext): num
   else {
     context.stdout(formatStatus(status));
     for (const path of missing) context.stdout(`missing: ${path} (install wrote it; opencode-ptyctl install restores it)\n`);
+    const agent = record ? checkAgentGroups(context.run, record.clientUnit, record.socketGroup, localAccounts().group(record.socketGroup)?.gid) : undefined;
+    if (agent) context.stdout(`warning: ${agent}\n`);
   }
   return record && missing.length === 0 ? EXIT.OK : EXIT.DIFFERS;
 }

@@ -1,7 +1,7 @@
 // opencode-ptyctl verify: is what is installed exactly what the build shipped, on a supported Node?
 import { readlinkSync } from 'node:fs';
 import { checkSessionProperty, loadConfig } from '../config/index.ts';
-import { DEFAULT_LAYOUT, fileFacts, listFiles, nodeFacts, paths, readManifestAt, readRecord, verifyDifferences } from '../operate/index.ts';
+import { checkAgentGroups, DEFAULT_LAYOUT, fileFacts, listFiles, localAccounts, nodeFacts, paths, readManifestAt, readRecord, verifyDifferences } from '../operate/index.ts';
 import type { CommandContext } from './context.ts';
 import { EXIT, EXIT_HELP } from './exit-codes.ts';
 import { commandOptions, prefixLayout } from './options.ts';
@@ -54,6 +54,9 @@ export function runVerify(args: readonly string[], context: CommandContext): num
     runningNode: process.version,
     configProblem,
   });
+  // Not a difference of the files: the running agent's state, said whatever the files are.
+  const agent = record ? checkAgentGroups(context.run, record.clientUnit, record.socketGroup, localAccounts().group(record.socketGroup)?.gid) : undefined;
+  if (agent) context.stdout(`warning: ${agent}\n`);
   if (differences.length) {
     for (const difference of differences) context.stdout(`differs: ${difference}\n`);
     return EXIT.DIFFERS;

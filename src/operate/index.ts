@@ -4,6 +4,7 @@ export { describeStep, planInstall, type Bundle, type Plan } from './install-pla
 export { DEFAULT_CLIENT_UNIT, DEFAULT_LAYOUT, DEFAULT_SOCKET_GROUP, paths, type Layout } from './layout.ts';
 export { parseManifest } from './manifest.ts';
 export { existingState, fileFacts, hostFacts, liveSessions, localAccounts, nodeFacts, readRecord } from './probe.ts';
+export { checkAgentGroups } from './agent-groups.ts';
 export { formatStatus, gatherStatus } from './status.ts';
 export { runCommand, type Runner } from './system.ts';
 export { planUninstall } from './uninstall-plan.ts';

@@ -1,7 +1,7 @@
 // The README's operator steps, literally, from the packed package: `npm install -g` of the tarball with
-// no compiler on PATH into the sandbox, `opencode-ptyctl install` (the agent's unit not there yet: it
-// says so), a session from the agent's unit, status, verify, `uninstall --purge`, and the host back as
-// it was (no units, slices, group, files or socket of ours).
+// no compiler on PATH into the sandbox, `opencode-ptyctl install` with the agent running (status and
+// verify warn until it is restarted), a session from the agent's unit, status, verify,
+// `uninstall --purge`, and the host back as it was (no units, slices, group, files or socket of ours).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
@@ -71,11 +71,21 @@ test('npm install -g, install, a session from the agent unit, status, verify, un
   assert.is((await sandbox.exec(['sh', '-c', `PATH=${BARE_BIN} command -v cc make g++ || echo none`])).stdout, 'none\n');
   assert.is((await sandbox.exec(['test', '-e', `${PREFIX}/bin/opencode-pty`])).code, 1, 'no opencode-pty command: that is opencode\'s daemon');
 
-  // 2. install, as the README says; the agent's unit does not exist yet, and install says so.
+  // 2. install, as the README says, with the agent already running (it lacks the group until restarted).
+  const agentArgv = ['systemd-run', '--quiet', '--collect', `--unit=${AGENT}`, '--service-type=exec', `--uid=${sandbox.client.user}`, `--gid=${sandbox.client.group}`, '--', '/bin/sleep', '600'];
+  assert.is((await sandbox.exec(agentArgv)).code, 0);
   const install = await ptyctl(['install', '--client-user', sandbox.client.user, '--client-unit', AGENT]);
   assert.is(install.code, 0, install.stderr);
-  assert.match(install.stdout, `${AGENT} does not exist yet`);
+  assert.match(install.stdout, `note: restart ${AGENT}`);
   assert.match(install.stdout, 'opencode-ptyctl verify && opencode-ptyctl status');
+  // status and verify read the running process's groups, not the unit's SupplementaryGroups=.
+  const stale = await ptyctl(['status']);
+  assert.match(stale.stdout, `warning: ${AGENT} (MainPID`);
+  assert.match(stale.stdout, 'runs without the socket group opencode-pty');
+  assert.match((await ptyctl(['verify'])).stdout, `systemctl restart ${AGENT}`);
+  assert.is((await sandbox.exec(['systemctl', 'restart', AGENT])).code, 0);
+  assert.not.match((await ptyctl(['status'])).stdout, 'runs without the socket group', 'a restart gave it the group');
+  assert.is((await sandbox.exec(['systemctl', 'stop', AGENT])).code, 0);
 
   // 3. A session from the agent's unit (a transient one here, named as --client-unit).
   const session = await sandbox.exec(
