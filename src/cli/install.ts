@@ -1,7 +1,7 @@
 // opencode-ptyctl install: checks the host, then installs or upgrades the supervisor (see the plan).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { applyPlan, type Bundle, DEFAULT_CLIENT_UNIT, DEFAULT_LAYOUT, DEFAULT_SOCKET_GROUP, describeStep, existingState, hostFacts, type Layout, localAccounts, parseManifest, paths, type Plan, planInstall } from '../operate/index.ts';
+import { applyPlan, type Bundle, DEFAULT_CLIENT_UNIT, DEFAULT_LAYOUT, DEFAULT_SOCKET_GROUP, describeStep, dirChain, existingState, hostFacts, type Layout, localAccounts, parseManifest, packageDirProblems, paths, type Plan, planInstall } from '../operate/index.ts';
 import type { CommandContext } from './context.ts';
 import { EXIT, EXIT_HELP } from './exit-codes.ts';
 import { parseOptions } from './options.ts';
@@ -90,8 +90,10 @@ export function runInstall(args: readonly string[], context: CommandContext): nu
     localAccounts(),
     existingState(context.run, layout, unitPrefix),
   );
-  if (plan.refusals.length) {
-    for (const refusal of plan.refusals) context.stderr(`opencode-ptyctl install: refused: ${refusal}\n`);
+  // Root copies from this directory into its own: nobody else may be able to change it meanwhile.
+  const refusals = [...plan.refusals, ...(process.geteuid?.() === 0 ? packageDirProblems(dirChain(context.bundleDir)) : [])];
+  if (refusals.length) {
+    for (const refusal of refusals) context.stderr(`opencode-ptyctl install: refused: ${refusal}\n`);
     return EXIT.REFUSED;
   }
   if (flags.has('dry-run')) {

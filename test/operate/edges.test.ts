@@ -3,7 +3,7 @@
 // the root-owned copy write outside the package or hand out setuid/world-writable files.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runStatus } from '../../src/cli/status.ts';
@@ -13,7 +13,8 @@ import { applyStep } from '../../src/operate/apply.ts';
 import { describeStep, planInstall, type Accounts, type Bundle, type Existing, type InstallOptions } from '../../src/operate/install-plan.ts';
 import { DEFAULT_LAYOUT, paths, type InstallRecord } from '../../src/operate/layout.ts';
 import { artifactProblems, parseManifest, sha256, type BuildManifest } from '../../src/operate/manifest.ts';
-import type { HostFacts } from '../../src/operate/requirements.ts';
+import { packageDirProblems, type HostFacts } from '../../src/operate/requirements.ts';
+import { dirChain } from '../../src/operate/probe.ts';
 import { planUninstall } from '../../src/operate/uninstall-plan.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'opencode-pty-edges-'));
@@ -95,6 +96,24 @@ test('the copy refuses a symlink in the package (O_NOFOLLOW), and a directory th
     const step = { op: 'bundle' as const, from, to: join(dir, `to-${path.replace('/', '-')}`), files: [{ path, mode: 0o644, sha256: sha256('secret') }] };
     assert.throws(() => applyStep(step, () => ({ code: 0, stdout: '', stderr: '' })), /ELOOP|leads out/);
   }
+});
+
+test('root refuses a package directory another account owns or can write, up to /; a sticky /tmp is fine', () => {
+  const chain = (entries: [string, number, number][]) => entries.map(([path, uid, mode]) => ({ path, uid, mode }));
+  assert.equal(packageDirProblems(chain([['/usr/lib/node_modules/p/dist', 0, 0o755], ['/usr/lib/node_modules/p', 0, 0o755], ['/', 0, 0o755]])), []);
+  assert.equal(packageDirProblems(chain([['/tmp/p/dist', 0, 0o755], ['/tmp/p', 0, 0o755], ['/tmp', 0, 0o1777], ['/', 0, 0o755]])), []);
+  const npx = packageDirProblems(chain([['/home/u/.npm/_npx/x/dist', 0, 0o755], ['/home/u/.npm', 1000, 0o755], ['/', 0, 0o755]]));
+  assert.is(npx.length, 1);
+  assert.match(npx[0]!, '/home/u/.npm is owned by uid 1000, not root');
+  const open = packageDirProblems(chain([['/opt/p/dist', 0, 0o755], ['/opt/p', 0, 0o775], ['/', 0, 0o755]]));
+  assert.match(open[0]!, '/opt/p is writable by group or others (mode 775)');
+  // The real chain of a directory: every ancestor to /.
+  const made = join(dir, 'chain', 'dist');
+  mkdirSync(made, { recursive: true, mode: 0o755 });
+  chmodSync(join(dir, 'chain'), 0o777);
+  const real = dirChain(made);
+  assert.is(real.at(-1)!.path, '/');
+  assert.ok(packageDirProblems(real).some((p) => p.includes(`${join(dir, 'chain')} is writable by group or others (mode 777)`)));
 });
 
 test('uninstall --purge after a plain uninstall removes the kept config, its README and the directory if empty', () => {
