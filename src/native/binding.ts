@@ -1,7 +1,7 @@
 // The one typed loader of the native addon: only what Node cannot do, fds and primitives in and out.
 // Errors thrown by these functions look like Node's own: `code` ('EBADF'…), `errno`, `syscall`.
 import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -123,8 +123,9 @@ export interface NativeBinding {
 
 let loaded: NativeBinding | undefined;
 
-/** The platforms a package build carries prebuilt binaries for, each in dist/<name>/ (build.mjs). */
-export const PREBUILT_PLATFORMS = ['linux-x64'] as const;
+/** The platforms build.mjs makes binaries for, each in dist/<name>/ (linux-arm64 where its cross compiler
+ * is installed); what a package carries is what its dist/ holds (shippedPlatforms). */
+export const PREBUILT_PLATFORMS = ['linux-x64', 'linux-arm64'] as const;
 /** The oldest glibc the prebuilt binaries run on: the highest GLIBC_ symbol version they need (objdump -T). */
 export const PREBUILT_GLIBC = '2.34';
 
@@ -133,10 +134,22 @@ export function platformName(platform: string = process.platform, arch: string =
   return `${platform}-${arch}`;
 }
 
+/** The platform directories beside the places looked (dist/<platform>/), for the message below. */
+function shippedPlatforms(looked: readonly string[]): string[] {
+  const found = new Set<string>();
+  for (const dir of new Set(looked.map((path) => dirname(dirname(path))))) {
+    try {
+      for (const name of readdirSync(dir)) if (/^linux-[a-z0-9]+$/.test(name)) found.add(name);
+    } catch {}
+  }
+  return [...found].sort();
+}
+
 /** What to say when no binary fits this platform: which one this is, which ones ship, how to build. */
 export function noPrebuiltMessage(what: string, platform: string, looked: readonly string[]): string {
+  const shipped = shippedPlatforms(looked);
   return (
-    `no ${what} for ${platform}: this package carries prebuilt binaries for ${PREBUILT_PLATFORMS.join(', ')} (glibc >= ${PREBUILT_GLIBC}) ` +
+    `no ${what} for ${platform}: this package carries prebuilt binaries for ${shipped.length ? shipped.join(', ') : 'no platform'} (glibc >= ${PREBUILT_GLIBC}) ` +
     `(looked in ${looked.join(', ')}). Build it from a checkout of the source: npm ci && node build.mjs (needs make, a C/C++ compiler and Python)`
   );
 }
