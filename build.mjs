@@ -1,9 +1,10 @@
 // Bundles the broker, the worker and the CLI into single files in dist/ that run with no
-// node_modules beside them; the native addon, dbus-next's usocket addon and the session
-// helper are copied next to them and loaded by path; dist/manifest.json hashes all of it.
+// node_modules beside them; the native addon and the session helper, built for this platform, go to
+// dist/<platform>-<arch>/ and are loaded by path; dist/manifest.json hashes all of it. The package
+// installs with no build step: npm runs none (no install script, no binding.gyp in the package).
 import { build } from 'esbuild';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { buildManifest } from './scripts/manifest.mjs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,21 +20,6 @@ const out = join(root, 'dist');
 // A fresh dist/ each time: the manifest lists exactly what this build shipped.
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
-
-// usocket finds its addon through bindings(), which searches from its own package folder;
-// in a bundle that folder is gone, so load the copy that sits beside the bundle instead.
-const usocketByPath = {
-  name: 'usocket-by-path',
-  setup(build) {
-    build.onLoad({ filter: /[\\/]node_modules[\\/]usocket[\\/]index\.js$/ }, (args) => ({
-      contents: readFileSync(args.path, 'utf8').replace(
-        "require('bindings')('uwrap')",
-        "require(require('node:path').join(__bundleDir, 'uwrap.node'))",
-      ),
-      loader: 'js',
-    }));
-  },
-};
 
 // dbus-next's MessageBus builds an XML builder for exported interfaces and proxies parse
 // introspection XML; we do neither (raw method calls only), and xml2js with xmlbuilder and sax is
@@ -85,8 +71,9 @@ const common = {
   bundle: true,
   platform: 'node',
   target: 'node20',
-  external: ['x11'],
-  plugins: [usocketByPath, noIntrospection, sourcesWithoutEffects],
+  // usocket: dbus-next requires it only in its own createConnection, which we replace (src/systemd/bus-wire.ts).
+  external: ['x11', 'usocket'],
+  plugins: [noIntrospection, sourcesWithoutEffects],
   logLevel: 'warning',
   legalComments: 'none',
 };
@@ -165,25 +152,91 @@ function walk(dir) {
   });
 }
 
+buildAddon();
 buildSessionHelper();
 
-const copies = [
-  ['build/Release/opencode_pty.node', 'opencode_pty.node'],
-  ['build/Release/opencode-pty-session', 'opencode-pty-session'],
-  ['node_modules/usocket/build/Release/uwrap.node', 'uwrap.node'],
-];
-for (const [from, to] of copies) copyFileSync(join(root, from), join(out, to));
+// This platform's binaries (src/native/binding.ts and src/worker/helper-path.ts look here first).
+const platform = `${process.platform}-${process.arch}`;
+mkdirSync(join(out, platform));
+const binaries = [`${platform}/opencode_pty.node`, `${platform}/opencode-pty-session`];
+for (const path of binaries) copyFileSync(join(root, 'build', 'Release', path.split('/')[1]), join(out, path));
+// …and the other platforms' where their cross compilers are installed (Debian's gcc-aarch64-linux-gnu).
+const crossBuilt = buildCrossPlatforms().filter((cross) => cross.platform !== platform);
+for (const cross of crossBuilt) {
+  mkdirSync(join(out, cross.platform));
+  for (const name of ['opencode_pty.node', 'opencode-pty-session']) copyFileSync(join(cross.dir, name), join(out, cross.platform, name));
+  binaries.push(`${cross.platform}/opencode_pty.node`);
+  chmodSync(join(out, cross.platform, 'opencode-pty-session'), 0o711);
+}
 // The units ship with the bundle: the installer writes them from here.
 mkdirSync(join(out, 'units'));
 for (const name of readdirSync(join(root, 'units'))) copyFileSync(join(root, 'units', name), join(out, 'units', name));
 for (const name of ['cli.js', 'broker.cjs', 'worker.cjs']) chmodSync(join(out, name), 0o755);
 await codeCaches(Object.keys(rootSide).map((name) => join(out, `${name}-main.cjs`)));
 // Not readable by others: the kernel makes it non-dumpable from exec on (see unsafeHelper).
-chmodSync(join(out, 'opencode-pty-session'), 0o711);
-for (const name of ['opencode_pty.node', 'uwrap.node', 'broker-main.cjs', 'worker-main.cjs']) chmodSync(join(out, name), 0o644);
+chmodSync(join(out, platform, 'opencode-pty-session'), 0o711);
+for (const name of [...binaries.filter((path) => path.endsWith('.node')), 'broker-main.cjs', 'worker-main.cjs']) chmodSync(join(out, name), 0o644);
 for (const name of readdirSync(join(out, 'units'))) chmodSync(join(out, 'units', name), 0o644);
 writeFileSync(join(out, 'manifest.json'), `${JSON.stringify(buildManifest(root, out), null, 2)}\n`, { mode: 0o644 });
 console.error('built dist/broker.cjs, dist/worker.cjs (with their bundles and code caches), dist/cli.js, dist/lib/, dist/types/, dist/manifest.json');
+
+/**
+ * The Node-API addon (native/addon/, binding.gyp), built by node-gyp when it is missing or a source is
+ * newer. `npm ci` in a checkout builds it too (npm runs `node-gyp rebuild` for a package with a
+ * binding.gyp and no install script); this covers a checkout whose build/ was removed since.
+ */
+function buildAddon() {
+  const binary = join(root, 'build', 'Release', 'opencode_pty.node');
+  const built = statSync(binary, { throwIfNoEntry: false })?.mtimeMs ?? 0;
+  const dir = join(root, 'native', 'addon');
+  const inputs = [join(root, 'binding.gyp'), ...readdirSync(dir).map((name) => join(dir, name))];
+  if (inputs.every((path) => statSync(path).mtimeMs < built)) return;
+  const gyp = join(root, 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
+  // The headers of the Node that runs this, from its own install prefix, when npm does not name them
+  // (npm passes npm_config_nodedir): node-gyp would download them otherwise.
+  const prefix = dirname(dirname(process.execPath));
+  const nodedir = process.env.npm_config_nodedir || (existsSync(join(prefix, 'include', 'node', 'node_api.h')) ? prefix : undefined);
+  execFileSync(process.execPath, [gyp, built ? 'build' : 'rebuild', ...(nodedir ? [`--nodedir=${nodedir}`] : [])], { cwd: root, stdio: ['ignore', 2, 2] });
+}
+
+/**
+ * The addon and the helper for the other Linux platforms the package ships (linux-arm64), cross-built
+ * when the compilers are on PATH (node-gyp --arch with the running Node's headers, which are the same
+ * for every architecture), each in build/cross/<platform>/, so build/Release stays this platform's.
+ * Without them the package carries this platform's binaries only, and says so here.
+ */
+function buildCrossPlatforms() {
+  const targets = [{ platform: 'linux-arm64', arch: 'arm64', tools: 'aarch64-linux-gnu-' }];
+  const built = [];
+  for (const target of targets) {
+    if (`${process.platform}-${process.arch}` === target.platform) continue;
+    if (spawnSync('sh', ['-c', `command -v ${target.tools}g++`], { stdio: 'ignore' }).status !== 0) {
+      console.error(`${target.platform}: not built (no ${target.tools}g++ on PATH)`);
+      continue;
+    }
+    const dir = join(root, 'build', 'cross', target.platform);
+    mkdirSync(dir, { recursive: true });
+    const addon = join(dir, 'opencode_pty.node');
+    const addonSources = [join(root, 'binding.gyp'), ...readdirSync(join(root, 'native', 'addon')).map((name) => join(root, 'native', 'addon', name))];
+    const addonAt = statSync(addon, { throwIfNoEntry: false })?.mtimeMs ?? 0;
+    if (!addonSources.every((path) => statSync(path).mtimeMs < addonAt)) {
+      // node-gyp builds in ./build of its directory: a copy of binding.gyp beside a link to native/.
+      copyFileSync(join(root, 'binding.gyp'), join(dir, 'binding.gyp'));
+      rmSync(join(dir, 'native'), { force: true });
+      execFileSync('ln', ['-s', join(root, 'native'), join(dir, 'native')]);
+      const prefix = dirname(dirname(process.execPath));
+      const env = { ...process.env, CC: `${target.tools}gcc`, CXX: `${target.tools}g++`, LINK: `${target.tools}g++`, AR: `${target.tools}ar` };
+      execFileSync(process.execPath, [join(root, 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'), 'rebuild', `--arch=${target.arch}`, `--nodedir=${process.env.npm_config_nodedir || prefix}`, '-C', dir], { cwd: dir, env, stdio: ['ignore', 2, 2] });
+      copyFileSync(join(dir, 'build', 'Release', 'opencode_pty.node'), addon);
+    }
+    const generated = join(root, 'build', 'generated');
+    const sessionDir = join(root, 'native', 'session');
+    const sources = readdirSync(sessionDir).filter((name) => name.endsWith('.c')).sort().map((name) => join(sessionDir, name));
+    execFileSync(`${target.tools}gcc`, [...SESSION_HELPER_CFLAGS, `-I${generated}`, '-o', join(dir, 'opencode-pty-session'), ...sources, '-lutil'], { stdio: 'inherit' });
+    built.push({ platform: target.platform, dir });
+  }
+  return built;
+}
 
 /**
  * The session helper (native/session/): its wire constants generated from src/protocol/, their one

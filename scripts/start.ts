@@ -27,11 +27,10 @@ function newestMtime(dir: string): number {
   return newest;
 }
 
-/** Rebuilds the bundles when a source is newer than them (the addon is built by npm ci). */
+/** Rebuilds when a source is newer than the bundles or the addon is missing (build.mjs builds it then, as npm ci does). */
 function buildIfNeeded(): void {
-  if (!existsSync(join(root, 'build/Release/opencode_pty.node'))) throw new Error('the native addon is not built: run npm ci');
   const bundle = join(root, 'dist/broker.cjs');
-  const stale = !existsSync(bundle) || newestMtime(join(root, 'src')) > statSync(bundle).mtimeMs;
+  const stale = !existsSync(join(root, 'build/Release/opencode_pty.node')) || !existsSync(bundle) || newestMtime(join(root, 'src')) > statSync(bundle).mtimeMs;
   if (!stale) return;
   const built = spawnSync(process.execPath, [join(root, 'build.mjs')], { stdio: ['ignore', 2, 2] });
   if (built.status !== 0) throw new Error('build failed');

@@ -14,6 +14,14 @@ import type { Admission, Slot } from './admission.ts';
 
 export const ADMISSION_REFUSED = 'authentication admission limit reached';
 export const AUTHENTICATION_FAILED = 'authentication failed';
+/**
+ * What a refused peer reads says what to change, and tells it nothing it does not know already: its
+ * own uid/gid are not the one account served, or its own process is not in the agent's unit. Neither
+ * the configured account, nor the unit's name, nor the peer's cgroup, nor why a state read failed
+ * (those go to the journal only): the broker is root and the peer may be anyone with the socket group.
+ */
+export const WRONG_ACCOUNT_REFUSED = `${AUTHENTICATION_FAILED}: not the client account`;
+export const OUTSIDE_UNIT_REFUSED = `${AUTHENTICATION_FAILED}: not inside the agent's service unit`;
 /** Connections waiting on a client-service read at once; more are refused (only a slow bus fills it).
  * A provisional yes (client-service.ts) waits on nothing here: its look is awaited after HELLO. */
 export const MAX_PENDING_LOOKUPS = 64;
@@ -65,8 +73,8 @@ export class AcceptGate {
     }
     const who = `pid ${credentials.pid}`;
     if (!credentialsMatch(credentials, config)) {
-      // AUTHENTICATION, not ADMISSION: retrying cannot help a wrong account (the seeds' text stays).
-      return refusal(ErrorCode.AUTHENTICATION, ADMISSION_REFUSED, `uid ${credentials.uid} gid ${credentials.gid}`, 'not the client account', who);
+      // AUTHENTICATION, not ADMISSION: retrying cannot help a wrong account.
+      return refusal(ErrorCode.AUTHENTICATION, WRONG_ACCOUNT_REFUSED, `uid ${credentials.uid} gid ${credentials.gid}`, 'not the client account', who);
     }
     let pidfd = -1;
     let identity;
@@ -90,14 +98,14 @@ export class AcceptGate {
     if (config.requireClientUnit && service) {
       // Decided here, synchronously: a peer that cannot be inside never waits on (or counts against) a read.
       if (!service.plausible(peer.cgroup)) {
-        return refusal(ErrorCode.AUTHENTICATION, AUTHENTICATION_FAILED, peer.cgroup, `not inside ${service.service}`, who);
+        return refusal(ErrorCode.AUTHENTICATION, OUTSIDE_UNIT_REFUSED, peer.cgroup, `not inside ${service.service}`, who);
       }
       // A provisional yes (an old snapshot) is confirmed after HELLO, before anything is started.
       const looked = await this.#lookup(() => service.containsProvisionally(peer.cgroup, peer.startTicks));
       if (looked === 'busy') return busy(peer);
       if (!looked.inside) {
         const cause = looked.snapshot?.error ? `; its state could not be read: ${looked.snapshot.error.message}` : '';
-        return refusal(ErrorCode.AUTHENTICATION, AUTHENTICATION_FAILED, peer.cgroup, `not inside ${service.service}${cause}`, who);
+        return refusal(ErrorCode.AUTHENTICATION, OUTSIDE_UNIT_REFUSED, peer.cgroup, `not inside ${service.service}${cause}`, who);
       }
     }
     // Only when the ordinary slots or the minute's rate are used up does it matter whether this is

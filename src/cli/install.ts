@@ -1,12 +1,12 @@
-// opencode-pty install: checks the host, then installs or upgrades the supervisor (see the plan).
+// opencode-ptyctl install: checks the host, then installs or upgrades the supervisor (see the plan).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { applyPlan, type Bundle, DEFAULT_CLIENT_UNIT, DEFAULT_LAYOUT, DEFAULT_SOCKET_GROUP, describeStep, existingState, hostFacts, type Layout, localAccounts, parseManifest, paths, type Plan, planInstall } from '../operate/index.ts';
+import { applyPlan, type Bundle, DEFAULT_CLIENT_UNIT, DEFAULT_LAYOUT, DEFAULT_SOCKET_GROUP, describeStep, dirChain, existingState, hostFacts, type Layout, localAccounts, parseManifest, packageDirProblems, paths, type Plan, planInstall } from '../operate/index.ts';
 import type { CommandContext } from './context.ts';
 import { EXIT, EXIT_HELP } from './exit-codes.ts';
 import { parseOptions } from './options.ts';
 
-export const INSTALL_USAGE = `Usage: opencode-pty install --client-user USER [--client-group GROUP] [--client-unit UNIT]
+export const INSTALL_USAGE = `Usage: opencode-ptyctl install --client-user USER [--client-group GROUP] [--client-unit UNIT]
                             [--socket-group GROUP] [--prefix DIR] [--node PATH] [--dry-run]
 
 Installs (or upgrades) the supervisor from the bundle this command belongs to. Run as root on a host
@@ -59,12 +59,12 @@ export function runInstall(args: readonly string[], context: CommandContext): nu
   }
   if ('error' in parsed || parsed.positionals.length || !parsed.values['client-user']) {
     const message = 'error' in parsed ? parsed.error : parsed.positionals.length ? `unexpected argument ${parsed.positionals[0]}` : '--client-user is required';
-    context.stderr(`opencode-pty install: ${message}\n\n${INSTALL_USAGE}`);
+    context.stderr(`opencode-ptyctl install: ${message}\n\n${INSTALL_USAGE}`);
     return EXIT.USAGE;
   }
   const { values, flags } = parsed;
   if (values.prefix && !values.prefix.startsWith('/')) {
-    context.stderr('opencode-pty install: --prefix must be an absolute path\n');
+    context.stderr('opencode-ptyctl install: --prefix must be an absolute path\n');
     return EXIT.USAGE;
   }
   const layout: Layout = { ...DEFAULT_LAYOUT, libDir: values.prefix?.replace(/\/+$/, '') ?? DEFAULT_LAYOUT.libDir };
@@ -72,7 +72,7 @@ export function runInstall(args: readonly string[], context: CommandContext): nu
   try {
     bundle = loadBundle(context.bundleDir);
   } catch (error) {
-    context.stderr(`opencode-pty install: no built bundle at ${context.bundleDir} (${(error as Error).message}); run node build.mjs and use dist/cli.js\n`);
+    context.stderr(`opencode-ptyctl install: no built bundle at ${context.bundleDir} (${(error as Error).message}); run node build.mjs and use dist/cli.js\n`);
     return EXIT.FAILED;
   }
   const unitPrefix = configuredPrefix(layout);
@@ -90,8 +90,10 @@ export function runInstall(args: readonly string[], context: CommandContext): nu
     localAccounts(),
     existingState(context.run, layout, unitPrefix),
   );
-  if (plan.refusals.length) {
-    for (const refusal of plan.refusals) context.stderr(`opencode-pty install: refused: ${refusal}\n`);
+  // Root copies from this directory into its own: nobody else may be able to change it meanwhile.
+  const refusals = [...plan.refusals, ...(process.geteuid?.() === 0 ? packageDirProblems(dirChain(context.bundleDir)) : [])];
+  if (refusals.length) {
+    for (const refusal of refusals) context.stderr(`opencode-ptyctl install: refused: ${refusal}\n`);
     return EXIT.REFUSED;
   }
   if (flags.has('dry-run')) {
@@ -99,17 +101,17 @@ export function runInstall(args: readonly string[], context: CommandContext): nu
     return EXIT.OK;
   }
   if (!plan.steps.some((s) => s.change)) {
-    context.stdout(`opencode-pty install: already installed, nothing changed (${bundle.manifest.version} in ${layout.libDir})\n`);
+    context.stdout(`opencode-ptyctl install: already installed, nothing changed (${bundle.manifest.version} in ${layout.libDir})\n`);
     for (const note of plan.notes) context.stdout(`note: ${note}\n`);
     return EXIT.OK;
   }
   try {
     applyPlan(plan, context.run, (line) => context.stdout(`done: ${line}\n`));
   } catch (error) {
-    context.stderr(`opencode-pty install: failed: ${(error as Error).message}\n(what was done is listed above; \`opencode-pty install\` again resumes, \`opencode-pty uninstall\` removes it)\n`);
+    context.stderr(`opencode-ptyctl install: failed: ${(error as Error).message}\n(what was done is listed above; \`opencode-ptyctl install\` again resumes, \`opencode-ptyctl uninstall\` removes it)\n`);
     return EXIT.FAILED;
   }
   for (const note of plan.notes) context.stdout(`note: ${note}\n`);
-  context.stdout(`opencode-pty install: installed ${bundle.manifest.version}. Check it with: opencode-pty verify && opencode-pty status\n`);
+  context.stdout(`opencode-ptyctl install: installed ${bundle.manifest.version}. Check it with: opencode-ptyctl verify && opencode-ptyctl status\n`);
   return EXIT.OK;
 }

@@ -14,10 +14,10 @@ async function main(args: string[]): Promise<number> {
       process.stdout.write(`${USAGE}\n${OPERATOR_USAGE}`);
       return 0;
     case 'version':
-      process.stdout.write(`opencode-pty ${packageVersion()}\n`);
+      process.stdout.write(`opencode-ptyctl ${packageVersion()}\n`);
       return 0;
     case 'usage':
-      process.stderr.write(`opencode-pty: ${command.message}\n\n${USAGE}\n${OPERATOR_USAGE}`);
+      process.stderr.write(`opencode-ptyctl: ${command.message}\n\n${USAGE}\n${OPERATOR_USAGE}`);
       return USAGE_EXIT;
     case 'run':
       return runCommand(command, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });

@@ -52,7 +52,7 @@ export function commandOptions(command: string, usage: string, args: readonly st
     return EXIT.OK;
   }
   if ('error' in parsed || parsed.positionals.length) {
-    context.stderr(`opencode-pty ${command}: ${'error' in parsed ? parsed.error : `unexpected argument ${parsed.positionals[0]}`}\n\n${usage}`);
+    context.stderr(`opencode-ptyctl ${command}: ${'error' in parsed ? parsed.error : `unexpected argument ${parsed.positionals[0]}`}\n\n${usage}`);
     return EXIT.USAGE;
   }
   return parsed;

@@ -10,10 +10,10 @@ export const USAGE_EXIT = 2;
 export const FAILURE_EXIT = 125;
 
 export const USAGE = `Usage:
-  opencode-pty run [--socket PATH] [--cwd DIR] [--env NAME=VALUE]... [--timeout SECONDS]
+  opencode-ptyctl run [--socket PATH] [--cwd DIR] [--env NAME=VALUE]... [--timeout SECONDS]
                    [--rows N] [--cols N] [--resize-fd FD] [--] COMMAND [ARG]...
-  opencode-pty --help
-  opencode-pty --version
+  opencode-ptyctl --help
+  opencode-ptyctl --version
 
 Commands:
   run        Run COMMAND in a terminal session of the opencode-pty supervisor and relay it to this

@@ -1,4 +1,4 @@
-// `opencode-pty run`: one session attached to this process's stdio, ending with a shell-like exit status.
+// `opencode-ptyctl run`: one session attached to this process's stdio, ending with a shell-like exit status.
 import { once } from 'node:events';
 import { constants } from 'node:os';
 import type { ReadStream } from 'node:tty';
@@ -24,13 +24,13 @@ export async function runCommand(command: RunCommand, stdio: Stdio): Promise<num
   const cleanups: (() => void)[] = [];
   const unusable = command.resizeFd === undefined ? undefined : unusableFd(command.resizeFd);
   if (unusable !== undefined) {
-    stdio.stderr.write(`opencode-pty: --resize-fd ${command.resizeFd}: ${unusable}\n`);
+    stdio.stderr.write(`opencode-ptyctl: --resize-fd ${command.resizeFd}: ${unusable}\n`);
     return USAGE_EXIT;
   }
   try {
     return await new Run(command, stdio, cleanups).run();
   } catch (error) {
-    stdio.stderr.write(`opencode-pty: ${describe(error)}\n`);
+    stdio.stderr.write(`opencode-ptyctl: ${describe(error)}\n`);
     return FAILURE_EXIT;
   } finally {
     for (const cleanup of cleanups.splice(0).reverse()) cleanup();
@@ -112,7 +112,7 @@ class Run {
       ({ rows, cols }) => {
         if (!session.ended) session.resize(rows, cols);
       },
-      (message) => this.#stdio.stderr.write(`opencode-pty: ${message}\n`),
+      (message) => this.#stdio.stderr.write(`opencode-ptyctl: ${message}\n`),
     );
     this.#cleanups.push(stop);
   }

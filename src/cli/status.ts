@@ -1,10 +1,11 @@
-// opencode-pty status: the socket, the broker and every live session, for people or (--json) scripts.
-import { DEFAULT_LAYOUT, formatStatus, gatherStatus, readRecord } from '../operate/index.ts';
+// opencode-ptyctl status: the socket, the broker and every live session, for people or (--json) scripts.
+import { existsSync } from 'node:fs';
+import { checkAgentGroups, DEFAULT_LAYOUT, formatStatus, gatherStatus, localAccounts, paths, readRecord } from '../operate/index.ts';
 import type { CommandContext } from './context.ts';
 import { EXIT, EXIT_HELP } from './exit-codes.ts';
 import { commandOptions, prefixLayout } from './options.ts';
 
-export const STATUS_USAGE = `Usage: opencode-pty status [--json] [--prefix DIR]
+export const STATUS_USAGE = `Usage: opencode-ptyctl status [--json] [--prefix DIR]
 
 Shows the socket (state, path, mode, group), the broker (state, PID, since, memory, sessions served),
 every live session (unit, user, program, cwd, started, CPU time, memory, tasks, as systemd reports
@@ -19,8 +20,22 @@ ${EXIT_HELP}`;
 export function runStatus(args: readonly string[], context: CommandContext): number {
   const parsed = commandOptions('status', STATUS_USAGE, args, { values: ['prefix'], flags: ['json'] }, context);
   if (typeof parsed === 'number') return parsed;
-  const record = readRecord(prefixLayout(parsed.values.prefix));
+  const layout = prefixLayout(parsed.values.prefix);
+  const record = readRecord(layout);
+  const json = parsed.flags.has('json');
+  if (!record && !json) {
+    context.stdout(`not installed (no install record at ${paths.record(layout)}); install with: opencode-ptyctl install --client-user USER --client-unit UNIT\n`);
+    return EXIT.DIFFERS;
+  }
   const status = gatherStatus(context.run, record?.unitPrefix ?? 'opencode-pty-');
-  context.stdout(parsed.flags.has('json') ? `${JSON.stringify({ installed: Boolean(record), version: record?.current ?? null, ...status }, null, 2)}\n` : formatStatus(status));
-  return record ? EXIT.OK : EXIT.DIFFERS;
+  // A unit or drop-in install wrote and someone removed: systemd may still run it from memory until a reload.
+  const missing = record ? Object.keys(record.files).filter((path) => !existsSync(path)) : [];
+  if (json) context.stdout(`${JSON.stringify({ installed: Boolean(record), version: record?.current ?? null, missing, ...status }, null, 2)}\n`);
+  else {
+    context.stdout(formatStatus(status));
+    for (const path of missing) context.stdout(`missing: ${path} (install wrote it; opencode-ptyctl install restores it)\n`);
+    const agent = record ? checkAgentGroups(context.run, record.clientUnit, record.socketGroup, localAccounts().group(record.socketGroup)?.gid) : undefined;
+    if (agent) context.stdout(`warning: ${agent}\n`);
+  }
+  return record && missing.length === 0 ? EXIT.OK : EXIT.DIFFERS;
 }

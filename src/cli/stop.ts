@@ -1,10 +1,10 @@
-// opencode-pty stop: ends live sessions from the operator's side by stopping their units.
+// opencode-ptyctl stop: ends live sessions from the operator's side by stopping their units.
 import { DEFAULT_LAYOUT, liveSessions, readRecord } from '../operate/index.ts';
 import type { CommandContext } from './context.ts';
 import { EXIT, EXIT_HELP } from './exit-codes.ts';
 import { parseOptions } from './options.ts';
 
-export const STOP_USAGE = `Usage: opencode-pty stop UNIT... | --all
+export const STOP_USAGE = `Usage: opencode-ptyctl stop UNIT... | --all
 
 Ends the named live sessions (or every one): systemd stops each unit (SIGTERM and SIGHUP to its
 processes, SIGKILL after the session's stop timeout) and this waits until they are gone. The client
@@ -24,7 +24,7 @@ export function runStop(args: readonly string[], context: CommandContext): numbe
   }
   const all = !('error' in parsed) && parsed.flags.has('all');
   if ('error' in parsed || all === parsed.positionals.length > 0) {
-    context.stderr(`opencode-pty stop: ${'error' in parsed ? parsed.error : all ? 'give UNIT names or --all, not both' : 'name a session UNIT or --all'}\n\n${STOP_USAGE}`);
+    context.stderr(`opencode-ptyctl stop: ${'error' in parsed ? parsed.error : all ? 'give UNIT names or --all, not both' : 'name a session UNIT or --all'}\n\n${STOP_USAGE}`);
     return EXIT.USAGE;
   }
   const prefix = readRecord(DEFAULT_LAYOUT)?.unitPrefix ?? 'opencode-pty-';
@@ -32,16 +32,16 @@ export function runStop(args: readonly string[], context: CommandContext): numbe
   const wanted = all ? live : parsed.positionals;
   const unknown = wanted.filter((unit) => !live.includes(unit));
   if (unknown.length) {
-    context.stderr(`opencode-pty stop: no such live session: ${unknown.join(', ')} (live: ${live.join(', ') || 'none'})\n`);
+    context.stderr(`opencode-ptyctl stop: no such live session: ${unknown.join(', ')} (live: ${live.join(', ') || 'none'})\n`);
     return EXIT.DIFFERS;
   }
   if (wanted.length === 0) {
-    context.stdout('opencode-pty stop: no live session\n');
+    context.stdout('opencode-ptyctl stop: no live session\n');
     return EXIT.OK;
   }
   const result = context.run('systemctl', ['stop', ...wanted]);
   if (result.code !== 0) {
-    context.stderr(`opencode-pty stop: systemctl stop failed (${result.code}): ${result.stderr.trim()}\n`);
+    context.stderr(`opencode-ptyctl stop: systemctl stop failed (${result.code}): ${result.stderr.trim()}\n`);
     return EXIT.FAILED;
   }
   for (const unit of wanted) context.stdout(`stopped ${unit}\n`);

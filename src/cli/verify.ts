@@ -1,12 +1,12 @@
-// opencode-pty verify: is what is installed exactly what the build shipped, on a supported Node?
+// opencode-ptyctl verify: is what is installed exactly what the build shipped, on a supported Node?
 import { readlinkSync } from 'node:fs';
 import { checkSessionProperty, loadConfig } from '../config/index.ts';
-import { DEFAULT_LAYOUT, fileFacts, listFiles, nodeFacts, paths, readManifestAt, readRecord, verifyDifferences } from '../operate/index.ts';
+import { checkAgentGroups, DEFAULT_LAYOUT, fileFacts, listFiles, localAccounts, nodeFacts, paths, readManifestAt, readRecord, verifyDifferences } from '../operate/index.ts';
 import type { CommandContext } from './context.ts';
 import { EXIT, EXIT_HELP } from './exit-codes.ts';
 import { commandOptions, prefixLayout } from './options.ts';
 
-export const VERIFY_USAGE = `Usage: opencode-pty verify [--prefix DIR] [--manifest DIR]
+export const VERIFY_USAGE = `Usage: opencode-ptyctl verify [--prefix DIR] [--manifest DIR]
 
 Compares the installed bundle with the build's manifest (sha256, owner root, mode of every file), the
 units, drop-ins and README with what install wrote, validates the config, and checks the unit's Node
@@ -29,7 +29,7 @@ export function runVerify(args: readonly string[], context: CommandContext): num
   try {
     expected = readManifestAt(manifestDir);
   } catch (error) {
-    context.stderr(`opencode-pty verify: cannot read the build manifest in ${manifestDir}: ${(error as Error).message}\n`);
+    context.stderr(`opencode-ptyctl verify: cannot read the build manifest in ${manifestDir}: ${(error as Error).message}\n`);
     return EXIT.FAILED;
   }
   let currentLink: string | undefined;
@@ -54,6 +54,9 @@ export function runVerify(args: readonly string[], context: CommandContext): num
     runningNode: process.version,
     configProblem,
   });
+  // Not a difference of the files: the running agent's state, said whatever the files are.
+  const agent = record ? checkAgentGroups(context.run, record.clientUnit, record.socketGroup, localAccounts().group(record.socketGroup)?.gid) : undefined;
+  if (agent) context.stdout(`warning: ${agent}\n`);
   if (differences.length) {
     for (const difference of differences) context.stdout(`differs: ${difference}\n`);
     return EXIT.DIFFERS;

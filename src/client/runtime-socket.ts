@@ -10,6 +10,7 @@ import net from 'node:net';
 import { native } from '../native/index.ts';
 import { closeQuietly } from '../io/index.ts';
 import { ClientError } from './client-error.ts';
+import { connectHint } from './connect-hint.ts';
 
 const HANGUP_ERRNOS = new Set(['EPIPE', 'ECONNRESET', 'ENOTCONN']);
 
@@ -65,7 +66,8 @@ export class RuntimeSocket extends EventEmitter {
       fd = native().connectUnix(path);
     } catch (error) {
       const errno = (error as { code?: string }).code;
-      return Promise.reject(new ClientError('CONNECT', `cannot connect to ${path}: ${errno ?? String(error)}`, { errno, cause: error }));
+      const hint = connectHint(errno);
+      return Promise.reject(new ClientError('CONNECT', `cannot connect to ${path}: ${errno ?? String(error)}${hint ? `; ${hint}` : ''}`, { errno, cause: error }));
     }
     // Only root's server may have what START carries: the caller's whole environment (tokens, keys) and a
     // descriptor of its working directory. A socket path of the caller's choosing (--socket,

@@ -1,7 +1,7 @@
 // The one typed loader of the native addon: only what Node cannot do, fds and primitives in and out.
 // Errors thrown by these functions look like Node's own: `code` ('EBADF'…), `errno`, `syscall`.
 import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -123,24 +123,61 @@ export interface NativeBinding {
 
 let loaded: NativeBinding | undefined;
 
-/** Where the addon sits: beside a bundle in dist/ (or one level up from the library in dist/lib/ and its
- * chunks), or in build/Release of a checkout. */
-export function addonPath(): string {
+/** The platforms build.mjs makes binaries for, each in dist/<name>/ (linux-arm64 where its cross compiler
+ * is installed); what a package carries is what its dist/ holds (shippedPlatforms). */
+export const PREBUILT_PLATFORMS = ['linux-x64', 'linux-arm64'] as const;
+/** The oldest glibc the prebuilt binaries run on: the highest GLIBC_ symbol version they need (objdump -T). */
+export const PREBUILT_GLIBC = '2.34';
+
+/** This process's platform as the prebuilt binaries' directories name it, e.g. "linux-x64". */
+export function platformName(platform: string = process.platform, arch: string = process.arch): string {
+  return `${platform}-${arch}`;
+}
+
+/** The platform directories beside the places looked (dist/<platform>/), for the message below. */
+function shippedPlatforms(looked: readonly string[]): string[] {
+  const found = new Set<string>();
+  for (const dir of new Set(looked.map((path) => dirname(dirname(path))))) {
+    try {
+      for (const name of readdirSync(dir)) if (/^linux-[a-z0-9]+$/.test(name)) found.add(name);
+    } catch {}
+  }
+  return [...found].sort();
+}
+
+/** What to say when no binary fits this platform: which one this is, which ones ship, how to build. */
+export function noPrebuiltMessage(what: string, platform: string, looked: readonly string[]): string {
+  const shipped = shippedPlatforms(looked);
+  return (
+    `no ${what} for ${platform}: this package carries prebuilt binaries for ${shipped.length ? shipped.join(', ') : 'no platform'} (glibc >= ${PREBUILT_GLIBC}) ` +
+    `(looked in ${looked.join(', ')}). Build it from a checkout of the source: npm ci && node build.mjs (needs make, a C/C++ compiler and Python)`
+  );
+}
+
+/** Where the addon sits: in dist/<platform>/ beside a bundle (or one level up from the library in
+ * dist/lib/ and two from its chunks), beside the bundle itself, or in build/Release of a checkout. */
+export function addonPath(platform: string = platformName()): string {
   const here = dirname(fileURLToPath(import.meta.url));
   const candidates = [
+    ...[here, join(here, '..'), join(here, '..', '..')].map((dir) => join(dir, platform, 'opencode_pty.node')),
     join(here, 'opencode_pty.node'),
-    join(here, '..', 'opencode_pty.node'),
-    join(here, '..', '..', 'opencode_pty.node'),
     join(here, '..', '..', 'build', 'Release', 'opencode_pty.node'),
     join(here, '..', 'build', 'Release', 'opencode_pty.node'),
   ];
   const found = candidates.find((path) => existsSync(path));
-  if (!found) throw new Error(`native addon not found (looked in ${candidates.join(', ')}); run npm ci`);
+  if (!found) throw new Error(noPrebuiltMessage('native addon (opencode_pty.node)', platform, candidates));
   return found;
 }
 
 /** Loads the addon on first use. */
 export function native(): NativeBinding {
-  loaded ??= createRequire(import.meta.url)(addonPath()) as NativeBinding;
+  if (loaded) return loaded;
+  const path = addonPath();
+  try {
+    loaded = createRequire(import.meta.url)(path) as NativeBinding;
+  } catch (cause) {
+    // A binary for another libc (musl) or an older glibc fails here, in dlopen.
+    throw new Error(`cannot load the native addon ${path} on ${platformName()}: ${(cause as Error).message}; ${noPrebuiltMessage('usable native addon', platformName(), [path])}`, { cause });
+  }
   return loaded;
 }

@@ -1,2 +1,2 @@
 // The native addon's door: its one typed loader.
-export { native, type FdWatcher, type NativeBinding, type PeerCredentials, type PollEvents } from './binding.ts';
+export { native, noPrebuiltMessage, platformName, PREBUILT_GLIBC, PREBUILT_PLATFORMS, type FdWatcher, type NativeBinding, type PeerCredentials, type PollEvents } from './binding.ts';

@@ -1,5 +1,5 @@
 // Runs a plan's changed steps in order; every file lands by rename, so a reader sees the old or the new, never half.
-import { chmodSync, chownSync, copyFileSync, mkdirSync, readdirSync, renameSync, rmdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describeStep, type Plan, type Step } from './install-plan.ts';
 import { fileFacts } from './probe.ts';
@@ -28,6 +28,17 @@ function writeAtomic(path: string, content: string, mode: number): void {
   renameSync(temp, path);
 }
 
+/** Copies a regular file, refusing a symlink at the source (O_NOFOLLOW) or anything not a regular file. */
+function copyNoFollow(from: string, to: string): void {
+  const fd = openSync(from, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    if (!fstatSync(fd).isFile()) throw new Error(`${from} is not a regular file`);
+    writeFileSync(to, readFileSync(fd), { mode: 0o600 });
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Copies a bundle into a staging directory, checks every hash, then renames it into place. */
 function installBundle(step: Extract<Step, { op: 'bundle' }>): void {
   const temp = staging(step.to);
@@ -36,7 +47,10 @@ function installBundle(step: Extract<Step, { op: 'bundle' }>): void {
   for (const file of step.files) {
     const target = join(temp, file.path);
     mkdirSync(dirname(target), { recursive: true, mode: 0o755 });
-    copyFileSync(join(step.from, file.path), target);
+    const source = join(step.from, file.path);
+    // O_NOFOLLOW guards the last component; a directory on the way that is a symlink out is caught here.
+    if (!realpathSync(source).startsWith(`${realpathSync(step.from)}/`)) throw new Error(`${file.path} leads out of ${step.from}`);
+    copyNoFollow(source, target);
     chmodSync(target, file.mode);
     const facts = fileFacts(target);
     if (facts?.sha256 !== file.sha256) throw new Error(`${file.path} in ${step.from} does not match its manifest (sha256 ${facts?.sha256})`);

@@ -2,7 +2,7 @@
 // marked changed or unchanged, from facts a probe gathered. `--dry-run` prints it; apply.ts runs it.
 import { DEFAULT_SOCKET_PATH } from '../config/index.ts';
 import { BROKER_UNIT, SERVICE_TEMPLATE, SESSIONS_SLICE, SOCKET_UNIT, paths, type InstallRecord, type Layout } from './layout.ts';
-import { sha256, versionName, type BuildManifest, type FileFacts } from './manifest.ts';
+import { artifactProblems, sha256, versionName, type BuildManifest, type FileFacts } from './manifest.ts';
 import { hostNotes, hostProblems, type HostFacts } from './requirements.ts';
 import { clientDropIn, configReadme, serviceUnit, sliceUnit, socketDropIn } from './unit-files.ts';
 
@@ -42,6 +42,8 @@ export interface Existing {
   /** The bundle directory the running broker's process was started from. */
   brokerDir: string | undefined;
   liveSessions: string[];
+  /** systemd's LoadState of a unit ("loaded", "not-found"…); undefined when it could not be asked. */
+  unitLoadState?: (unit: string) => string | undefined;
 }
 
 export type Step =
@@ -106,9 +108,13 @@ export function planInstall(options: InstallOptions, bundle: Bundle, host: HostF
   const steps: PlannedStep[] = [];
   const notes: string[] = [...hostNotes(host)];
   const { problems, group } = accountProblems(options, accounts);
-  const refusals = [...hostProblems(host, bundle.manifest.node), ...problems];
+  const refusals = [...hostProblems(host, bundle.manifest.node), ...problems, ...artifactProblems(bundle.manifest)];
   if (existing.record && existing.record.clientUnit !== options.clientUnit) {
     refusals.push(`installed for ${existing.record.clientUnit}; uninstall first to change --client-unit`);
+  }
+  // The config keeps the first install's account (it is the operator's file): another one would be ignored.
+  if (existing.record?.clientUser !== undefined && existing.record.clientUser !== options.clientUser) {
+    refusals.push(`installed for the account ${existing.record.clientUser}; uninstall first to change --client-user`);
   }
   if (refusals.length || group === undefined) return { refusals, steps, notes };
 
@@ -181,6 +187,7 @@ export function planInstall(options: InstallOptions, bundle: Bundle, host: HostF
     dirs,
     createdGroup,
     clientUnit: options.clientUnit,
+    clientUser: options.clientUser,
     socketGroup: options.socketGroup,
     nodePath: host.node.path,
     unitPrefix: options.unitPrefix,
@@ -197,14 +204,21 @@ export function planInstall(options: InstallOptions, bundle: Bundle, host: HostF
   const restartSocket = existing.socketActive && socketChanged && !busy;
   add({ op: 'systemctl', args: [restartSocket ? 'restart' : 'start', SOCKET_UNIT] }, !existing.socketActive || restartSocket);
   if (existing.socketActive && socketChanged && busy) notes.push(`${SOCKET_UNIT} changed; restart it once no session runs`);
-  if (clientChanged) notes.push(`restart ${options.clientUnit} so its processes get the supplementary group ${options.socketGroup}`);
+  // A drop-in for a unit that does not exist yet loads nothing, and `systemctl restart` of it fails.
+  if (existing.unitLoadState?.(options.clientUnit) === 'not-found') {
+    notes.push(
+      `${options.clientUnit} does not exist yet: its drop-in is written and takes effect once the unit does. Create it ` +
+        `(examples/opencode.service in this package is a complete one), then: systemctl daemon-reload && systemctl enable --now ${options.clientUnit}`,
+    );
+  } else if (clientChanged) notes.push(`restart ${options.clientUnit} so its processes get the supplementary group ${options.socketGroup}`);
 
   for (const old of oldVersions) {
     if (!keptVersions.has(old)) add({ op: 'remove', path: paths.version(layout, old), recursive: true }, true);
   }
   const finalVersions = [...keptVersions];
   const pruned = oldVersions.some((old) => !keptVersions.has(old));
-  add({ op: 'write', path: recordPath, content: recordText(record(finalVersions)), mode: 0o644 }, pruned);
+  // Written again only when old versions went: a plan lists each file once unless it is written twice.
+  if (pruned) add({ op: 'write', path: recordPath, content: recordText(record(finalVersions)), mode: 0o644 }, true);
   return { refusals, steps, notes };
 }
 
@@ -222,7 +236,11 @@ export function describeStep(step: Step): string {
     case 'mkdir':
       return `mkdir ${step.path} (mode ${step.mode.toString(8)})`;
     case 'bundle':
-      return `install ${step.files.length} files from ${step.from} to ${step.to} (staged, then renamed into place): ${step.files.map((f) => f.path).join(', ')}`;
+    {
+      // Counted as verify counts them: the build's files, with its manifest.json besides.
+      const built = step.files.filter((f) => f.path !== 'manifest.json');
+      return `install ${built.length} files and manifest.json from ${step.from} to ${step.to} (staged, then renamed into place): ${built.map((f) => f.path).join(', ')}`;
+    }
     case 'link':
       return `ln -s ${step.target} ${step.path} (renamed into place)`;
     case 'write':

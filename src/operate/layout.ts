@@ -6,6 +6,9 @@ export const BROKER_UNIT = 'opencode-pty-supervisor@broker.service';
 export const SESSIONS_SLICE = 'opencode-pty-sessions.slice';
 /** A dash in a slice name is a level of the tree: systemd creates this parent for it. */
 export const SESSIONS_PARENT_SLICE = 'opencode-pty.slice';
+/** The slice systemd makes for the instances of our service template (system-<escaped template name>.slice):
+ * it holds nothing else, so uninstall stops it. */
+export const BROKER_SLICE = 'system-opencode\\x2dpty\\x2dsupervisor.slice';
 /** The drop-in name install writes beside both the socket unit and the client's unit. */
 export const SOCKET_DROP_IN = 'opencode-pty-socket.conf';
 export const DEFAULT_SOCKET_GROUP = 'opencode-pty';
@@ -49,6 +52,8 @@ export interface InstallRecord {
   /** The socket group, if install created it. */
   createdGroup: string | null;
   clientUnit: string;
+  /** The client account installed for (records written before it was kept lack it). */
+  clientUser?: string;
   socketGroup: string;
   nodePath: string;
   unitPrefix: string;

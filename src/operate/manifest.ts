@@ -2,7 +2,7 @@
 import { createRequire } from 'node:module';
 
 // node:crypto is loaded on first use: only install, verify and status hash, and loading it cost every
-// `opencode-pty run` 5–20 ms at start (measured); a static import is evaluated with the CLI's bundle.
+// `opencode-ptyctl run` 5–20 ms at start (measured); a static import is evaluated with the CLI's bundle.
 const load = createRequire(import.meta.url);
 
 export interface Artifact {
@@ -27,6 +27,28 @@ export function parseManifest(text: string): BuildManifest {
     throw new Error('not a build manifest (version, node, sources, artifacts)');
   }
   return value as BuildManifest;
+}
+
+/**
+ * Why the manifest's artifacts may not be copied into a root-owned directory, empty when they may.
+ * install trusts the manifest for where each file goes and its mode: a path that leaves the package
+ * (`..`, absolute) would write elsewhere as root, and a setuid, setgid or world-writable mode would
+ * hand root (or anyone) something to run or change. Symlinks are refused when copying (O_NOFOLLOW).
+ */
+export function artifactProblems(manifest: BuildManifest): string[] {
+  const problems: string[] = [];
+  for (const [path, artifact] of Object.entries(manifest.artifacts)) {
+    const parts = path.split('/');
+    if (path === '' || path.startsWith('/') || parts.some((part) => part === '..' || part === '.' || part === '') || path.includes('\0')) {
+      problems.push(`manifest artifact ${JSON.stringify(path)}: not a plain relative path inside the package`);
+    }
+    const mode = /^[0-7]{3,4}$/.test(artifact?.mode ?? '') ? parseInt(artifact.mode, 8) : undefined;
+    if (mode === undefined) problems.push(`manifest artifact ${JSON.stringify(path)}: mode ${JSON.stringify(artifact?.mode)} is not octal`);
+    else if (mode & 0o6000) problems.push(`manifest artifact ${JSON.stringify(path)}: mode ${artifact.mode} has setuid or setgid`);
+    else if (mode & 0o002) problems.push(`manifest artifact ${JSON.stringify(path)}: mode ${artifact.mode} is writable by others`);
+    if (!/^[0-9a-f]{64}$/.test(artifact?.sha256 ?? '')) problems.push(`manifest artifact ${JSON.stringify(path)}: no sha256`);
+  }
+  return problems;
 }
 
 export function sha256(data: string | Buffer): string {

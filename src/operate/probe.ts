@@ -43,6 +43,18 @@ export function traversedDirs(path: string, depth = 0): string[] {
   return [...new Set(dirs)];
 }
 
+/** A directory (symlinks resolved) and each ancestor up to /, with owner and mode. */
+export function dirChain(path: string): { path: string; uid: number; mode: number }[] {
+  const chain: { path: string; uid: number; mode: number }[] = [];
+  let at = realpathSync(path);
+  for (;;) {
+    const stat = statSync(at);
+    chain.push({ path: at, uid: stat.uid, mode: stat.mode & 0o7777 });
+    if (at === '/') return chain;
+    at = dirname(at);
+  }
+}
+
 export function nodeFacts(path: string): NodeFacts {
   let real = path;
   let dirs: string[];
@@ -134,6 +146,7 @@ export function existingState(run: Runner, layout: Layout, unitPrefix: string): 
     brokerActive,
     brokerDir: brokerActive ? brokerDir(run, broker.MainPID) : undefined,
     liveSessions: liveSessions(run, unitPrefix),
+    unitLoadState: (unit) => showUnit(run, unit, ['LoadState']).LoadState,
   };
 }
 

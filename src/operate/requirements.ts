@@ -71,6 +71,21 @@ export function nodeProblems(node: NodeFacts, range: string): string[] {
   return problems;
 }
 
+/**
+ * Why root must not install from a package directory: the directory (after symlinks) or any ancestor up
+ * to / is owned by another account, or writable by group or others without the sticky bit (then they
+ * could swap the files, manifest included, between our check and our copy: a user's npx cache, an nvm
+ * prefix). A sticky world-writable ancestor (/tmp) is fine: others cannot rename what root owns in it.
+ */
+export function packageDirProblems(chain: { path: string; uid: number; mode: number }[]): string[] {
+  const problems: string[] = [];
+  for (const dir of chain) {
+    if (dir.uid !== 0) problems.push(`the package directory ${chain[0]?.path}: ${dir.path} is owned by uid ${dir.uid}, not root; install the package as root (npm install -g) and run its opencode-ptyctl`);
+    else if (dir.mode & 0o022 && !(dir.mode & 0o1000)) problems.push(`the package directory ${chain[0]?.path}: ${dir.path} is writable by group or others (mode ${(dir.mode & 0o7777).toString(8)})`);
+  }
+  return problems;
+}
+
 /** Notes about optional features this kernel lacks (never a refusal). */
 export function hostNotes(facts: HostFacts): string[] {
   const kernel = parseVersion(facts.kernel);

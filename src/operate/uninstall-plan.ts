@@ -1,6 +1,6 @@
 // Uninstall as a pure plan: stop what runs, then remove exactly what the install record lists.
 import type { Existing, Plan, PlannedStep, Step } from './install-plan.ts';
-import { BROKER_UNIT, SESSIONS_PARENT_SLICE, SESSIONS_SLICE, SOCKET_UNIT, paths, type InstallRecord, type Layout } from './layout.ts';
+import { BROKER_SLICE, BROKER_UNIT, SESSIONS_PARENT_SLICE, SESSIONS_SLICE, SOCKET_UNIT, paths, type InstallRecord, type Layout } from './layout.ts';
 
 export interface UninstallOptions {
   layout: Layout;
@@ -11,7 +11,15 @@ export interface UninstallOptions {
 export function planUninstall(options: UninstallOptions, record: InstallRecord | undefined, existing: Existing, euid: number): Plan {
   const { layout } = options;
   if (euid !== 0) return { refusals: ['must run as root'], steps: [], notes: [] };
-  if (!record) return { refusals: [`nothing to uninstall: no install record at ${paths.record(layout)}`], steps: [], notes: [] };
+  if (!record) {
+    // A plain uninstall kept the operator's config (and its README); --purge afterwards removes those.
+    const left = [paths.config(layout), paths.configReadme(layout)].filter((path) => existing.file(path) !== undefined);
+    if (!options.purge || left.length === 0) return { refusals: [`nothing to uninstall: no install record at ${paths.record(layout)}`], steps: [], notes: [] };
+    const steps: PlannedStep[] = left.map((path) => ({ step: { op: 'remove', path, recursive: false }, change: true }));
+    // Removed only when empty by then (apply checks): files the operator added there stay.
+    steps.push({ step: { op: 'remove', path: layout.configDir, recursive: false }, change: existing.isDir(layout.configDir) });
+    return { refusals: [], steps, notes: ['not installed: removed the config a plain uninstall kept'] };
+  }
   const steps: PlannedStep[] = [];
   const add = (step: Step, change = true) => steps.push({ step, change });
   const notes: string[] = [];
@@ -22,7 +30,8 @@ export function planUninstall(options: UninstallOptions, record: InstallRecord |
   add({ op: 'systemctl', args: ['stop', BROKER_UNIT] }, existing.brokerActive);
   add({ op: 'systemctl', args: ['disable', SOCKET_UNIT] }, existing.socketEnabled);
   // The sessions' slice, and the parent systemd made for it from its name (systemd.slice(5)), stay active until stopped.
-  add({ op: 'systemctl', args: ['stop', SESSIONS_SLICE, SESSIONS_PARENT_SLICE] });
+  // opencode.slice, the parent of both, is left: an operator's agent may well run in it.
+  add({ op: 'systemctl', args: ['stop', SESSIONS_SLICE, SESSIONS_PARENT_SLICE, BROKER_SLICE] });
 
   const keep = new Set(options.purge ? [] : [paths.configReadme(layout)]);
   for (const path of Object.keys(record.files)) if (!keep.has(path)) add({ op: 'remove', path, recursive: false }, existing.file(path) !== undefined);

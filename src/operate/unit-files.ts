@@ -15,7 +15,7 @@ export type SliceLimits = { [K in keyof typeof SLICE_DEFAULTS]: string | number 
 
 export function sliceUnit(limits: SliceLimits = SLICE_DEFAULTS): string {
   return [
-    '# opencode-pty: every terminal session runs in this slice. Written by `opencode-pty install`;',
+    '# opencode-pty: every terminal session runs in this slice. Written by `opencode-ptyctl install`;',
     '# change limits with `systemctl set-property ' + SESSIONS_SLICE + ' NAME=VALUE` or a drop-in.',
     '[Unit]',
     'Description=opencode-pty terminal sessions',
@@ -49,12 +49,12 @@ export function serviceUnit(template: string, nodePath: string, bundleDir: strin
 }
 
 export function socketDropIn(socketGroup: string): string {
-  return `# Written by opencode-pty install: the socket's group, which only the agent's unit gets.\n[Socket]\nSocketGroup=${socketGroup}\n`;
+  return `# Written by opencode-ptyctl install: the socket's group, which only the agent's unit gets.\n[Socket]\nSocketGroup=${socketGroup}\n`;
 }
 
 /** The agent's service gets the socket group as a supplementary group of its processes only. */
 export function clientDropIn(socketGroup: string): string {
-  return `# Written by opencode-pty install: lets this service reach ${SOCKET_UNIT}'s socket.\n[Service]\nSupplementaryGroups=${socketGroup}\n`;
+  return `# Written by opencode-ptyctl install: lets this service reach ${SOCKET_UNIT}'s socket.\n[Service]\nSupplementaryGroups=${socketGroup}\n`;
 }
 
 export function configReadme(): string {
@@ -63,7 +63,7 @@ export function configReadme(): string {
     'Every field, its default and meaning: docs/operations.md, section "Configuration", in the',
     'package (opencode-pty-supervisor). The broker reads the file when it starts; a running broker',
     'keeps its settings until it exits (idle exit, or `systemctl stop opencode-pty-supervisor@broker.service`).',
-    'Check a change with `opencode-pty verify`.',
+    'Check a change with `opencode-ptyctl verify`.',
     '',
   ].join('\n');
 }

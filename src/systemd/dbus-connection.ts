@@ -1,9 +1,10 @@
 // One D-Bus connection to systemd: fd passing asserted, every call bounded by a timeout, counted
 // match rules and our own dispatch of the few systemd signals we use. The only user of dbus-next.
 import { constants as osConstants } from 'node:os';
-import dbus, { type Message, type MessageBus, type SessionBusOptions, type Variant } from 'dbus-next';
+import dbus, { type Message, type MessageBus, type Variant } from 'dbus-next';
 import { marshallMessage, messageToJsFmt } from 'dbus-next/lib/marshall-compat.js';
 import { unmarshall } from 'dbus-next/lib/message.js';
+import { openMessageBus } from './bus-wire.ts';
 import { SystemdError } from './errors.ts';
 import type { PropertyTuple } from './unit-limits.ts';
 
@@ -69,7 +70,7 @@ export function toVariantProperties(tuples: readonly PropertyTuple[]): Array<[st
 /** Linux errno values Node's os.constants.errno lacks (asm-generic/errno.h). */
 const MORE_ERRNOS: Record<number, string> = { 109: 'ETOOMANYREFS' };
 
-/** usocket's errors name the call and the errno's number, not its name (libuv has none for ETOOMANYREFS). */
+/** The addon's errors (and usocket's, once) may name the errno by number only (libuv has no name for ETOOMANYREFS). */
 export function describeSocketError(error: Error): string {
   const { code, errno, syscall } = error as { code?: unknown; errno?: unknown; syscall?: unknown };
   const number = typeof errno === 'number' ? Math.abs(errno) : undefined;
@@ -103,15 +104,14 @@ export class DbusConnection {
   }
 
   /**
-   * Connects, asserts fd passing and learns systemd's unique name. dbus-next's
-   * systemBus() ignores a custom address, so the bus is made through sessionBus({ busAddress }).
+   * Connects, asserts fd passing and learns systemd's unique name. The bus runs over our own
+   * socket (bus-wire.ts, bus-socket.ts), which passes fds on every Node the package claims.
    */
   static async open(address: string = DEFAULT_SYSTEM_BUS_ADDRESS, options: OpenOptions = {}): Promise<DbusConnection> {
     const timeoutMs = options.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
     let bus: MessageBus;
     try {
-      // negotiateUnixFd is read by lib/connection.js but missing from the typings.
-      bus = dbus.sessionBus({ busAddress: address, negotiateUnixFd: true } as SessionBusOptions);
+      bus = openMessageBus(address);
     } catch (cause) {
       throw new SystemdError('DBUS_CONNECT_FAILED', `cannot connect to ${address}`, { cause });
     }
@@ -122,7 +122,7 @@ export class DbusConnection {
       // Without fd passing a call carrying an fd is never answered; refuse the connection instead.
       const internals = bus as unknown as BusInternals;
       if (internals._connection.stream.supportsUnixFd !== true) {
-        throw new SystemdError('DBUS_NO_FD_PASSING', `the bus at ${address} did not agree to pass file descriptors (is usocket built?)`);
+        throw new SystemdError('DBUS_NO_FD_PASSING', `the bus at ${address} did not agree to pass file descriptors`);
       }
       // Anyone on the bus may send us a directed signal; only ones from systemd's own connection count.
       // Its owner changes when systemd re-executes (systemctl daemon-reexec, run by its package's
@@ -149,7 +149,7 @@ export class DbusConnection {
   }
 
   /**
-   * usocket's stream replaces destroy() with its own, which closes the socket and emits nothing. Node's
+   * usocket's stream (the one used before bus-socket.ts) replaced destroy() with its own, which closed the socket and emitted nothing. Node's
    * stream calls it when a write fails (sendmsg ETOOMANYREFS for the descriptors of a start, EPIPE…),
    * so the socket was gone with no 'error' or 'close': every call waited out its timeout and a unit's
    * watch waited forever, on a connection everyone took for live. Its destroy() is the one sure sign.

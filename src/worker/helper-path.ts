@@ -2,6 +2,7 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { noPrebuiltMessage, platformName } from '../native/index.ts';
 
 export const HELPER_NAME = 'opencode-pty-session';
 
@@ -12,7 +13,7 @@ export class HelperPathError extends Error {
   readonly candidates: readonly string[];
 
   constructor(candidates: string[]) {
-    super(`session helper ${HELPER_NAME} not found or not executable (looked in ${candidates.join(', ')}); run npm ci`);
+    super(`session helper ${HELPER_NAME} not found or not executable: ${noPrebuiltMessage('session helper', platformName(), candidates)}`);
     this.candidates = candidates;
   }
 }
@@ -47,7 +48,9 @@ export function unsafeHelper(path: string): string | undefined {
 /** The absolute path of the helper; `from` is the directory of the running module (for tests). */
 export function helperPath(from: string = dirname(fileURLToPath(import.meta.url))): string {
   const candidates = [
-    // A bundle in dist/ carries the helper beside it.
+    // A bundle in dist/ carries the helper for each platform in dist/<platform>/ (build.mjs).
+    join(from, platformName(), HELPER_NAME),
+    // …or beside it (a bundle copied with its helper, as tests do).
     join(from, HELPER_NAME),
     // This file in a checkout: src/worker/ → build/Release/.
     join(from, '..', '..', 'build', 'Release', HELPER_NAME),

@@ -4,7 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bundleScript, cacheFile, cachedDataFor, CACHE_SUFFIX, runBundle } from '../../src/boot/code-cache.ts';
 
@@ -100,7 +100,7 @@ test('the cache of one bundle is the same bytes from any directory (the manifest
   const made = ['a', 'other-dir'].map((dir) => {
     const here = join(scratch, dir);
     mkdirSync(here);
-    for (const name of ['worker-main.cjs', 'opencode_pty.node', 'uwrap.node']) copyFileSync(join(root, 'dist', name), join(here, name));
+    for (const name of ['worker-main.cjs', `${process.platform}-${process.arch}/opencode_pty.node`]) copyFileSync(join(root, 'dist', name), join(here, basename(name)));
     spawnSync(process.execPath, ['--predictable', '--import', 'tsx', join(root, 'src/boot/produce-cache.ts'), join(here, 'worker-main.cjs')], { env: {}, cwd: root, encoding: 'utf8' });
     return readFileSync(join(here, `worker-main.cjs${CACHE_SUFFIX}`));
   });

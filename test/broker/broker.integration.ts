@@ -3,13 +3,13 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ErrorCode } from '../../src/protocol/index.ts';
 import { SOCKET_GROUP, type Sandbox } from '../sandbox/index.ts';
-import { agentRun, BROKER_UNIT as BROKER, CONFIG_PATH, deployConfig, SOCKET_PATH } from '../sandbox/deploy.ts';
+import { agentRun, BROKER_UNIT as BROKER, CONFIG_PATH, deployConfig, INSTALL_DIR, SOCKET_PATH } from '../sandbox/deploy.ts';
 import { Agent } from '../support/agent.ts';
 import { bootSupervisor, peersAs, stopBroker, brokerProperty, sessionUnits } from '../support/supervisor.ts';
 import { until } from '../support/wait.ts';
 
 /** A wrong account: AUTHENTICATION (retrying cannot help), with the earlier supervisor's text. */
-const WRONG_ACCOUNT = { frame: 'error', code: ErrorCode.AUTHENTICATION, message: 'authentication admission limit reached' };
+const WRONG_ACCOUNT = { frame: 'error', code: ErrorCode.AUTHENTICATION, message: 'authentication failed: not the client account' };
 
 let sandbox: Sandbox;
 let agent: Agent;
@@ -34,6 +34,7 @@ test('socket activation: a session through the real supervisor as the agent serv
   // This unit is not the configured agent service, so the supervisor must refuse it...
   assert.is(run.code, 125, run.stderr);
   assert.match(run.stderr, 'authentication failed');
+  assert.match(run.stderr, "not inside the agent's service unit", 'the reason, in words the peer may read');
   // ...while a child of the agent service gets its session.
   const session = await agent.session(['sh', '-c', 'echo hi; id -u; exit 3']);
   assert.is(session.code, 3, session.stderr);
@@ -78,13 +79,19 @@ test('the right account outside the agent service is refused at accept, before i
   // With the socket's group (a misconfigured second service could have it) it reaches the socket...
   // A silent peer reads why (a peer writing HELLO at that moment may see the close reset first).
   const [report] = await peersAs(sandbox, { as: 'client', groups: [SOCKET_GROUP.gid] }, 1, 'silent');
-  assert.equal({ frame: report!.frame, code: report!.code, message: report!.message }, { frame: 'error', code: ErrorCode.AUTHENTICATION, message: 'authentication failed' });
+  assert.equal({ frame: report!.frame, code: report!.code, message: report!.message }, { frame: 'error', code: ErrorCode.AUTHENTICATION, message: "authentication failed: not inside the agent's service unit" });
   assert.ok(report!.ms < 4000, `refused at once, not at the handshake deadline (${report!.ms} ms)`);
   const [hello] = await peersAs(sandbox, { as: 'client', groups: [SOCKET_GROUP.gid] }, 1, 'hello');
   assert.ok(hello!.frame !== 'welcome' && hello!.closed !== false, JSON.stringify(hello));
   // ...and without it (the account as sessions run it) the kernel refuses the connect itself.
   const [plain] = await peersAs(sandbox, { as: 'client' }, 1, 'silent');
   assert.is(plain!.error, 'EACCES');
+  // The command there says what to do: the socket's group, the agent's unit, a restart after install.
+  const cli = await sandbox.exec(['/usr/bin/node', `${INSTALL_DIR}/cli.js`, 'run', '--socket', SOCKET_PATH, '--', 'true'], { as: 'client' });
+  assert.is(cli.code, 125, cli.stderr);
+  assert.match(cli.stderr, 'EACCES');
+  assert.match(cli.stderr, "socket's group");
+  assert.match(cli.stderr, 'restart');
 });
 
 test('a silent peer and a peer sending one byte a second are cut at the handshake deadline', async () => {

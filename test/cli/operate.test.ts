@@ -28,7 +28,7 @@ test('every operator command has --help on stdout with its exit statuses, runnin
   for (const name of Object.keys(OPERATOR_COMMANDS)) {
     const result = run(name, ['--help']);
     assert.is(result.code, EXIT.OK, name);
-    assert.match(result.stdout, new RegExp(`^Usage: opencode-pty ${name}`));
+    assert.match(result.stdout, new RegExp(`^Usage: opencode-ptyctl ${name}`));
     assert.match(result.stdout, /Exit status: 0 done/);
     assert.equal(result.ran, [], `${name} --help runs nothing`);
   }
@@ -70,7 +70,7 @@ test('commandOptions: the options, or the exit status after --help or a usage er
   assert.equal(commandOptions('x', 'USAGE', ['--json'], spec, context), { values: {}, flags: new Set(['json']), positionals: [] });
   assert.is(commandOptions('x', 'USAGE', ['-h'], spec, context), EXIT.OK);
   assert.is(commandOptions('x', 'USAGE', ['stray'], spec, context), EXIT.USAGE);
-  assert.is(out, 'USAGEopencode-pty x: unexpected argument stray\n\nUSAGE');
+  assert.is(out, 'USAGEopencode-ptyctl x: unexpected argument stray\n\nUSAGE');
   assert.is(prefixLayout('/opt/ocpty//').libDir, '/opt/ocpty');
   assert.equal(prefixLayout(undefined), DEFAULT_LAYOUT);
 });

@@ -136,7 +136,7 @@ test('--version prints the package version', async () => {
   const outcome = await cli(['--version']);
   assert.is(outcome.status, 0);
   const { version } = JSON.parse(readFileSync(`${root}/package.json`, 'utf8')) as { version: string };
-  assert.is(outcome.stdout, `opencode-pty ${version}\n`);
+  assert.is(outcome.stdout, `opencode-ptyctl ${version}\n`);
 });
 
 test('--help and run --help exit 0 and document every option, and what a terminal does to piped input', async () => {

@@ -12,19 +12,29 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
   name: string;
   dependencies?: Record<string, string>;
+  scripts: Record<string, string>;
+  bin: Record<string, string>;
+  gypfile?: boolean;
   exports: Record<string, string | { types: string; default: string }>;
 };
 
-test('the packed files: compiled library, declarations, bundles, addon sources; no sources, tests or D-Bus stack', () => {
+test('the packed files: compiled library, declarations, bundles, prebuilt binaries; no sources, no build step, no D-Bus stack', () => {
   const packed = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8' })) as {
     files: { path: string }[];
   }[];
   const files = packed[0]!.files.map(({ path }) => path);
-  for (const wanted of ['dist/lib/index.js', 'dist/lib/node-pty.js', 'dist/lib/client.js', 'dist/types/lib.d.ts', 'dist/cli.js', 'binding.gyp', 'examples/opencode-pty-backend.ts', 'examples/opencode-pid.ts']) {
+  for (const wanted of ['dist/lib/index.js', 'dist/lib/node-pty.js', 'dist/lib/client.js', 'dist/types/lib.d.ts', 'dist/cli.js', 'dist/linux-x64/opencode_pty.node', 'dist/linux-x64/opencode-pty-session', 'examples/opencode-pty-backend.ts', 'examples/opencode-pid.ts']) {
     assert.ok(files.includes(wanted), `${wanted} is packed`);
   }
   assert.ok(!files.some((path) => path.startsWith('src/') || path.startsWith('test/')), 'no src/ or test/');
-  for (const heavy of ['dbus-next', 'usocket']) assert.not.ok(manifest.dependencies?.[heavy], `${heavy} is not a dependency of an install`);
+  // npm runs `node-gyp rebuild` at install for a package with a binding.gyp and no install script:
+  // with neither the file nor C sources packed, an install builds nothing and needs no compiler.
+  assert.ok(!files.some((path) => path === 'binding.gyp' || path.startsWith('native/') || /\.(c|cc|h)$/.test(path)), 'no binding.gyp, no C sources');
+  assert.not.ok(manifest.scripts.install ?? manifest.scripts.preinstall ?? manifest.scripts.postinstall, 'no install script');
+  assert.ok(!files.some((path) => path.endsWith('uwrap.node')), "no usocket addon (dbus-next's fd passing is our own addon's)");
+  // opencode runs `opencode-pty daemon …` (its own PTY daemon, OPENCODE_PTY_BIN's default): no command of ours may answer.
+  assert.equal(Object.keys(manifest.bin), ['opencode-ptyctl']);
+  for (const heavy of ['dbus-next', 'usocket', 'node-addon-api']) assert.not.ok(manifest.dependencies?.[heavy], `${heavy} is not a dependency of an install`);
 });
 
 test('every export loads from dist/ and offers what it promises', async () => {

@@ -61,7 +61,7 @@ test('a fresh host: group, bundle, config, units, reload, socket enabled and sta
   assert.equal(plan.refusals, []);
   const lines = changed(plan);
   assert.is(lines[0], 'groupadd --system opencode-pty');
-  assert.ok(lines.some((l) => l.startsWith(`install 3 files from /src/dist to /usr/lib/opencode-pty/${version}`)));
+  assert.ok(lines.some((l) => l.startsWith(`install 2 files and manifest.json from /src/dist to /usr/lib/opencode-pty/${version}`)));
   const unit = plan.steps.find((s) => s.step.op === 'write' && s.step.path.endsWith('supervisor@.service'))!.step as { content: string };
   assert.match(unit.content, new RegExp(`^ExecStart=/usr/local/bin/node /usr/lib/opencode-pty/${version}/broker\\.cjs$`, 'm'));
   const dropIn = plan.steps.find((s) => s.step.op === 'write' && s.step.path === '/etc/systemd/system/opencode.service.d/opencode-pty-socket.conf')!.step as { content: string };
@@ -123,7 +123,7 @@ test('a tampered bundle file is reinstalled; an edited config is kept', () => {
   const base = after(first);
   const tampered = { ...base, file: (p: string) => (p.endsWith('/broker.js') ? { sha256: '0'.repeat(64), mode: 0o755, uid: 0, gid: 0 } : p.endsWith('config.json') ? { sha256: 'edited', mode: 0o644, uid: 0, gid: 0 } : base.file(p)) };
   const plan = planInstall(options, bundle, host, withSocketGroup(), tampered);
-  assert.ok(changed(plan).some((l) => l.startsWith('install 3 files')));
+  assert.ok(changed(plan).some((l) => l.startsWith('install 2 files and manifest.json')));
   assert.not.ok(changed(plan).some((l) => l.startsWith('write /etc/opencode-pty/config.json')));
   assert.ok(plan.notes.includes('kept the existing /etc/opencode-pty/config.json'));
 });

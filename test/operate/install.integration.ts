@@ -170,11 +170,11 @@ test('session end accounting reaches the journal with the session fields', async
 test('verify names a tampered file and a changed mode; install repairs them', async () => {
   const now = await status();
   const dir = `/usr/lib/opencode-pty/${now.version}`;
-  await sandbox.exec(['sh', '-c', `echo '// changed' >>${dir}/worker-main.cjs && chmod 0666 ${dir}/uwrap.node`]);
+  await sandbox.exec(['sh', '-c', `echo '// changed' >>${dir}/worker-main.cjs && chmod 0666 ${dir}/linux-x64/opencode_pty.node`]);
   const result = await opencodePty(['verify'], CLI);
   assert.is(result.code, 4);
   assert.match(result.stdout, new RegExp(`differs: ${dir}/worker-main\\.cjs: content differs`));
-  assert.match(result.stdout, new RegExp(`differs: ${dir}/uwrap\\.node: mode 0666, expected 0644`));
+  assert.match(result.stdout, new RegExp(`differs: ${dir}/linux-x64/opencode_pty\\.node: mode 0666, expected 0644`));
   const repair = await opencodePty(['install', '--client-user', sandbox.client.user, '--client-unit', AGENT]);
   assert.is(repair.code, 0, repair.stderr);
   assert.is((await opencodePty(['verify'], CLI)).code, 0);

@@ -1,6 +1,7 @@
 // Installs the built supervisor into a sandbox the way a host would have it: the bundle, a config,
 // the shipped units (under the project prefix) plus drop-ins, and the socket started.
 import { existsSync, readFileSync } from 'node:fs';
+import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../../src/config/schema.ts';
 import type { Sandbox } from './sandbox.ts';
@@ -17,7 +18,9 @@ export const BROKER_UNIT = 'opencode-pty-supervisor@broker.service';
 export const AGENT_SERVICE = 'opencode-pty-agent.service';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const BUNDLE = ['broker.cjs', 'broker-main.cjs', 'broker-main.cjs.cache', 'worker.cjs', 'worker-main.cjs', 'worker-main.cjs.cache', 'cli.js', 'opencode_pty.node', 'uwrap.node', 'opencode-pty-session'];
+/** What a deployment copies from dist/; this platform's binaries (dist/<platform>-<arch>/) go beside the bundles. */
+const PLATFORM = `${process.platform}-${process.arch}`;
+const BUNDLE = ['broker.cjs', 'broker-main.cjs', 'broker-main.cjs.cache', 'worker.cjs', 'worker-main.cjs', 'worker-main.cjs.cache', 'cli.js', `${PLATFORM}/opencode_pty.node`, `${PLATFORM}/opencode-pty-session`];
 
 /** The config file a deployment gets: the sandbox's client account, its agent service, and overrides. */
 export function deployConfig(sandbox: Sandbox, overrides: Record<string, unknown> = {}): Record<string, unknown> {
@@ -28,7 +31,7 @@ export async function deploy(sandbox: Sandbox, config: Record<string, unknown> |
   const missing = BUNDLE.filter((name) => !existsSync(`${root}dist/${name}`));
   if (missing.length) throw new Error(`dist/ lacks ${missing.join(', ')}: run node build.mjs`);
   await sandbox.install([
-    ...BUNDLE.map((name) => ({ from: `${root}dist/${name}`, to: `${INSTALL_DIR}/${name}`, mode: name === 'opencode-pty-session' ? HELPER_MODE : 0o644 })),
+    ...BUNDLE.map((name) => ({ from: `${root}dist/${name}`, to: `${INSTALL_DIR}/${basename(name)}`, mode: name.endsWith('opencode-pty-session') ? HELPER_MODE : 0o644 })),
     { content: `${JSON.stringify(config, null, 2)}\n`, to: CONFIG_PATH, mode: 0o644 },
   ]);
   // /usr is the host's, read-only: the bundle lives in /opt here, so a drop-in points the unit at it.

@@ -4,7 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { closeSync, copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { signalWorker, startWorker, workerEnvironment, type StartedWorker } from '../../src/broker/worker-process.ts';
 import { encodeControl } from '../../src/control/broker-worker.ts';
@@ -68,7 +68,7 @@ test('the first spare with no session helper beside it ends before it says ready
   let worker: StartedWorker | undefined;
   try {
     mkdirSync(alone, { recursive: true });
-    for (const file of ['worker.cjs', 'worker-main.cjs', 'worker-main.cjs.cache', 'opencode_pty.node', 'uwrap.node']) copyFileSync(join(DIST, file), join(alone, file));
+    for (const file of ['worker.cjs', 'worker-main.cjs', 'worker-main.cjs.cache', `${process.platform}-${process.arch}/opencode_pty.node`]) copyFileSync(join(DIST, file), join(alone, basename(file)));
     worker = startWorker([join(alone, 'worker.cjs')], workerEnvironment(process.env, undefined, NO_BUS), 'pipe');
     let output = '';
     worker.child.stdout!.on('data', (chunk: Buffer) => (output += chunk));

@@ -65,7 +65,7 @@ test('a helper runs sessions only root-owned and unreadable by others (0711): no
 
 test('the build ships the helper 0711', async () => {
   const { statSync } = await import('node:fs');
-  const built = new URL('../../dist/opencode-pty-session', import.meta.url);
+  const built = new URL(`../../dist/${process.platform}-${process.arch}/opencode-pty-session`, import.meta.url);
   assert.is(statSync(built).mode & 0o7777, 0o711);
 });
 
