@@ -27,6 +27,8 @@ export class BusSocket extends Duplex {
   #blocked: { data: Buffer; fds: number[] | undefined; done: (error?: Error | null) => void } | undefined;
   /** Descriptors received and not yet taken by read(size, null). */
   #fds: number[] = [];
+  /** Copies of the descriptors of writes not yet sent (write() makes them): closed when sent or at destroy. */
+  #owned = new Set<number>();
   #scratch = Buffer.allocUnsafe(READ_BUFFER_BYTES);
 
   /** Connects to `path` (a Unix stream socket) at once; 'connected' follows on the next tick, or 'error'. */
@@ -51,7 +53,11 @@ export class BusSocket extends Duplex {
   }
 
   override write(chunk: Chunk, encoding?: BufferEncoding | ((error?: Error | null) => void), done?: (error?: Error | null) => void): boolean {
-    const object = typeof chunk === 'string' ? { data: Buffer.from(chunk) } : Buffer.isBuffer(chunk) ? { data: chunk } : chunk;
+    let object = typeof chunk === 'string' ? { data: Buffer.from(chunk) } : Buffer.isBuffer(chunk) ? { data: chunk } : chunk;
+    // A write may wait (a full socket, writes queued before it) past the caller's interest: a call's
+    // timeout closes its descriptors, and a number closed then reused would hand PID 1 another file
+    // (a client's socket, another session's directory). The write owns copies made now, closed once sent.
+    if (object.fds?.length && !this.destroyed && !this.writableEnded) object = { data: object.data, fds: this.#own(object.fds) };
     return typeof encoding === 'function' ? super.write(object, encoding) : super.write(object, done);
   }
 
@@ -89,10 +95,35 @@ export class BusSocket extends Duplex {
       } catch {}
     }
     this.#fd = -1;
+    this.#release([...this.#owned]);
     const blocked = this.#blocked;
     this.#blocked = undefined;
     blocked?.done(error ?? new Error('D-Bus socket closed'));
     done(error);
+  }
+
+  /** Copies of `fds` this stream owns until they are sent or it is destroyed. */
+  #own(fds: readonly number[]): number[] {
+    const copies: number[] = [];
+    try {
+      for (const fd of fds) {
+        copies.push(native().dupCloexec(fd));
+        this.#owned.add(copies.at(-1)!);
+      }
+    } catch (error) {
+      this.#release(copies);
+      throw error;
+    }
+    return copies;
+  }
+
+  #release(fds: readonly number[] | undefined): void {
+    for (const fd of fds ?? []) {
+      if (!this.#owned.delete(fd)) continue;
+      try {
+        closeSync(fd);
+      } catch {}
+    }
   }
 
   #send(data: Buffer, fds: number[] | undefined, done: (error?: Error | null) => void): void {
@@ -100,8 +131,11 @@ export class BusSocket extends Duplex {
     try {
       sent = native().sendmsg(this.#fd, data, 0, data.length, fds);
     } catch (error) {
+      this.#release(fds);
       return done(error as Error);
     }
+    // The kernel holds its own references from the first byte sent: ours are no longer needed.
+    if (sent >= 0) this.#release(fds);
     if (sent === data.length) return done();
     // The rest waits for writable; descriptors went with the first byte sent, or wait with the rest.
     this.#blocked = sent < 0 ? { data, fds, done } : { data: data.subarray(sent), fds: undefined, done };

@@ -2,6 +2,7 @@
 // its stream itself (usocket, else a plain socket that cannot pass fds); this is the same connection
 // (its handshake, its message parser, its marshalling) given the stream we made.
 import { EventEmitter } from 'node:events';
+import { closeSync } from 'node:fs';
 import type { Message, MessageBus } from 'dbus-next';
 import MessageBusClass from 'dbus-next/lib/bus.js';
 import clientHandshake from 'dbus-next/lib/handshake.js';
@@ -21,6 +22,39 @@ export function unixPathOf(address: string): string | undefined {
     }
   }
   return undefined;
+}
+
+/**
+ * The stream as dbus-next's parser (lib/message.js unmarshalMessages) reads it, made safe for a root
+ * process. Any peer on the bus may send us a directed signal, with descriptors: none is ever wanted
+ * (systemd sends us none), so every one received is closed at once and the parser sees none, and a
+ * message it then cannot decode (an 'h' with no descriptor, or a body it rejects) is dropped here: its
+ * throw would otherwise escape the 'readable' event and end the process. The parser has reset to the
+ * next message's header before it decodes a body, so the stream stays in step.
+ */
+function parserView(stream: BusSocket): { on(event: 'readable', listener: () => void): void; read(size: number, fdCount?: null): unknown } {
+  return {
+    on: (event, listener) =>
+      void stream.on(event, () => {
+        try {
+          listener();
+        } catch {
+          // Dropped: a message we cannot decode is no reply or signal we wait for.
+          setImmediate(() => stream.emit('readable'));
+        }
+      }),
+    read: (size, fdCount) => {
+      if (fdCount === undefined) return stream.read(size);
+      const read = stream.read(size, null) as { data: Buffer | null; fds: number[] } | null;
+      if (!read) return read;
+      for (const fd of read.fds) {
+        try {
+          closeSync(fd);
+        } catch {}
+      }
+      return read.data ? { data: read.data, fds: [] } : null;
+    },
+  };
 }
 
 /** Connects to the bus at `address` with fd passing negotiated (lib/connection.js createConnection). */
@@ -47,7 +81,7 @@ export function openMessageBus(address: string): MessageBus {
       connection.guid = guid;
       connection.emit('connect');
       unmarshalMessages(
-        stream,
+        parserView(stream),
         (raw: unknown) => {
           let message: Message;
           try {

@@ -12,7 +12,7 @@ declare module 'dbus-next/lib/message.js' {
 
 // The pieces of dbus-next's connection that bus-wire.ts assembles around our own socket (lib/connection.js).
 declare module 'dbus-next/lib/message.js' {
-  export function unmarshalMessages(stream: import("node:stream").Duplex, onMessage: (message: unknown) => void, options: object): void;
+  export function unmarshalMessages(stream: { on(event: "readable", listener: () => void): unknown; read(size: number, fdCount?: null): unknown }, onMessage: (message: unknown) => void, options: object): void;
 }
 
 declare module 'dbus-next/lib/handshake.js' {
