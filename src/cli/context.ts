@@ -1,7 +1,7 @@
 // What every operator command gets: its output streams, the command runner and where the bundle is.
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runCommand, type Runner } from '../operate/index.ts';
+import { runCommand, type CgroupFacts, type Runner } from '../operate/index.ts';
 
 export interface CommandContext {
   stdout: (text: string) => void;
@@ -9,6 +9,8 @@ export interface CommandContext {
   run: Runner;
   /** The directory of the built bundle this CLI belongs to (dist/, or an installed version). */
   bundleDir: string;
+  /** The host's cgroup layout (default: probed); tests pass each layout in. */
+  cgroups?: () => CgroupFacts;
 }
 
 export function defaultContext(): CommandContext {

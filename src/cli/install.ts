@@ -1,7 +1,7 @@
 // opencode-ptyctl install: checks the host, then installs or upgrades the supervisor (see the plan).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { applyPlan, type Bundle, DEFAULT_CLIENT_UNIT, DEFAULT_LAYOUT, DEFAULT_SOCKET_GROUP, describeStep, dirChain, existingState, hostFacts, type Layout, localAccounts, parseManifest, packageDirProblems, paths, type Plan, planInstall } from '../operate/index.ts';
+import { applyPlan, type Bundle, probeCgroups, DEFAULT_CLIENT_UNIT, DEFAULT_LAYOUT, DEFAULT_SOCKET_GROUP, describeStep, dirChain, existingState, hostFacts, type Layout, localAccounts, parseManifest, packageDirProblems, paths, type Plan, planInstall } from '../operate/index.ts';
 import type { CommandContext } from './context.ts';
 import { EXIT, EXIT_HELP } from './exit-codes.ts';
 import { parseOptions } from './options.ts';
@@ -49,6 +49,11 @@ function configuredPrefix(layout: Layout): string {
 export function printPlan(plan: Plan, say: (text: string) => void): void {
   for (const { step, change } of plan.steps) say(`${change ? 'would' : 'unchanged'}: ${describeStep(step)}\n`);
   for (const note of plan.notes) say(`note: ${note}\n`);
+  printWarnings(plan, say);
+}
+
+function printWarnings(plan: Plan, say: (text: string) => void): void {
+  for (const warning of plan.warnings ?? []) say(`warning: ${warning}\n`);
 }
 
 export function runInstall(args: readonly string[], context: CommandContext): number {
@@ -86,7 +91,7 @@ export function runInstall(args: readonly string[], context: CommandContext): nu
       unitPrefix,
     },
     bundle,
-    hostFacts(context.run, values.node ?? process.execPath),
+    hostFacts(context.run, values.node ?? process.execPath, context.cgroups?.() ?? probeCgroups()),
     localAccounts(),
     existingState(context.run, layout, unitPrefix),
   );
@@ -103,6 +108,7 @@ export function runInstall(args: readonly string[], context: CommandContext): nu
   if (!plan.steps.some((s) => s.change)) {
     context.stdout(`opencode-ptyctl install: already installed, nothing changed (${bundle.manifest.version} in ${layout.libDir})\n`);
     for (const note of plan.notes) context.stdout(`note: ${note}\n`);
+    printWarnings(plan, context.stdout);
     return EXIT.OK;
   }
   try {
@@ -112,6 +118,7 @@ export function runInstall(args: readonly string[], context: CommandContext): nu
     return EXIT.FAILED;
   }
   for (const note of plan.notes) context.stdout(`note: ${note}\n`);
+  printWarnings(plan, context.stdout);
   context.stdout(`opencode-ptyctl install: installed ${bundle.manifest.version}. Check it with: opencode-ptyctl verify && opencode-ptyctl status\n`);
   return EXIT.OK;
 }

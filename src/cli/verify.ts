@@ -1,7 +1,7 @@
 // opencode-ptyctl verify: is what is installed exactly what the build shipped, on a supported Node?
 import { readlinkSync } from 'node:fs';
 import { checkSessionProperty, loadConfig } from '../config/index.ts';
-import { checkAgentGroups, DEFAULT_LAYOUT, fileFacts, listFiles, localAccounts, nodeFacts, paths, readManifestAt, readRecord, verifyDifferences } from '../operate/index.ts';
+import { cgroupLimitWarning, checkAgentGroups, DEFAULT_LAYOUT, probeCgroups, fileFacts, listFiles, localAccounts, nodeFacts, paths, readManifestAt, readRecord, SESSIONS_SLICE, verifyDifferences } from '../operate/index.ts';
 import type { CommandContext } from './context.ts';
 import { EXIT, EXIT_HELP } from './exit-codes.ts';
 import { commandOptions, prefixLayout } from './options.ts';
@@ -39,8 +39,9 @@ export function runVerify(args: readonly string[], context: CommandContext): num
     currentLink = undefined;
   }
   let configProblem: string | undefined;
+  let sessionSlice: string | undefined;
   try {
-    loadConfig({ path: paths.config(layout), checkProperty: checkSessionProperty });
+    sessionSlice = loadConfig({ path: paths.config(layout), checkProperty: checkSessionProperty }).session.slice;
   } catch (error) {
     configProblem = (error as Error).message;
   }
@@ -57,6 +58,8 @@ export function runVerify(args: readonly string[], context: CommandContext): num
   // Not a difference of the files: the running agent's state, said whatever the files are.
   const agent = record ? checkAgentGroups(context.run, record.clientUnit, record.socketGroup, localAccounts().group(record.socketGroup)?.gid) : undefined;
   if (agent) context.stdout(`warning: ${agent}\n`);
+  const limits = record ? cgroupLimitWarning(context.cgroups?.() ?? probeCgroups(), sessionSlice ?? SESSIONS_SLICE) : undefined;
+  if (limits) context.stdout(`warning: ${limits}\n`);
   if (differences.length) {
     for (const difference of differences) context.stdout(`differs: ${difference}\n`);
     return EXIT.DIFFERS;

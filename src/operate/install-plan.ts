@@ -3,6 +3,7 @@
 import { DEFAULT_SOCKET_PATH } from '../config/index.ts';
 import { BROKER_UNIT, SERVICE_TEMPLATE, SESSIONS_SLICE, SOCKET_UNIT, paths, type InstallRecord, type Layout } from './layout.ts';
 import { artifactProblems, sha256, versionName, type BuildManifest, type FileFacts } from './manifest.ts';
+import { cgroupLimitWarning } from './cgroups.ts';
 import { hostNotes, hostProblems, type HostFacts } from './requirements.ts';
 import { clientDropIn, configReadme, serviceUnit, sliceUnit, socketDropIn } from './unit-files.ts';
 
@@ -67,6 +68,8 @@ export interface Plan {
   refusals: string[];
   steps: PlannedStep[];
   notes: string[];
+  /** What works but not as configured (printed as warnings; never a refusal). */
+  warnings?: string[];
 }
 
 const UNIT_NAME = /^[A-Za-z0-9:_.\\@-]{1,250}\.service$/;
@@ -212,6 +215,7 @@ export function planInstall(options: InstallOptions, bundle: Bundle, host: HostF
     );
   } else if (clientChanged) notes.push(`restart ${options.clientUnit} so its processes get the supplementary group ${options.socketGroup}`);
 
+  const cgroupWarning = cgroupLimitWarning(host.cgroups, SESSIONS_SLICE);
   for (const old of oldVersions) {
     if (!keptVersions.has(old)) add({ op: 'remove', path: paths.version(layout, old), recursive: true }, true);
   }
@@ -219,7 +223,7 @@ export function planInstall(options: InstallOptions, bundle: Bundle, host: HostF
   const pruned = oldVersions.some((old) => !keptVersions.has(old));
   // Written again only when old versions went: a plan lists each file once unless it is written twice.
   if (pruned) add({ op: 'write', path: recordPath, content: recordText(record(finalVersions)), mode: 0o644 }, true);
-  return { refusals, steps, notes };
+  return { refusals, steps, notes, warnings: cgroupWarning ? [cgroupWarning] : [] };
 }
 
 export function recordText(record: InstallRecord): string {

@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { lstatSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { release } from 'node:os';
 import { dirname } from 'node:path';
+import { probeCgroups, type CgroupFacts } from './cgroups.ts';
 import type { Accounts, Existing } from './install-plan.ts';
 import { BROKER_UNIT, SOCKET_UNIT, paths, type InstallRecord, type Layout } from './layout.ts';
 import { sha256, type FileFacts } from './manifest.ts';
@@ -73,7 +74,7 @@ export function nodeFacts(path: string): NodeFacts {
   return { path, version, chain };
 }
 
-export function hostFacts(run: Runner, nodePath: string): HostFacts {
+export function hostFacts(run: Runner, nodePath: string, cgroups: CgroupFacts = probeCgroups()): HostFacts {
   const version = /^systemd (\d+)/.exec(run('systemctl', ['--version']).stdout)?.[1];
   return {
     euid: process.geteuid?.() ?? -1,
@@ -81,6 +82,7 @@ export function hostFacts(run: Runner, nodePath: string): HostFacts {
     systemdRunning: lstatSync('/run/systemd/system', { throwIfNoEntry: false })?.isDirectory() ?? false,
     kernel: release(),
     node: nodeFacts(nodePath),
+    cgroups,
   };
 }
 

@@ -1,4 +1,5 @@
 // What a host must have, as pure checks over facts a probe gathered: each failed check is one sentence.
+import { cgroupProblem, type CgroupFacts } from './cgroups.ts';
 
 /** The oldest systemd tried: transient units with fd stdio, AddRef and CollectMode (docs/operations.md). */
 export const MIN_SYSTEMD = 252;
@@ -22,6 +23,8 @@ export interface HostFacts {
   systemdRunning: boolean;
   kernel: string;
   node: NodeFacts;
+  /** The cgroup layout's facts (cgroups.ts): a legacy host is refused, a hybrid one warned about. */
+  cgroups: CgroupFacts;
 }
 
 export function parseVersion(text: string): number[] | undefined {
@@ -53,6 +56,8 @@ export function hostProblems(facts: HostFacts, nodeRange: string): string[] {
   else if (facts.systemdVersion < MIN_SYSTEMD) problems.push(`systemd ${facts.systemdVersion} is older than the minimum ${MIN_SYSTEMD}`);
   const kernel = parseVersion(facts.kernel);
   if (!kernel || !atLeast(kernel, MIN_KERNEL)) problems.push(`kernel ${facts.kernel} is older than the minimum ${MIN_KERNEL.join('.')}`);
+  const cgroups = cgroupProblem(facts.cgroups);
+  if (cgroups) problems.push(cgroups);
   problems.push(...nodeProblems(facts.node, nodeRange));
   return problems;
 }
