@@ -58,12 +58,14 @@ export function runVerify(args: readonly string[], context: CommandContext): num
   // Not a difference of the files: the running agent's state, said whatever the files are.
   const agent = record ? checkAgentGroups(context.run, record.clientUnit, record.socketGroup, localAccounts().group(record.socketGroup)?.gid) : undefined;
   if (agent) context.stdout(`warning: ${agent}\n`);
+  // Said after the verdict (the files may match, the limits still not hold).
   const limits = record ? cgroupLimitWarning(context.cgroups?.() ?? probeCgroups(), sessionSlice ?? SESSIONS_SLICE) : undefined;
-  if (limits) context.stdout(`warning: ${limits}\n`);
   if (differences.length) {
     for (const difference of differences) context.stdout(`differs: ${difference}\n`);
+    if (limits) context.stdout(`warning: ${limits}\n`);
     return EXIT.DIFFERS;
   }
   context.stdout(`ok: ${Object.keys(expected.artifacts).length} files of ${expected.name} ${expected.version} (sources ${expected.sources.slice(0, 12)}) match; Node ${process.version} satisfies ${expected.node}\n`);
+  if (limits) context.stdout(`warning: ${limits}\n`);
   return EXIT.OK;
 }

@@ -84,8 +84,9 @@ export const DEFAULT_SESSION: SessionConfig = {
   environmentAllowlist: ['LANG', 'LANGUAGE', 'LC_ALL', 'LC_CTYPE', 'COLORTERM', 'TZ'],
   environmentDeny: [],
   stopTimeoutSec: 5,
-  // The installer's slice, with limits for all sessions together (docs/operations.md).
-  slice: 'opencode-pty-sessions.slice',
+  // The installer's slice, with limits for all sessions together (docs/operations.md); underscores,
+  // since a dash in a slice name nests it in another slice (systemd.slice(5)).
+  slice: 'opencode_pty_sessions.slice',
   properties: {},
   profile: 'default',
 };

@@ -1,9 +1,11 @@
 // Install and upgrade as a pure plan: which files, groups and commands an install touches, each
 // marked changed or unchanged, from facts a probe gathered. `--dry-run` prints it; apply.ts runs it.
 import { DEFAULT_SOCKET_PATH } from '../config/index.ts';
-import { BROKER_UNIT, SERVICE_TEMPLATE, SESSIONS_SLICE, SOCKET_UNIT, paths, type InstallRecord, type Layout } from './layout.ts';
+import { BROKER_SLICE, BROKER_UNIT, SERVICE_TEMPLATE, SESSIONS_SLICE, SOCKET_UNIT, paths, recordedSlices, type InstallRecord, type Layout } from './layout.ts';
 import { artifactProblems, sha256, versionName, type BuildManifest, type FileFacts } from './manifest.ts';
 import { cgroupLimitWarning } from './cgroups.ts';
+import { migrateSessionSlice } from './slice-migration.ts';
+import { slicesToStop, type SliceState } from './slices.ts';
 import { hostNotes, hostProblems, type HostFacts } from './requirements.ts';
 import { clientDropIn, configReadme, serviceUnit, sliceUnit, socketDropIn } from './unit-files.ts';
 
@@ -45,6 +47,10 @@ export interface Existing {
   liveSessions: string[];
   /** systemd's LoadState of a unit ("loaded", "not-found"…); undefined when it could not be asked. */
   unitLoadState?: (unit: string) => string | undefined;
+  /** A slice's state and members (default: active and empty). */
+  sliceState?: (slice: string) => SliceState;
+  /** A text file's content (the config, to migrate its old default slice); undefined when unreadable. */
+  text?: (path: string) => string | undefined;
 }
 
 export type Step =
@@ -150,8 +156,11 @@ export function planInstall(options: InstallOptions, bundle: Bundle, host: HostF
   mkdir(layout.configDir);
   const configPath = paths.config(layout);
   const configExists = existing.file(configPath) !== undefined;
-  add({ op: 'write', path: configPath, content: `${JSON.stringify(initialConfig(options, group), null, 2)}\n`, mode: 0o644 }, !configExists);
-  if (configExists) notes.push(`kept the existing ${configPath}`);
+  const migration = configExists ? migrateSessionSlice(existing.text?.(configPath), configPath) : {};
+  const configContent = migration.content ?? `${JSON.stringify(initialConfig(options, group), null, 2)}\n`;
+  add({ op: 'write', path: configPath, content: configContent, mode: 0o644 }, !configExists || migration.content !== undefined);
+  if (configExists) notes.push(migration.content ? `kept the existing ${configPath}, its session.slice rewritten` : `kept the existing ${configPath}`);
+  if (migration.note) notes.push(migration.note);
   write(paths.configReadme(layout), configReadme());
 
   const units: [string, string][] = [
@@ -164,6 +173,9 @@ export function planInstall(options: InstallOptions, bundle: Bundle, host: HostF
   const before = steps.length;
   for (const dir of [paths.dropInDir(layout, SOCKET_UNIT), paths.dropInDir(layout, options.clientUnit)]) mkdir(dir);
   for (const [path, content] of units) write(path, content);
+  // A file an older install wrote and this one does not (the old sessions slice's unit) goes.
+  const written = new Set([...units.map(([path]) => path), paths.configReadme(layout)]);
+  for (const path of Object.keys(existing.record?.files ?? {})) if (!written.has(path)) add({ op: 'remove', path, recursive: false }, existing.file(path) !== undefined);
   const unitsChanged = steps.slice(before).some((s) => s.change);
   const socketChanged = steps.slice(before).some((s) => s.change && s.step.op === 'write' && s.step.path.includes(SOCKET_UNIT));
   const clientChanged = steps.slice(before).some((s) => s.change && s.step.op === 'write' && s.step.path.startsWith(paths.dropInDir(layout, options.clientUnit)));
@@ -174,7 +186,7 @@ export function planInstall(options: InstallOptions, bundle: Bundle, host: HostF
   const brokerVersion = existing.brokerActive && existing.brokerDir?.startsWith(`${layout.libDir}/`) ? existing.brokerDir.slice(layout.libDir.length + 1) : undefined;
   const busy = existing.liveSessions.length > 0;
   // A broker runs from the directory its unit named when it started; outdated when that is not the new one.
-  const brokerOutdated = existing.brokerActive && (brokerVersion !== version || unitsChanged);
+  const brokerOutdated = existing.brokerActive && (brokerVersion !== version || unitsChanged || migration.content !== undefined);
   if (brokerOutdated && busy) {
     // It keeps its directory (and its workers start from it) until it exits when idle.
     for (const kept of brokerVersion ? [brokerVersion] : oldVersions) keptVersions.add(kept);
@@ -194,6 +206,7 @@ export function planInstall(options: InstallOptions, bundle: Bundle, host: HostF
     socketGroup: options.socketGroup,
     nodePath: host.node.path,
     unitPrefix: options.unitPrefix,
+    slices: [...new Set([...(existing.record ? recordedSlices(existing.record) : []), SESSIONS_SLICE, BROKER_SLICE])],
   });
   const recordPath = paths.record(layout);
   const anyChange = steps.some((s) => s.change);
@@ -203,6 +216,10 @@ export function planInstall(options: InstallOptions, bundle: Bundle, host: HostF
   // Only an idle broker is restarted; a busy one keeps serving from its own directory until it exits when idle.
   if (brokerOutdated && busy) notes.push(`${BROKER_UNIT} serves ${existing.liveSessions.length} session(s) from ${existing.brokerDir ?? 'its directory'}; it keeps running and the next start uses ${versionDir}`);
   add({ op: 'systemctl', args: ['stop', BROKER_UNIT] }, brokerOutdated && !busy);
+  // An older install's slices, once no session runs in them, if they hold nothing install did not create.
+  const oldSlices = existing.record ? recordedSlices(existing.record).filter((slice) => slice !== SESSIONS_SLICE && slice !== BROKER_SLICE) : [];
+  const stale = busy ? { stop: [], kept: [] } : slicesToStop(oldSlices, existing.sliceState ?? (() => ({ active: false, members: [] })), options.unitPrefix);
+  if (stale.stop.length) add({ op: 'systemctl', args: ['stop', ...stale.stop] }, true);
   add({ op: 'systemctl', args: ['enable', SOCKET_UNIT] }, !existing.socketEnabled);
   const restartSocket = existing.socketActive && socketChanged && !busy;
   add({ op: 'systemctl', args: [restartSocket ? 'restart' : 'start', SOCKET_UNIT] }, !existing.socketActive || restartSocket);

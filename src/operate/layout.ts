@@ -3,9 +3,17 @@ export const PROJECT_PREFIX = 'opencode-pty-';
 export const SOCKET_UNIT = 'opencode-pty-supervisor.socket';
 export const SERVICE_TEMPLATE = 'opencode-pty-supervisor@.service';
 export const BROKER_UNIT = 'opencode-pty-supervisor@broker.service';
-export const SESSIONS_SLICE = 'opencode-pty-sessions.slice';
-/** A dash in a slice name is a level of the tree: systemd creates this parent for it. */
-export const SESSIONS_PARENT_SLICE = 'opencode-pty.slice';
+/**
+ * The sessions' slice. A dash in a slice name is a level of the tree (systemd.slice(5)): the old default
+ * `opencode-pty-sessions.slice` sat in `opencode-pty.slice` in `opencode.slice`, a likely home for the
+ * operator's own agent, whose limits would then cover the sessions too. Underscores do not nest, need no
+ * escaping (unlike `\x2d`) and are valid in unit names (systemd.unit(5)): this is a top-level slice,
+ * beside system.slice and user.slice.
+ */
+export const SESSIONS_SLICE = 'opencode_pty_sessions.slice';
+/** The sessions slice installs before this one wrote, and the parents systemd made for it from its dashes. */
+export const OLD_SESSIONS_SLICE = 'opencode-pty-sessions.slice';
+export const OLD_SESSIONS_PARENT_SLICES = ['opencode-pty.slice', 'opencode.slice'] as const;
 /** The slice systemd makes for the instances of our service template (system-<escaped template name>.slice):
  * it holds nothing else, so uninstall stops it. */
 export const BROKER_SLICE = 'system-opencode\\x2dpty\\x2dsupervisor.slice';
@@ -57,4 +65,12 @@ export interface InstallRecord {
   socketGroup: string;
   nodePath: string;
   unitPrefix: string;
+  /** Slices our units made systemd start (records written before it was kept lack it: legacySlices). Uninstall
+   * stops each that holds no unit install did not create. */
+  slices?: string[];
+}
+
+/** The slices an install recorded, or for a record without the list, the ones the old default's name made. */
+export function recordedSlices(record: InstallRecord): string[] {
+  return record.slices ?? [OLD_SESSIONS_SLICE, ...OLD_SESSIONS_PARENT_SLICES, BROKER_SLICE];
 }

@@ -149,6 +149,17 @@ export function existingState(run: Runner, layout: Layout, unitPrefix: string): 
     brokerDir: brokerActive ? brokerDir(run, broker.MainPID) : undefined,
     liveSessions: liveSessions(run, unitPrefix),
     unitLoadState: (unit) => showUnit(run, unit, ['LoadState']).LoadState,
+    sliceState: (slice) => {
+      const shown = showUnit(run, slice, ['ActiveState', 'SliceOf']);
+      return { active: shown.ActiveState === 'active', members: (shown.SliceOf ?? '').split(/\s+/).filter(Boolean) };
+    },
+    text: (path) => {
+      try {
+        return readFileSync(path, 'utf8');
+      } catch {
+        return undefined;
+      }
+    },
   };
 }
 

@@ -1,6 +1,7 @@
 // Uninstall as a pure plan: stop what runs, then remove exactly what the install record lists.
 import type { Existing, Plan, PlannedStep, Step } from './install-plan.ts';
-import { BROKER_SLICE, BROKER_UNIT, SESSIONS_PARENT_SLICE, SESSIONS_SLICE, SOCKET_UNIT, paths, type InstallRecord, type Layout } from './layout.ts';
+import { BROKER_UNIT, SOCKET_UNIT, paths, recordedSlices, type InstallRecord, type Layout } from './layout.ts';
+import { slicesToStop } from './slices.ts';
 
 export interface UninstallOptions {
   layout: Layout;
@@ -29,9 +30,11 @@ export function planUninstall(options: UninstallOptions, record: InstallRecord |
   add({ op: 'wait-sessions', units: existing.liveSessions }, existing.liveSessions.length > 0);
   add({ op: 'systemctl', args: ['stop', BROKER_UNIT] }, existing.brokerActive);
   add({ op: 'systemctl', args: ['disable', SOCKET_UNIT] }, existing.socketEnabled);
-  // The sessions' slice, and the parent systemd made for it from its name (systemd.slice(5)), stay active until stopped.
-  // opencode.slice, the parent of both, is left: an operator's agent may well run in it.
-  add({ op: 'systemctl', args: ['stop', SESSIONS_SLICE, SESSIONS_PARENT_SLICE, BROKER_SLICE] });
+  // Slices stay active until stopped, and a stop ends every unit inside: only the recorded ones that hold
+  // nothing install did not create (an operator's agent may run in an old install's opencode.slice).
+  const slices = slicesToStop(recordedSlices(record), existing.sliceState ?? (() => ({ active: true, members: [] })), record.unitPrefix);
+  if (slices.stop.length) add({ op: 'systemctl', args: ['stop', ...slices.stop] });
+  for (const { slice, foreign } of slices.kept) notes.push(`left ${slice} running: it holds ${foreign.join(', ')}, which install did not create`);
 
   const keep = new Set(options.purge ? [] : [paths.configReadme(layout)]);
   for (const path of Object.keys(record.files)) if (!keep.has(path)) add({ op: 'remove', path, recursive: false }, existing.file(path) !== undefined);

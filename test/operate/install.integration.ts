@@ -121,7 +121,8 @@ test('a session through the installed units: output, exit status, and the sessio
   const result = await sandbox.exec(agentArgv(['sh', '-c', 'echo hi; cat /proc/self/cgroup; exit 3']), { timeoutMs: 60_000 });
   assert.is(result.code, 3, result.stderr + (await sandbox.journal()).slice(-3000));
   assert.match(result.stdout, /^hi\r\n/);
-  assert.match(result.stdout, /opencode-pty-sessions\.slice\/opencode-pty-session-[0-9a-f]{32}\.service/);
+  // A top-level slice: the name has no dash to nest it in another (systemd.slice(5)).
+  assert.match(result.stdout, /0::\/opencode_pty_sessions\.slice\/opencode-pty-session-[0-9a-f]{32}\.service/);
 });
 
 test('status shows a live session; stop ends it and its client hears the end', async () => {
