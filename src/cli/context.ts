@@ -11,6 +11,8 @@ export interface CommandContext {
   bundleDir: string;
   /** The host's cgroup layout (default: probed); tests pass each layout in. */
   cgroups?: () => CgroupFacts;
+  /** The PATH to look the command up in (default: this process's). */
+  path?: string;
 }
 
 export function defaultContext(): CommandContext {

@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { applyPlan, type Bundle, probeCgroups, DEFAULT_CLIENT_UNIT, DEFAULT_LAYOUT, DEFAULT_SOCKET_GROUP, describeStep, dirChain, existingState, hostFacts, type Layout, localAccounts, parseManifest, packageDirProblems, paths, type Plan, planInstall } from '../operate/index.ts';
+import { COMMAND, commandHint, findOnPath, realCli } from './command-hint.ts';
 import type { CommandContext } from './context.ts';
 import { EXIT, EXIT_HELP } from './exit-codes.ts';
 import { parseOptions } from './options.ts';
@@ -81,6 +82,7 @@ export function runInstall(args: readonly string[], context: CommandContext): nu
     return EXIT.FAILED;
   }
   const unitPrefix = configuredPrefix(layout);
+  const nodePath = values.node ?? process.execPath;
   const plan = planInstall(
     {
       clientUser: values['client-user']!,
@@ -91,7 +93,7 @@ export function runInstall(args: readonly string[], context: CommandContext): nu
       unitPrefix,
     },
     bundle,
-    hostFacts(context.run, values.node ?? process.execPath, context.cgroups?.() ?? probeCgroups()),
+    hostFacts(context.run, nodePath, context.cgroups?.() ?? probeCgroups()),
     localAccounts(),
     existingState(context.run, layout, unitPrefix),
   );
@@ -111,14 +113,18 @@ export function runInstall(args: readonly string[], context: CommandContext): nu
     printWarnings(plan, context.stdout);
     return EXIT.OK;
   }
+  // The next steps name a command that runs this build: the one on PATH only if it is this program.
+  const hint = commandHint(realCli(context.bundleDir), findOnPath(COMMAND, context.path ?? process.env.PATH), { node: nodePath, cli: `${paths.current(layout)}/cli.js` });
+  const prefix = layout.libDir === DEFAULT_LAYOUT.libDir ? '' : ` --prefix ${layout.libDir}`;
   try {
     applyPlan(plan, context.run, (line) => context.stdout(`done: ${line}\n`));
   } catch (error) {
-    context.stderr(`opencode-ptyctl install: failed: ${(error as Error).message}\n(what was done is listed above; \`opencode-ptyctl install\` again resumes, \`opencode-ptyctl uninstall\` removes it)\n`);
+    context.stderr(`opencode-ptyctl install: failed: ${(error as Error).message}\n(what was done is listed above; this install command again resumes, \`${hint.command} uninstall${prefix}\` removes it)\n`);
     return EXIT.FAILED;
   }
   for (const note of plan.notes) context.stdout(`note: ${note}\n`);
+  if (hint.note) context.stdout(`note: ${hint.note}\n`);
   printWarnings(plan, context.stdout);
-  context.stdout(`opencode-ptyctl install: installed ${bundle.manifest.version}. Check it with: opencode-ptyctl verify && opencode-ptyctl status\n`);
+  context.stdout(`opencode-ptyctl install: installed ${bundle.manifest.version}. Check it with: ${hint.command} verify${prefix} && ${hint.command} status${prefix}\n`);
   return EXIT.OK;
 }

@@ -103,6 +103,13 @@ test('install: group, bundle, config, units and drop-ins; the socket listens wit
   assert.is(socket.stdout, '660 opencode-pty\n');
   const dropIn = await sandbox.exec(['cat', `/etc/systemd/system/${AGENT}.d/opencode-pty-socket.conf`]);
   assert.match(dropIn.stdout, /^SupplementaryGroups=opencode-pty$/m);
+  // From a build directory the command is on no PATH: the next steps name the installed copy, and work.
+  assert.match(result.stdout, 'note: opencode-ptyctl is not on PATH');
+  const next = /Check it with: (.*)$/m.exec(result.stdout)![1]!;
+  assert.is(next, `/usr/bin/node ${CLI} verify && /usr/bin/node ${CLI} status`);
+  const checked = await sandbox.exec(['sh', '-c', next], { timeoutMs: 120_000 });
+  assert.is(checked.code, 0, checked.stdout + checked.stderr);
+  assert.match(checked.stdout, /^ok: \d+ files of opencode-pty-supervisor/);
 });
 
 test('a second install changes nothing and says so', async () => {

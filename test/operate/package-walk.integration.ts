@@ -38,7 +38,9 @@ async function snapshot(): Promise<string> {
   return listed.stdout;
 }
 
-const ptyctl = (args: string[]) => sandbox.exec([COMMAND, ...args], { timeoutMs: 120_000, env: { PATH: `${BARE_BIN}:/usr/sbin:/usr/bin:/sbin:/bin` } });
+/** An operator's PATH: npm's global bin on it (where `npm install -g` links the command), no compiler. */
+const OPERATOR_PATH = `${PREFIX}/bin:${BARE_BIN}:/usr/sbin:/usr/bin:/sbin:/bin`;
+const ptyctl = (args: string[]) => sandbox.exec([COMMAND, ...args], { timeoutMs: 120_000, env: { PATH: OPERATOR_PATH } });
 
 test.before(async () => {
   const reason = sandboxUnavailable();
@@ -79,7 +81,11 @@ test('npm install -g, install, a session from the agent unit, status, verify, un
   assert.match(install.stdout, `note: restart ${AGENT}`);
   // The sandbox's unified tree offers no memory or pids controller (its host keeps them on v1).
   assert.match(install.stdout, /^warning: opencode_pty_sessions\.slice: MemoryMax= \(memory\) and TasksMax= \(pids\) are not enforced/m);
-  assert.match(install.stdout, 'opencode-ptyctl verify && opencode-ptyctl status');
+  assert.match(install.stdout, 'Check it with: opencode-ptyctl verify && opencode-ptyctl status\n');
+  assert.not.match(install.stdout, 'is not on PATH');
+  // The next steps it printed run as printed, on the operator's PATH.
+  const next = await sandbox.exec(['sh', '-c', /Check it with: (.*)$/m.exec(install.stdout)![1]!], { timeoutMs: 120_000, env: { PATH: OPERATOR_PATH } });
+  assert.is(next.code, 0, next.stdout + next.stderr);
   // status and verify read the running process's groups, not the unit's SupplementaryGroups=.
   const stale = await ptyctl(['status']);
   assert.match(stale.stdout, `warning: ${AGENT} (MainPID`);
