@@ -1,19 +1,21 @@
 // opencode-ptyctl install: checks the host, then installs or upgrades the supervisor (see the plan).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { applyPlan, type Bundle, probeCgroups, DEFAULT_CLIENT_UNIT, DEFAULT_LAYOUT, DEFAULT_SOCKET_GROUP, describeStep, dirChain, existingState, hostFacts, type Layout, localAccounts, parseManifest, packageDirProblems, paths, type Plan, planInstall } from '../operate/index.ts';
+import { applyPlan, type Bundle, probeCgroups, DEFAULT_CLIENT_UNIT, DEFAULT_LAYOUT, DEFAULT_SOCKET_GROUP, describeStep, dirChain, existingState, hostFacts, type Layout, localAccounts, parseManifest, packageDirProblems, paths, type Plan, planInstall, readRecord } from '../operate/index.ts';
 import { COMMAND, commandHint, findOnPath, realCli } from './command-hint.ts';
 import type { CommandContext } from './context.ts';
 import { EXIT, EXIT_HELP } from './exit-codes.ts';
 import { parseOptions } from './options.ts';
 
-export const INSTALL_USAGE = `Usage: opencode-ptyctl install --client-user USER [--client-group GROUP] [--client-unit UNIT]
+export const INSTALL_USAGE = `Usage: opencode-ptyctl install [--client-user USER] [--client-group GROUP] [--client-unit UNIT]
                             [--socket-group GROUP] [--prefix DIR] [--node PATH] [--dry-run]
 
 Installs (or upgrades) the supervisor from the bundle this command belongs to. Run as root on a host
 where systemd (252 or newer) is PID 1. A second run with nothing new changes nothing and says so.
+An upgrade (the new package's command, run with no options) keeps the installed account, unit and group.
 
-  --client-user USER    the account the agent service runs as (sessions run as it; not root)
+  --client-user USER    the account the agent service runs as (sessions run as it; not root);
+                        required on a first install
   --client-group GROUP  its group (default: USER's primary group; not gid 0)
   --client-unit UNIT    the agent's service unit (default: ${DEFAULT_CLIENT_UNIT}); it gets a drop-in
                         with SupplementaryGroups= for the socket group
@@ -47,6 +49,16 @@ function configuredPrefix(layout: Layout): string {
   }
 }
 
+/** The account an earlier install's config names (records written before they kept it lack it). */
+function configuredClientUser(layout: Layout): string | undefined {
+  try {
+    const user = (JSON.parse(readFileSync(paths.config(layout), 'utf8')) as { client?: { user?: unknown } }).client?.user;
+    return typeof user === 'string' ? user : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export function printPlan(plan: Plan, say: (text: string) => void): void {
   for (const { step, change } of plan.steps) say(`${change ? 'would' : 'unchanged'}: ${describeStep(step)}\n`);
   for (const note of plan.notes) say(`note: ${note}\n`);
@@ -63,9 +75,8 @@ export function runInstall(args: readonly string[], context: CommandContext): nu
     context.stdout(INSTALL_USAGE);
     return EXIT.OK;
   }
-  if ('error' in parsed || parsed.positionals.length || !parsed.values['client-user']) {
-    const message = 'error' in parsed ? parsed.error : parsed.positionals.length ? `unexpected argument ${parsed.positionals[0]}` : '--client-user is required';
-    context.stderr(`opencode-ptyctl install: ${message}\n\n${INSTALL_USAGE}`);
+  if ('error' in parsed || parsed.positionals.length) {
+    context.stderr(`opencode-ptyctl install: ${'error' in parsed ? parsed.error : `unexpected argument ${parsed.positionals[0]}`}\n\n${INSTALL_USAGE}`);
     return EXIT.USAGE;
   }
   const { values, flags } = parsed;
@@ -74,6 +85,13 @@ export function runInstall(args: readonly string[], context: CommandContext): nu
     return EXIT.USAGE;
   }
   const layout: Layout = { ...DEFAULT_LAYOUT, libDir: values.prefix?.replace(/\/+$/, '') ?? DEFAULT_LAYOUT.libDir };
+  // An upgrade (`npm i -g …@NEW && opencode-ptyctl install`) takes the account, unit and group from the install it upgrades.
+  const earlier = readRecord(layout);
+  const clientUser = values['client-user'] ?? earlier?.clientUser ?? (earlier ? configuredClientUser(layout) : undefined);
+  if (!clientUser) {
+    context.stderr(`opencode-ptyctl install: --client-user is required (no earlier install at ${layout.libDir} to take it from)\n\n${INSTALL_USAGE}`);
+    return EXIT.USAGE;
+  }
   let bundle: Bundle;
   try {
     bundle = loadBundle(context.bundleDir);
@@ -85,10 +103,10 @@ export function runInstall(args: readonly string[], context: CommandContext): nu
   const nodePath = values.node ?? process.execPath;
   const plan = planInstall(
     {
-      clientUser: values['client-user']!,
+      clientUser,
       clientGroup: values['client-group'],
-      clientUnit: values['client-unit'] ?? DEFAULT_CLIENT_UNIT,
-      socketGroup: values['socket-group'] ?? DEFAULT_SOCKET_GROUP,
+      clientUnit: values['client-unit'] ?? earlier?.clientUnit ?? DEFAULT_CLIENT_UNIT,
+      socketGroup: values['socket-group'] ?? earlier?.socketGroup ?? DEFAULT_SOCKET_GROUP,
       layout,
       unitPrefix,
     },

@@ -6,6 +6,10 @@ import { EXIT } from '../../src/cli/exit-codes.ts';
 import type { CommandContext } from '../../src/cli/context.ts';
 import { commandOptions, parseOptions, prefixLayout } from '../../src/cli/options.ts';
 import { DEFAULT_LAYOUT } from '../../src/operate/layout.ts';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 function run(command: string, args: string[]): { code: number; stdout: string; stderr: string; ran: string[][] } {
   let stdout = '';
@@ -57,6 +61,24 @@ test('install from a directory without a built bundle fails and says how to buil
   const result = run('install', ['--client-user', 'opencode']);
   assert.is(result.code, EXIT.FAILED);
   assert.match(result.stderr, /no built bundle at \/nonexistent .*run node build\.mjs/);
+});
+
+test('install with no --client-user upgrades the recorded install (account, unit, group from its record); with no record it is a usage error', () => {
+  const prefix = mkdtempSync(join(tmpdir(), 'opencode-pty-upgrade-'));
+  try {
+    writeFileSync(join(prefix, 'installed.json'), JSON.stringify({ format: 1, current: 'x', versions: ['x'], files: {}, dirs: [], createdGroup: null, clientUnit: 'recorded-agent.service', clientUser: 'no-such-account-x', socketGroup: 'opencode-pty', nodePath: process.execPath, unitPrefix: 'opencode-pty-' }));
+    let stderr = '';
+    const context: CommandContext = { stdout: () => undefined, stderr: (t) => (stderr += t), run: () => ({ code: 0, stdout: '', stderr: '' }), bundleDir: fileURLToPath(new URL('../../dist', import.meta.url)) };
+    const code = OPERATOR_COMMANDS.install!(['--prefix', prefix, '--dry-run'], context);
+    assert.is(code, EXIT.REFUSED, stderr);
+    assert.match(stderr, 'no such account "no-such-account-x" (--client-user)', 'the recorded account, not a usage error');
+    assert.not.match(stderr, '--client-user is required');
+    const none = run('install', ['--prefix', join(prefix, 'elsewhere')]);
+    assert.is(none.code, EXIT.USAGE);
+    assert.match(none.stderr, `--client-user is required (no earlier install at ${join(prefix, 'elsewhere')} to take it from)`);
+  } finally {
+    rmSync(prefix, { recursive: true, force: true });
+  }
 });
 
 test('options: inline values, flags, and -- ending options', () => {

@@ -5,7 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +21,29 @@ const BARE_BIN = '/opt/bare-bin';
 const NPM_CLI = '/usr/lib/node_modules/npm/bin/npm-cli.js';
 let sandbox: Sandbox;
 const packDir = mkdtempSync(join(tmpdir(), 'opencode-pty-walk-'));
+const VERSION = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
+/** The newer build the upgrade step installs: the same files, one patch version up (package.json and manifest). */
+const NEXT_VERSION = VERSION.replace(/\d+$/, (patch) => String(Number(patch) + 1));
+
+/** The packed tarball again with its version bumped, as a newer build's `npm pack` would carry it. */
+function packNext(tarball: string): string {
+  const unpacked = join(packDir, 'next');
+  mkdirSync(unpacked);
+  const tar = (args: string[]) => {
+    const ran = spawnSync('tar', args, { encoding: 'utf8' });
+    if (ran.status !== 0) throw new Error(ran.stderr);
+  };
+  tar(['-xzf', tarball, '-C', unpacked]);
+  for (const file of ['package/package.json', 'package/dist/manifest.json']) {
+    const path = join(unpacked, file);
+    const json = JSON.parse(readFileSync(path, 'utf8')) as { version: string };
+    json.version = NEXT_VERSION;
+    writeFileSync(path, `${JSON.stringify(json, null, 2)}\n`);
+  }
+  const next = join(packDir, `next-${NEXT_VERSION}.tgz`);
+  tar(['-czf', next, '-C', unpacked, 'package']);
+  return next;
+}
 
 /** What a host holds of ours: units, slices, the group, the files, the socket. */
 async function snapshot(): Promise<string> {
@@ -40,6 +63,24 @@ async function snapshot(): Promise<string> {
 
 /** An operator's PATH: npm's global bin on it (where `npm install -g` links the command), no compiler. */
 const OPERATOR_PATH = `${PREFIX}/bin:${BARE_BIN}:/usr/sbin:/usr/bin:/sbin:/bin`;
+/** `npm install -g` of a tarball in the sandbox, with no compiler on PATH (and no network: --offline). */
+const npmInstallGlobal = (tarball: string) =>
+  sandbox.exec(['/usr/bin/node', NPM_CLI, 'install', '-g', '--prefix', PREFIX, '--offline', '--no-audit', '--no-fund', tarball], {
+    timeoutMs: 120_000,
+    env: { PATH: BARE_BIN, HOME: '/root', npm_config_cache: '/tmp/npm-cache' },
+  });
+
+/** Live session units, from the installed command's status (polled: status reads systemd's state). */
+async function untilSessions(count: number): Promise<void> {
+  let seen = -1;
+  for (let i = 0; i < 200; i++) {
+    const status = await ptyctl(['status', '--json']);
+    seen = (JSON.parse(status.stdout) as { sessions: { state: string }[] }).sessions.filter((s) => s.state === 'active').length;
+    if (seen === count) return;
+  }
+  throw new Error(`never saw ${count} live session(s) (last: ${seen})`);
+}
+
 const ptyctl = (args: string[]) => sandbox.exec([COMMAND, ...args], { timeoutMs: 120_000, env: { PATH: OPERATOR_PATH } });
 
 test.before(async () => {
@@ -49,7 +90,11 @@ test.before(async () => {
   if (packed.status !== 0) throw new Error(packed.stderr);
   sandbox = await bootSandbox({ name: 'operate-package-walk' });
   const tarball = readdirSync(packDir).find((name) => name.endsWith('.tgz'))!;
-  await sandbox.install([{ from: join(packDir, tarball), to: '/opt/package.tgz', mode: 0o644 }]);
+  const next = packNext(join(packDir, tarball));
+  await sandbox.install([
+    { from: join(packDir, tarball), to: '/opt/package.tgz', mode: 0o644 },
+    { from: next, to: '/opt/package-next.tgz', mode: 0o644 },
+  ]);
   // A fresh host: the socket group does not exist yet (the sandbox seeds it for the other suites).
   const fresh = await sandbox.exec(['sh', '-c', `groupdel opencode-pty && mkdir -p ${BARE_BIN} && ln -s /usr/bin/node ${BARE_BIN}/node && ln -s /bin/sh ${BARE_BIN}/sh`]);
   if (fresh.code !== 0) throw new Error(fresh.stderr);
@@ -64,10 +109,7 @@ test('npm install -g, install, a session from the agent unit, status, verify, un
   const before = await snapshot();
   // 1. npm install -g with no compiler on PATH (the sandbox has no network: --offline).
   const started = Date.now();
-  const npm = await sandbox.exec(['/usr/bin/node', NPM_CLI, 'install', '-g', '--prefix', PREFIX, '--offline', '--no-audit', '--no-fund', '/opt/package.tgz'], {
-    timeoutMs: 120_000,
-    env: { PATH: BARE_BIN, HOME: '/root', npm_config_cache: '/tmp/npm-cache' },
-  });
+  const npm = await npmInstallGlobal('/opt/package.tgz');
   assert.is(npm.code, 0, npm.stderr);
   process.stdout.write(`# npm install -g in the sandbox: ${Date.now() - started} ms\n`);
   assert.is((await sandbox.exec(['sh', '-c', `PATH=${BARE_BIN} command -v cc make g++ || echo none`])).stdout, 'none\n');
@@ -111,7 +153,46 @@ test('npm install -g, install, a session from the agent unit, status, verify, un
   assert.match(verify.stdout, /^ok: \d+ files of opencode-pty-supervisor/);
   assert.match(verify.stdout, /^warning: opencode_pty_sessions\.slice: MemoryMax= \(memory\) and TasksMax= \(pids\) are not enforced/m);
 
-  // 5. uninstall --purge, then the host holds nothing of ours.
+  // 5. Upgrade, as the README says (npm i -g of the newer build, then its command's install with no
+  //    options), while a session is live: the busy broker keeps its directory; the next install, once
+  //    idle, removes it. The new build then serves.
+  const oldDir = (await sandbox.exec(['readlink', '/usr/lib/opencode-pty/current'])).stdout.trim();
+  assert.match(oldDir, new RegExp(`^${VERSION.replace(/\./g, '\\.')}-[0-9a-f]{12}$`));
+  const held = ['systemd-run', '--quiet', '--collect', `--unit=${AGENT}`, '--service-type=exec', `--uid=${sandbox.client.user}`, `--gid=${sandbox.client.group}`, `--working-directory=${sandbox.client.home}`, '--', '/bin/sh', '-c', 'sleep 600 | /usr/bin/node /usr/lib/opencode-pty/current/cli.js run -- sleep 600'];
+  assert.is((await sandbox.exec(held)).code, 0);
+  await untilSessions(1);
+  const upgradeStarted = Date.now();
+  const npmNext = await npmInstallGlobal('/opt/package-next.tgz');
+  assert.is(npmNext.code, 0, npmNext.stderr);
+  process.stdout.write(`# npm install -g of the newer build in the sandbox: ${Date.now() - upgradeStarted} ms\n`);
+  assert.is((await ptyctl(['--version'])).stdout, `opencode-ptyctl ${NEXT_VERSION}\n`, 'npm replaced the package: its command is the new one');
+  const upgrade = await ptyctl(['install']);
+  assert.is(upgrade.code, 0, upgrade.stdout + upgrade.stderr);
+  assert.match(upgrade.stdout, /serves 1 session\(s\) from .* it keeps running/);
+  const newDir = (await sandbox.exec(['readlink', '/usr/lib/opencode-pty/current'])).stdout.trim();
+  assert.match(newDir, new RegExp(`^${NEXT_VERSION.replace(/\./g, '\\.')}-[0-9a-f]{12}$`));
+  assert.is((await sandbox.exec(['test', '-d', `/usr/lib/opencode-pty/${oldDir}`])).code, 0, 'the busy broker keeps its directory');
+  assert.is((await sandbox.exec(['systemctl', 'stop', AGENT])).code, 0);
+  await untilSessions(0);
+  const again = await ptyctl(['install']);
+  assert.is(again.code, 0, again.stdout + again.stderr);
+  assert.is((await sandbox.exec(['test', '-e', `/usr/lib/opencode-pty/${oldDir}`])).code, 1, 'once idle, the next install removes the old directory');
+  const recorded = JSON.parse((await sandbox.exec(['cat', '/usr/lib/opencode-pty/installed.json'])).stdout) as { versions: string[] };
+  assert.equal(recorded.versions, [newDir]);
+  // The new build serves: a session from the agent's unit, a broker started from the new directory.
+  const upgraded = await sandbox.exec(
+    ['systemd-run', '--quiet', '--wait', '--collect', '--pipe', `--unit=${AGENT}`, '--service-type=exec', `--uid=${sandbox.client.user}`, `--gid=${sandbox.client.group}`, `--working-directory=${sandbox.client.home}`, '--', '/usr/bin/node', '/usr/lib/opencode-pty/current/cli.js', 'run', '--', 'sh', '-c', 'echo upgraded; exit 6'],
+    { timeoutMs: 60_000 },
+  );
+  assert.is(upgraded.code, 6, upgraded.stderr);
+  assert.match(upgraded.stdout, 'upgraded');
+  const brokerPid = (await sandbox.exec(['systemctl', 'show', '--property=MainPID', '--value', 'opencode-pty-supervisor@broker.service'])).stdout.trim();
+  assert.match((await sandbox.exec(['cat', `/proc/${brokerPid}/cmdline`])).stdout, `/usr/lib/opencode-pty/${newDir}/broker.cjs`);
+  const verifyNext = await ptyctl(['verify']);
+  assert.is(verifyNext.code, 0, verifyNext.stdout + verifyNext.stderr);
+  assert.match(verifyNext.stdout, `files of opencode-pty-supervisor ${NEXT_VERSION} `);
+
+  // 6. uninstall --purge, then the host holds nothing of ours.
   const uninstall = await ptyctl(['uninstall', '--purge']);
   assert.is(uninstall.code, 0, uninstall.stdout + uninstall.stderr);
   const notInstalled = await ptyctl(['status']);
