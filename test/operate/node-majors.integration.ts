@@ -6,9 +6,10 @@
 // `npm ci --prefix test/node-majors` installs: nothing is fetched here.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { bootSandbox, sandboxUnavailable, type Sandbox } from '../sandbox/index.ts';
+import { bundleFiles } from './bundle-files.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const AGENT = 'opencode-pty-agent.service';
@@ -21,20 +22,6 @@ const MAJORS = [
   { major: 24, from: `${root}test/node-majors/node_modules/node24/bin/node`, node: '/opt/node24/bin/node' },
 ];
 let sandbox: Sandbox;
-
-/** The built dist/ copied into the sandbox (its /work is not there), as a checkout's build would be. */
-function bundleFiles(): { from: string; to: string; mode: number }[] {
-  const files: { from: string; to: string; mode: number }[] = [];
-  const walk = (dir: string) => {
-    for (const entry of readdirSync(`${root}dist/${dir}`, { withFileTypes: true })) {
-      const rel = dir ? `${dir}/${entry.name}` : entry.name;
-      if (entry.isDirectory()) walk(rel);
-      else files.push({ from: `${root}dist/${rel}`, to: `${BUILD}/${rel}`, mode: rel.endsWith('opencode-pty-session') ? 0o711 : 0o644 });
-    }
-  };
-  walk('');
-  return files;
-}
 
 /** One session from the agent's unit, its client on the same Node. */
 function session(node: string, script: string) {
@@ -56,7 +43,7 @@ test.before(async () => {
   const missing = MAJORS.filter(({ from }) => !existsSync(from));
   if (missing.length) throw new Error(`no Node ${missing.map((m) => m.major).join(', ')} in test/node-majors: run npm ci --prefix test/node-majors (as CI does)`);
   sandbox = await bootSandbox({ name: 'operate-node-majors' });
-  await sandbox.install([...bundleFiles(), ...MAJORS.map(({ from, node }) => ({ from, to: node, mode: 0o755 }))]);
+  await sandbox.install([...bundleFiles(BUILD), ...MAJORS.map(({ from, node }) => ({ from, to: node, mode: 0o755 }))]);
   // A fresh host: the socket group does not exist yet (the sandbox seeds it for the other suites).
   const fresh = await sandbox.exec(['groupdel', 'opencode-pty']);
   if (fresh.code !== 0) throw new Error(fresh.stderr);
