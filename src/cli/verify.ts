@@ -1,7 +1,7 @@
 // opencode-ptyctl verify: is what is installed exactly what the build shipped, on a supported Node?
 import { readlinkSync } from 'node:fs';
 import { checkSessionProperty, loadConfig } from '../config/index.ts';
-import { cgroupLimitWarning, checkAgentGroups, DEFAULT_LAYOUT, probeCgroups, fileFacts, listFiles, localAccounts, nodeFacts, paths, readManifestAt, readRecord, SESSIONS_SLICE, verifyDifferences } from '../operate/index.ts';
+import { checkAgentGroups, DEFAULT_LAYOUT, probeCgroups, fileFacts, listFiles, localAccounts, nodeFacts, paths, readManifestAt, readRecord, SESSIONS_SLICE, sessionLimitReport, verifyDifferences } from '../operate/index.ts';
 import type { CommandContext } from './context.ts';
 import { EXIT, EXIT_HELP } from './exit-codes.ts';
 import { commandOptions, prefixLayout } from './options.ts';
@@ -40,8 +40,11 @@ export function runVerify(args: readonly string[], context: CommandContext): num
   }
   let configProblem: string | undefined;
   let sessionSlice: string | undefined;
+  let sessionProperties: string[] = [];
   try {
-    sessionSlice = loadConfig({ path: paths.config(layout), checkProperty: checkSessionProperty }).session.slice;
+    const { session } = loadConfig({ path: paths.config(layout), checkProperty: checkSessionProperty });
+    sessionSlice = session.slice;
+    sessionProperties = Object.keys(session.properties);
   } catch (error) {
     configProblem = (error as Error).message;
   }
@@ -59,13 +62,17 @@ export function runVerify(args: readonly string[], context: CommandContext): num
   const agent = record ? checkAgentGroups(context.run, record.clientUnit, record.socketGroup, localAccounts().group(record.socketGroup)?.gid) : undefined;
   if (agent) context.stdout(`warning: ${agent}\n`);
   // Said after the verdict (the files may match, the limits still not hold).
-  const limits = record ? cgroupLimitWarning(context.cgroups?.() ?? probeCgroups(), sessionSlice ?? SESSIONS_SLICE) : undefined;
+  const limits = record ? sessionLimitReport(context.cgroups?.() ?? probeCgroups(), sessionSlice ?? SESSIONS_SLICE, sessionProperties) : {};
+  const sayLimits = () => {
+    if (limits.note) context.stdout(`note: ${limits.note}\n`);
+    if (limits.warning) context.stdout(`warning: ${limits.warning}\n`);
+  };
   if (differences.length) {
     for (const difference of differences) context.stdout(`differs: ${difference}\n`);
-    if (limits) context.stdout(`warning: ${limits}\n`);
+    sayLimits();
     return EXIT.DIFFERS;
   }
   context.stdout(`ok: ${Object.keys(expected.artifacts).length} files of ${expected.name} ${expected.version} (sources ${expected.sources.slice(0, 12)}) match; Node ${process.version} satisfies ${expected.node}\n`);
-  if (limits) context.stdout(`warning: ${limits}\n`);
+  sayLimits();
   return EXIT.OK;
 }

@@ -1,11 +1,13 @@
-// Which cgroup layout the host runs (unified, hybrid or legacy), from facts a small probe reads, and
-// what follows for the supervisor: a refusal on a legacy host, a warning where the sessions slice's
-// limits have no controller to enforce them.
+// Which cgroup layout the host runs (unified, hybrid or legacy) and where each controller the sessions'
+// limits need lives, from facts a small probe reads; a legacy host is refused here (what the limits
+// become on the others: cgroup-limits.ts).
 import { readFileSync, statfsSync } from 'node:fs';
 
 /** statfs(2) f_type values (linux/magic.h). */
 const CGROUP2_SUPER_MAGIC = 0x63677270;
 const TMPFS_MAGIC = 0x01021994;
+/** A cgroup v1 hierarchy. */
+const CGROUP_SUPER_MAGIC = 0x27e0eb;
 
 export const CGROUP_ROOT = '/sys/fs/cgroup';
 /** Where systemd mounts the unified hierarchy beside the v1 controllers in its hybrid layout. */
@@ -18,7 +20,13 @@ export interface CgroupFacts {
   hybridUnified: boolean;
   /** The controllers the unified hierarchy's root offers (its cgroup.controllers); empty without one. */
   controllers: string[];
+  /** Which of LIMIT_CONTROLLERS have a cgroup v1 hierarchy mounted at /sys/fs/cgroup/<controller>. */
+  v1Controllers: string[];
 }
+
+/** The controllers the sessions' limits need: memory (MemoryMax= and the like) and pids (TasksMax=). */
+export const LIMIT_CONTROLLERS = ['memory', 'pids'] as const;
+export type LimitController = (typeof LIMIT_CONTROLLERS)[number];
 
 export type CgroupLayout = 'unified' | 'hybrid' | 'legacy';
 
@@ -29,8 +37,18 @@ export function cgroupLayout(facts: CgroupFacts): CgroupLayout {
   return 'legacy';
 }
 
-/** The sessions slice's limits and the unified-hierarchy controller each needs (systemd.resource-control(5)). */
-export const SLICE_LIMIT_CONTROLLERS = { MemoryMax: 'memory', TasksMax: 'pids' } as const;
+/** Where systemd drives a controller: through the unified hierarchy, a v1 hierarchy, or nowhere (its settings are not enforced). */
+export type ControllerHome = 'unified' | 'v1' | 'none';
+
+/**
+ * systemd 252 drives every controller through the unified hierarchy when /sys/fs/cgroup is cgroup2, and
+ * through the v1 hierarchies otherwise: in the hybrid layout the unified tree serves only its own process
+ * tracking (cg_unified_controller() in src/basic/cgroup-util.c), whatever its cgroup.controllers offers.
+ */
+export function controllerHome(facts: CgroupFacts, controller: LimitController): ControllerHome {
+  if (cgroupLayout(facts) === 'unified') return facts.controllers.includes(controller) ? 'unified' : 'none';
+  return facts.v1Controllers.includes(controller) ? 'v1' : 'none';
+}
 
 /**
  * Why the supervisor cannot run here, or undefined. The broker finds a peer's unit from the unified
@@ -43,20 +61,6 @@ export function cgroupProblem(facts: CgroupFacts): string | undefined {
   return (
     `this host has only cgroup v1 (no cgroup2 at ${CGROUP_ROOT} or ${CGROUP_HYBRID_UNIFIED}): the broker identifies a client's unit from the ` +
     'unified hierarchy ("0::" in /proc/PID/cgroup) and would refuse every client; boot with systemd.unified_cgroup_hierarchy=1 on the kernel command line'
-  );
-}
-
-/** A warning when the sessions slice's limits are written but not enforced (the controllers are elsewhere), or undefined. */
-export function cgroupLimitWarning(facts: CgroupFacts, slice: string): string | undefined {
-  const layout = cgroupLayout(facts);
-  if (layout === 'legacy') return undefined; // refused, not warned
-  const missing = Object.entries(SLICE_LIMIT_CONTROLLERS).filter(([, controller]) => !facts.controllers.includes(controller));
-  if (!missing.length) return undefined;
-  const where = layout === 'hybrid' ? 'which this hybrid host keeps on cgroup v1' : 'which the unified hierarchy here does not offer (a container may withhold them)';
-  return (
-    `${slice}: ${missing.map(([limit, controller]) => `${limit}= (${controller})`).join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not enforced: ` +
-    `systemd.resource-control(5) applies ${missing.length > 1 ? 'them' : 'it'} through the unified hierarchy's controllers, ${where}; ` +
-    'boot with systemd.unified_cgroup_hierarchy=1 to enforce the limits on all sessions together'
   );
 }
 
@@ -90,7 +94,9 @@ export function probeCgroups(reader: CgroupReader = hostCgroupReader): CgroupFac
   const hybridUnified = root === 'tmpfs' && reader.fsType(CGROUP_HYBRID_UNIFIED) === CGROUP2_SUPER_MAGIC;
   const unifiedDir = root === 'cgroup2' ? CGROUP_ROOT : hybridUnified ? CGROUP_HYBRID_UNIFIED : undefined;
   const controllers = unifiedDir ? (reader.readFile(`${unifiedDir}/cgroup.controllers`) ?? '').split(/\s+/).filter(Boolean) : [];
-  return { root, hybridUnified, controllers };
+  // The path systemd uses for a v1 controller (its controller_is_v1_accessible()); statfs follows a co-mount's symlink.
+  const v1Controllers = root === 'tmpfs' ? LIMIT_CONTROLLERS.filter((controller) => reader.fsType(`${CGROUP_ROOT}/${controller}`) === CGROUP_SUPER_MAGIC) : [];
+  return { root, hybridUnified, controllers, v1Controllers };
 }
 
-export const FS_MAGIC = { CGROUP2_SUPER_MAGIC, TMPFS_MAGIC } as const;
+export const FS_MAGIC = { CGROUP2_SUPER_MAGIC, TMPFS_MAGIC, CGROUP_SUPER_MAGIC } as const;

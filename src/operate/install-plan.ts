@@ -3,7 +3,7 @@
 import { DEFAULT_SOCKET_PATH } from '../config/index.ts';
 import { BROKER_SLICE, BROKER_UNIT, SERVICE_TEMPLATE, SESSIONS_SLICE, SOCKET_UNIT, paths, recordedSlices, type InstallRecord, type Layout } from './layout.ts';
 import { artifactProblems, sha256, versionName, type BuildManifest, type FileFacts } from './manifest.ts';
-import { cgroupLimitWarning } from './cgroups.ts';
+import { configuredPropertyNames, sessionLimitReport } from './cgroup-limits.ts';
 import { migrateSessionSlice } from './slice-migration.ts';
 import { slicesToStop, type SliceState } from './slices.ts';
 import { hostNotes, hostProblems, type HostFacts } from './requirements.ts';
@@ -232,7 +232,9 @@ export function planInstall(options: InstallOptions, bundle: Bundle, host: HostF
     );
   } else if (clientChanged) notes.push(`restart ${options.clientUnit} so its processes get the supplementary group ${options.socketGroup}`);
 
-  const cgroupWarning = cgroupLimitWarning(host.cgroups, SESSIONS_SLICE);
+  // The slice install writes limits for, and the session properties of the config kept (a fresh one sets none).
+  const limits = sessionLimitReport(host.cgroups, SESSIONS_SLICE, configExists ? configuredPropertyNames(existing.text?.(configPath)) : []);
+  if (limits.note) notes.push(limits.note);
   for (const old of oldVersions) {
     if (!keptVersions.has(old)) add({ op: 'remove', path: paths.version(layout, old), recursive: true }, true);
   }
@@ -240,7 +242,7 @@ export function planInstall(options: InstallOptions, bundle: Bundle, host: HostF
   const pruned = oldVersions.some((old) => !keptVersions.has(old));
   // Written again only when old versions went: a plan lists each file once unless it is written twice.
   if (pruned) add({ op: 'write', path: recordPath, content: recordText(record(finalVersions)), mode: 0o644 }, true);
-  return { refusals, steps, notes, warnings: cgroupWarning ? [cgroupWarning] : [] };
+  return { refusals, steps, notes, warnings: limits.warning ? [limits.warning] : [] };
 }
 
 export function recordText(record: InstallRecord): string {

@@ -23,7 +23,7 @@ test.after(() => rmSync(dir, { recursive: true, force: true }));
 const manifestOf = (artifacts: BuildManifest['artifacts']): BuildManifest => ({ name: 'opencode-pty-supervisor', version: '1.0.0', node: '>=20', sources: 'ab'.repeat(32), artifacts });
 const ok = { sha256: 'c'.repeat(64), mode: '0644' };
 const bundleOf = (manifest: BuildManifest): Bundle => ({ dir: '/pkg/dist', manifest, manifestText: JSON.stringify(manifest), socketTemplate: '[Socket]\nListenStream=/run/opencode-pty/supervisor.sock\n', serviceTemplate: '[Service]\nEnvironment=OPENCODE_PTY_CONFIG=/etc/opencode-pty/config.json\nExecStart=/usr/bin/node /usr/lib/opencode-pty/broker.cjs\n' });
-const host: HostFacts = { euid: 0, systemdVersion: 252, systemdRunning: true, kernel: '6.1.0-18-amd64', node: { path: '/usr/bin/node', version: 'v20.11.1', chain: [{ path: '/usr/bin/node', uid: 0, mode: 0o755 }] }, cgroups: { root: 'cgroup2', hybridUnified: false, controllers: ['memory', 'pids'] } };
+const host: HostFacts = { euid: 0, systemdVersion: 252, systemdRunning: true, kernel: '6.1.0-18-amd64', node: { path: '/usr/bin/node', version: 'v20.11.1', chain: [{ path: '/usr/bin/node', uid: 0, mode: 0o755 }] }, cgroups: { root: 'cgroup2', hybridUnified: false, controllers: ['memory', 'pids'], v1Controllers: [] } };
 const options: InstallOptions = { clientUser: 'opencode', clientGroup: undefined, clientUnit: 'opencode.service', socketGroup: 'opencode-pty', layout: DEFAULT_LAYOUT, unitPrefix: 'opencode-pty-' };
 const accounts: Accounts = {
   user: (name) => (name === 'opencode' || name === 'other' ? { uid: name === 'opencode' ? 990 : 991, gid: 990 } : undefined),

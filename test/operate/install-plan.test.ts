@@ -22,7 +22,7 @@ const host: HostFacts = {
   systemdRunning: true,
   kernel: '6.1.0-18-amd64',
   node: { path: '/usr/local/bin/node', version: 'v20.11.1', chain: [{ path: '/usr/local/bin/node', uid: 0, mode: 0o755 }] },
-  cgroups: { root: 'cgroup2', hybridUnified: false, controllers: ['cpu', 'io', 'memory', 'pids'] },
+  cgroups: { root: 'cgroup2', hybridUnified: false, controllers: ['cpu', 'io', 'memory', 'pids'], v1Controllers: [] },
 };
 const options: InstallOptions = { clientUser: 'opencode', clientGroup: undefined, clientUnit: 'opencode.service', socketGroup: 'opencode-pty', layout: DEFAULT_LAYOUT, unitPrefix: 'opencode-pty-' };
 

@@ -59,7 +59,7 @@ test("config migration: the old default becomes the new name, everything else ke
 
 const manifest = { name: 'opencode-pty-supervisor', version: '1.1.0', node: '>=20', sources: 'ab'.repeat(32), artifacts: { 'cli.js': { sha256: 'c'.repeat(64), mode: '0644' } } };
 const bundle: Bundle = { dir: '/pkg/dist', manifest, manifestText: JSON.stringify(manifest), socketTemplate: '[Socket]\n', serviceTemplate: '[Service]\nExecStart=/x\n' };
-const host: HostFacts = { euid: 0, systemdVersion: 252, systemdRunning: true, kernel: '6.18.0', node: { path: '/usr/bin/node', version: 'v20.11.1', chain: [{ path: '/usr/bin/node', uid: 0, mode: 0o755 }] }, cgroups: { root: 'cgroup2', hybridUnified: false, controllers: ['memory', 'pids'] } };
+const host: HostFacts = { euid: 0, systemdVersion: 252, systemdRunning: true, kernel: '6.18.0', node: { path: '/usr/bin/node', version: 'v20.11.1', chain: [{ path: '/usr/bin/node', uid: 0, mode: 0o755 }] }, cgroups: { root: 'cgroup2', hybridUnified: false, controllers: ['memory', 'pids'], v1Controllers: [] } };
 const accounts: Accounts = { user: (n) => (n === 'opencode' ? { uid: 990, gid: 990 } : undefined), group: (n) => ({ opencode: { gid: 990, members: [] }, 'opencode-pty': { gid: 991, members: [] } })[n], groupName: (g) => (g === 990 ? 'opencode' : undefined) };
 const options: InstallOptions = { clientUser: 'opencode', clientGroup: undefined, clientUnit: 'opencode.service', socketGroup: 'opencode-pty', layout: DEFAULT_LAYOUT, unitPrefix: 'opencode-pty-' };
 const layout = DEFAULT_LAYOUT;
