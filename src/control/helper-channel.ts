@@ -102,15 +102,12 @@ export const ALLOWED_SIGNALS: ReadonlySet<number> = new Set([1, 2, 3, 9, 10, 12,
 /** The codes a helper may ask the client to be sent for a protocol failure. */
 const PROTOCOL_CODES: ReadonlySet<number> = new Set([ErrorCode.PROTOCOL, ErrorCode.FLOW]);
 
-/** Version 3's ERROR codes a DETACHED may carry (docs/protocol.md "Version 3"). */
-const KeepErrorCode = { NOT_CONTROLLER: 14, BAD_OFFSET: 16, OBSERVER_LIMIT: 17, SESSION_STATE: 18 } as const;
-
 /** DETACHED: the ERROR codes each reason may carry (0: none). */
 const DETACH_CODES: Record<DetachReason, ReadonlySet<number>> = {
   'client-gone': new Set([0]),
   flow: new Set([ErrorCode.FLOW]),
-  protocol: new Set([ErrorCode.PROTOCOL, ErrorCode.FLOW, KeepErrorCode.NOT_CONTROLLER]),
-  refused: new Set([KeepErrorCode.BAD_OFFSET, KeepErrorCode.OBSERVER_LIMIT, KeepErrorCode.SESSION_STATE]),
+  protocol: new Set([ErrorCode.PROTOCOL, ErrorCode.FLOW, ErrorCode.NOT_CONTROLLER]),
+  refused: new Set([ErrorCode.BAD_OFFSET, ErrorCode.OBSERVER_LIMIT, ErrorCode.SESSION_STATE]),
   ending: new Set([0]),
 };
 
