@@ -22,7 +22,7 @@ const entry: SessionEntry = {
 };
 
 function kept(options: { mainPid?: boolean } = {}) {
-  const sent: { message: BrokerMessage; fds: number[] }[] = [];
+  const sent: { message: BrokerMessage; fds: number }[] = [];
   const logs: string[] = [];
   const worker = {
     child: { pid: 4242 },
@@ -41,7 +41,7 @@ function kept(options: { mainPid?: boolean } = {}) {
     },
     log: (_level, message) => void logs.push(message),
   };
-  return { deps, sent: sent as unknown as { message: BrokerMessage; fds: number }[], logs };
+  return { deps, sent, logs };
 }
 
 /** A version 3 connection whose client sent HELLO 1..3 and then `request` (with `fd` riding on it). */
