@@ -232,7 +232,7 @@ function limits(raw: unknown): LimitsConfig {
     sessionsPerWorker: integer(value.sessionsPerWorker, 'limits.sessionsPerWorker', DEFAULT_LIMITS.sessionsPerWorker, 1, 1024),
     // A kept session holds its slot: at most maxSessions, and the default follows a smaller maxSessions.
     maxKept: integer(value.maxKept, 'limits.maxKept', Math.min(DEFAULT_LIMITS.maxKept, maxSessions), 0, maxSessions),
-    maxObservers: integer(value.maxObservers, 'limits.maxObservers', DEFAULT_LIMITS.maxObservers, 0, 64),
+    maxObservers: integer(value.maxObservers, 'limits.maxObservers', DEFAULT_LIMITS.maxObservers, 0, 16),
   };
 }
 

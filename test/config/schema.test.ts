@@ -141,7 +141,7 @@ test('kept sessions: the defaults (a day, 2 MiB, 8 kept, 4 observers) and their 
   assert.is(validateConfig({ ...minimal, limits: { maxSessions: 3 } }, accounts, allowAll).limits.maxKept, 3);
   rejects({ ...minimal, limits: { maxSessions: 3, maxKept: 4 } }, 'limits.maxKept');
   assert.is(validateConfig({ ...minimal, limits: { maxSessions: 3, maxKept: 0 } }, accounts, allowAll).limits.maxKept, 0);
-  rejects({ ...minimal, limits: { maxObservers: 65 } }, 'limits.maxObservers');
+  rejects({ ...minimal, limits: { maxObservers: 17 } }, 'limits.maxObservers');
   rejects({ ...minimal, session: { maxKeepMs: -1 } }, 'session.maxKeepMs');
   rejects({ ...minimal, session: { maxKeepMs: 2 ** 32 } }, 'session.maxKeepMs');
   rejects({ ...minimal, session: { maxRetainedBytes: 64 * 1024 * 1024 + 1 } }, 'session.maxRetainedBytes');
