@@ -262,7 +262,9 @@ function apply(state: SessionState, event: SessionEvent): Step {
       return state.kept && state.programEnded === undefined && before(phase, 'final') ? { state: { ...state, programEnded: event.waitStatus }, actions: [] } : same;
     case 'stop-session':
       if (!state.kept || state.stopping || phase !== 'running') return same;
-      return { state: { ...state, stopping: true, stopSession: true, deadlineArmed: false }, actions: [...(state.deadlineArmed ? [{ type: 'disarm-deadline' } as const] : []), { type: 'report-finishing' }, { type: 'stop-steps' }] };
+      // TERMINATE: the helper ends the program in its steps and reports, attached or not (a detached
+      // helper whose program ended would wait for an ATTACH); the unit is stopped after stopTimeoutSec.
+      return { state: { ...state, stopping: true, stopSession: true, deadlineArmed: false }, actions: [...(state.deadlineArmed ? [{ type: 'disarm-deadline' } as const] : []), { type: 'report-finishing' }, { type: 'end-helper' }] };
   }
 }
 

@@ -20,7 +20,7 @@ import { initialState, step, type Phase, type SessionAction, type SessionEvent, 
 import { asSessionError } from './start-errors.ts';
 import { UnitStop } from './unit-stop.ts';
 import { KeptSide, type SessionNow } from './kept-side.ts';
-import { stoppedFrom } from './kept-end.ts';
+import { stoppedFor } from './kept-end.ts';
 import type { KeepPlan } from './keep-plan.ts';
 
 export type { EndReason, Ending };
@@ -98,8 +98,9 @@ export class Session {
     // progress ends in EOF and the start fails PROTOCOL, written to a peer that can still read it. From
     // the launch on, a hang-up ends the session (a hang-up seen before it is taken up at the launch).
     this.#client.on('hangup', () => {
-      // A kept session's START connection only detaches (kept-connections.ts watches it).
-      if (this.#state.phase !== 'handshake' && !this.#kept) this.#dispatch({ type: 'client-gone' });
+      // A kept session's START connection only detaches, from its launch on: the helper may have written
+      // STARTED before we saw the start through (#keepStarted then finds it gone; kept-connections.ts).
+      if (this.#state.phase !== 'handshake' && !this.#state.kept) this.#dispatch({ type: 'client-gone' });
     });
   }
 
@@ -151,7 +152,7 @@ export class Session {
       launched: (link) => {
         this.#helper = link;
         this.#dispatch({ type: 'launched' });
-        if (this.#client.hungUp) this.#dispatch({ type: 'client-gone' });
+        if (this.#client.hungUp && !this.#state.kept) this.#dispatch({ type: 'client-gone' });
       },
       unitDone: this.#unitDone,
       stopping: () => this.#state.stopping || this.#units.stopped,
@@ -336,7 +337,7 @@ export class Session {
     const last = lastWriteFor({ ...state, version: this.#version, accounting }, this.#programPid.known);
     const { remainder, reason } = last;
     // STOP_SESSION ends a kept session as a STOP: STOPPED, with how the program ended.
-    const frame = state.stopSession && last.frame ? stoppedFrom(last.frame) : last.frame;
+    const frame = state.stopSession ? stoppedFor(state.report !== undefined, state.exit, accounting) : last.frame;
     // A kept session's last frame goes to every connection held for it (DETACHED ending), each after its own rest.
     const recipients = this.#kept ? this.#kept.recipients() : [{ socket: this.#client, remainder }];
     if (frame) await Promise.all(recipients.map((to) => writeFinalFrame(to.socket, frame, this.#deps.config.limits.writeTimeoutMs, to.remainder, this.#version)));

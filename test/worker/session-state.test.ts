@@ -158,7 +158,7 @@ const KEPT_TABLE: Record<keyof typeof KEPT_AT, Record<EventType, KeptRow>> = {
     detach: ['running', 0, true, 'arm-deadline'],
     'keep-deadline': ['running', 1, false],
     'program-ended': ['running', 1, false],
-    'stop-session': ['running', 1, false, 'report-finishing', 'stop-steps'],
+    'stop-session': ['running', 1, false, 'report-finishing', 'end-helper'],
     finished: ['running', 1, false],
   },
   detached: {
@@ -176,7 +176,7 @@ const KEPT_TABLE: Record<keyof typeof KEPT_AT, Record<EventType, KeptRow>> = {
     detach: ['running', 0, true],
     'keep-deadline': ['running', 0, false, 'report-finishing', 'end-helper'],
     'program-ended': ['running', 0, true],
-    'stop-session': ['running', 0, false, 'disarm-deadline', 'report-finishing', 'stop-steps'],
+    'stop-session': ['running', 0, false, 'disarm-deadline', 'report-finishing', 'end-helper'],
     finished: ['running', 0, true],
   },
   ended: {} as Record<EventType, KeptRow>,
