@@ -100,6 +100,32 @@ test('observers may not signal or stop either; the N+1th observer is refused OBS
   assert.is((await run.ended).end?.reason, 'exit');
 });
 
+test('an observer the ring overtakes is let go with FLOW; the controller and the program never wait for it', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'helper-keep-'));
+  try {
+    const data = Buffer.alloc(1 << 20, 0x61);
+    writeFileSync(join(dir, 'data'), data);
+    const run = new KeptRun(sh(`stty raw -echo -opost; printf ready; read x; cat ${join(dir, 'data')}; read y`), { retainBytes: 65536 });
+    const c0 = run.conn(0);
+    await run.until('ready', () => c0.output.toString() === 'ready');
+    const slow = run.attach(1, 'observe', FROM_NOW);
+    await run.until('ATTACHED', () => slow.attached !== undefined);
+    slow.socket.pauseReading();
+    c0.send(input('\n'));
+    await run.until('the controller has it all', () => c0.position === BigInt(5 + data.length));
+    await run.until('the observer let go', () => run.detachedOf(1) !== undefined);
+    assert.equal([run.detachedOf(1)!.reason, run.detachedOf(1)!.code], ['flow', 9]);
+    // The controller had everything from its cursor on (or TRUNCATED where the unpaced program outran
+    // it: the harness checks every offset), while the observer, paused, held nothing back.
+    assert.ok(c0.received + c0.events.reduce((sum, e) => sum + (e.type === 'truncated' ? Number(e.dropped) : 0), 0) === 5 + data.length);
+    assert.ok(slow.received <= 262144, 'the observer got no more than its credit');
+    c0.send(input('\n'));
+    assert.is((await run.ended).end?.reason, 'exit');
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
+});
+
 test('offsets: past next, at 2^63 and just below FROM_NOW are refused BAD_OFFSET; next itself and FROM_NOW start with the next byte', async () => {
   const run = new KeptRun(sh(LOOP));
   const c0 = run.conn(0);
