@@ -40,7 +40,8 @@ export interface Attached {
 }
 
 export type ConnEvent =
-  | { type: 'truncated'; oldest: bigint; dropped: bigint }
+  /** `at`: how many OUTPUT bytes the connection had received when it came. */
+  | { type: 'truncated'; oldest: bigint; dropped: bigint; at: number }
   | { type: 'changed'; generation: number; role: number };
 
 /** One connection of the kept session, from the client's side. */
@@ -146,7 +147,7 @@ export class Conn {
         const dropped = p.readBigUInt64BE(8);
         if (oldest <= this.position || oldest - this.position !== dropped) return this.#fail(`TRUNCATED(${oldest}, ${dropped}) at offset ${this.position}`);
         this.position = oldest;
-        this.events.push({ type: 'truncated', oldest, dropped });
+        this.events.push({ type: 'truncated', oldest, dropped, at: this.received });
       } else if (type === F.CONTROLLER_CHANGED && length === 5) {
         this.events.push({ type: 'changed', generation: p.readUInt32BE(0), role: p[4]! });
       } else {
