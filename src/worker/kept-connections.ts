@@ -59,6 +59,8 @@ export class KeptConnections {
     const gone = () => this.#gone(conn, connection);
     if (socket.hungUp) gone();
     else socket.once('hangup', gone);
+    // A reset (the peer died with our bytes unread) may come as an error without a hang-up first.
+    socket.on('error', gone);
   }
 
   /** The helper let go of `report.conn`: its rest and ERROR written, then our copy closed; or held for the

@@ -93,7 +93,10 @@ export class Session {
     // Failures surface as rejected reads or the final write's result; an 'error' event with no
     // listener would end this root process instead. The worker never reads after START: hang-ups
     // (POLLRDHUP, POLLHUP) are all it watches for.
-    this.#client.on('error', () => this.#dispatch({ type: 'client-gone' }));
+    this.#client.on('error', () => {
+      // A kept session's connection that fails (a reset: its peer died with output unread) is detached.
+      if (!this.#state.kept) this.#dispatch({ type: 'client-gone' });
+    });
     // While START is read, a half-close is answered (docs/protocol.md "Handshake"): the read in
     // progress ends in EOF and the start fails PROTOCOL, written to a peer that can still read it. From
     // the launch on, a hang-up ends the session (a hang-up seen before it is taken up at the launch).

@@ -6,15 +6,16 @@ import * as assert from 'uvu/assert';
 import { createHash } from 'node:crypto';
 import type { Sandbox } from '../sandbox/index.ts';
 import type { Agent } from '../support/agent.ts';
+import { Agent as AgentStandIn } from '../support/agent.ts';
 import { bootSupervisor, sessionUnits } from '../support/supervisor.ts';
 import { until } from '../support/wait.ts';
-import { BROKER_UNIT } from '../sandbox/deploy.ts';
+import { AGENT_SERVICE, BROKER_UNIT } from '../sandbox/deploy.ts';
 
 let sandbox: Sandbox;
 let agent: Agent;
 
 test.before(async () => {
-  ({ sandbox, agent } = await bootSupervisor('kept-sessions', { limits: { maxKept: 3 } }));
+  ({ sandbox, agent } = await bootSupervisor('kept-sessions', { limits: { maxKept: 3 }, session: { maxRetainedBytes: 16 * 1024 * 1024 } }));
 });
 
 test.after(async () => {
@@ -141,6 +142,29 @@ test('limits: a kept START beyond limits.maxKept is KEEP_LIMIT; an ATTACH is nev
   assert.is(attached.error, undefined, attached.message);
   await agent.keep({ op: 'detach', name: 'k0b' });
   for (const id of ids) assert.is((await agent.keep({ op: 'stop-session', id })).error, undefined);
+});
+
+test('the proof: the agent killed (SIGKILL) while a kept program writes, restarted, attaches from the last offset it saw: both connections together are the program\'s output, nothing repeated', async () => {
+  const lines = 300_000;
+  const expected = seq(lines);
+  const started = await agent.keep({ op: 'start', name: 'p1', argv: ['seq', '1', String(lines)], keepMs: 60_000, retainBytes: 16 * 1024 * 1024, read: { bytes: 64 * 1024 } });
+  assert.is(started.error, undefined, started.message);
+  // What the agent had seen when it last said so: its offset and the sha256 of those bytes.
+  const seen = started.offset!;
+  assert.is(started.sha256, sha(expected.slice(0, seen)));
+  await sandbox.exec(['kill', '-9', String(agent.mainPid)]);
+  await until(async () => (await sandbox.systemctl('is-active', AGENT_SERVICE)).stdout.trim() !== 'active', 10_000, 'the agent dead');
+  // A SIGKILLed main process leaves its unit failed and loaded: cleared, as an operator's restart would.
+  await sandbox.systemctl('reset-failed', AGENT_SERVICE);
+  agent = await AgentStandIn.start(sandbox);
+  await until(async () => (await listed(started.id!))?.state === 'ended', 20_000, 'the program done, detached');
+  const rest = await agent.keep({ op: 'attach', name: 'p2', id: started.id!, from: seen, read: { untilEnd: true, ms: 30_000 } });
+  assert.is(rest.error, undefined, rest.message);
+  assert.equal(rest.truncated, [], 'the ring held it all');
+  assert.is(rest.first, seen);
+  assert.is(rest.bytes, expected.length - seen, `no byte repeated or lost: ${JSON.stringify({ ...rest, sha256: undefined })}`);
+  assert.is(rest.sha256, sha(expected.slice(seen)), 'the rest is exactly the program\'s output after what the dead agent saw');
+  assert.equal((rest.end as { reason: string; status: number }), { ...(rest.end as object), reason: 'exit', status: 0 });
 });
 
 test.run();
