@@ -20,6 +20,8 @@ export type ClientErrorCode =
   | 'CWD'
   /** A resize or signal value out of range (checked before anything is sent). */
   | 'INVALID_ARGUMENT'
+  /** The server's protocol version lacks what was asked (keepMs, list(), attach() need version 3). */
+  | 'UNSUPPORTED'
   /** The call does not fit the connection's state (start twice, start after an error…). */
   | 'STATE'
   /** No answer within the client's deadline (connect's or start's `timeoutMs`). */

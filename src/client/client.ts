@@ -1,16 +1,18 @@
-// The client's connection: handshake, then one START with the cwd fd the client opened itself.
+// The client's connection: handshake, then one request: START with the cwd fd the client opened itself, or
+// (version 3) LIST, ATTACH or STOP_SESSION.
 import { closeSync, constants, fstatSync, openSync } from 'node:fs';
-import { LATEST_VERSION, PROTOCOL_VERSION, encodeFrame, isProtocolError, type Frame } from '../protocol/index.ts';
+import { KEEP_VERSION, PROTOCOL_VERSION, encodeFrame, isProtocolError, type Frame, type FrameOf } from '../protocol/index.ts';
 import { ClientError } from './client-error.ts';
+import { Deadline } from './deadline.ts';
 import { fitEnvironment } from './environment-fit.ts';
 import { FrameChannel, type ChannelHandler } from './frame-channel.ts';
 import { RuntimeSocket } from './runtime-socket.ts';
-import { Session } from './session.ts';
+import { Session, type SessionEnd } from './session.ts';
+import { attachFrame, checkSessionId, keptSessionOf, needKeepVersion, type AttachOptions, type KeptSession } from './kept-sessions.ts';
 
-/** How long connect() waits for WELCOME, and start() for STARTED, unless told otherwise: a server that
- * accepts and never answers must not hold a caller forever. Starting a unit takes milliseconds; this
- * covers a loaded machine and a cold socket activation many times over. */
-export const DEFAULT_TIMEOUT_MS = 30_000;
+export type { AttachOptions, KeptSession, KeptSessionState } from './kept-sessions.ts';
+
+export { DEFAULT_TIMEOUT_MS } from './deadline.ts';
 
 export interface ConnectOptions {
   /** Abandons the handshake (rejecting with ABORTED). */
@@ -29,20 +31,35 @@ export interface StartOptions {
   env?: Record<string, string>;
   rows?: number;
   cols?: number;
+  /** Version 3: keep the session this many ms after its last connection closes (0, the default: the session
+   * ends with its connection). The server bounds it (session.maxKeepMs) and refuses more, never lowers it. */
+  keepMs?: number;
+  /** Version 3, with keepMs: bytes of output the session retains for a later attach (4096 to 64 MiB; default
+   * the server's, 2 MiB unless configured). */
+  retainBytes?: number;
+  /** Version 3: plain text (at most 256 bytes, no control characters) that list() shows. */
+  label?: string;
   /** Abandons waiting for STARTED (rejecting with ABORTED and closing the connection). */
   signal?: AbortSignal;
   /** Rejects with TIMEOUT (and closes) when no STARTED came within this many ms (default 30 s; 0: none). */
   timeoutMs?: number;
 }
 
-type State = 'handshake' | 'ready' | 'starting' | 'started' | 'closed';
+/** Options of list() and stopSession(). */
+export interface RequestOptions {
+  signal?: AbortSignal;
+  /** Rejects with TIMEOUT (and closes) when no answer came within this many ms (default 30 s; 0: none). */
+  timeoutMs?: number;
+}
+
+type State = 'handshake' | 'ready' | 'starting' | 'listing' | 'attaching' | 'stopping-session' | 'started' | 'closed';
 
 interface Waiter {
   resolve: (value: unknown) => void;
   reject: (error: ClientError) => void;
 }
 
-/** Connects and completes the handshake: HELLO offering versions 1..2, then WELCOME (either), or ERROR →
+/** Connects and completes the handshake: HELLO offering versions 1..3, then WELCOME (any of them), or ERROR →
  * rejects with its code's name and the server's text. */
 export function connect(path: string, options: ConnectOptions = {}): Promise<Client> {
   return Client.connect(path, options);
@@ -57,6 +74,11 @@ export class Client {
   #version = 0;
   /** Names the client could not fit into START. */
   #droppedEnv: string[] = [];
+  #kept = false;
+  /** The offset an ATTACH asked for (undefined: from now). */
+  #attachFrom: number | undefined;
+  #attachId = 0;
+  #attachRole = 0;
 
   private constructor(socket: RuntimeSocket) {
     const handler: ChannelHandler = {
@@ -79,7 +101,7 @@ export class Client {
     throwIfAborted(options.signal);
     const client = new Client(socket);
     await client.#await(options.signal, deadline, () =>
-      client.#channel.sendUrgent({ type: 'hello', minVersion: PROTOCOL_VERSION, maxVersion: LATEST_VERSION }),
+      client.#channel.sendUrgent({ type: 'hello', minVersion: PROTOCOL_VERSION, maxVersion: KEEP_VERSION }),
     );
     return client;
   }
@@ -92,10 +114,9 @@ export class Client {
   /** Opens `cwd` itself, sends START with that fd attached in one sendmsg, closes its copy once sent, and
    * resolves with the session at STARTED (rejects at ERROR). One session per connection. */
   async start(options: StartOptions): Promise<Session> {
-    if (this.#state !== 'ready') {
-      throw this.#failure ?? new ClientError('STATE', `cannot start a session in state ${this.#state}`);
-    }
-    const { argv, cwd = process.cwd(), env = {}, rows = 24, cols = 80 } = options;
+    this.#checkReady('start a session');
+    const { argv, cwd = process.cwd(), env = {}, rows = 24, cols = 80, keepMs = 0, retainBytes = 0, label = '' } = options;
+    if (keepMs !== 0 || retainBytes !== 0 || label !== '') needKeepVersion(this.#version, 'a kept or labelled session');
     throwIfAborted(options.signal);
     const dirFd = openDirectory(cwd);
     let start: Buffer;
@@ -104,15 +125,63 @@ export class Client {
       const stat = fstatSync(dirFd, { bigint: true });
       const fitted = fitEnvironment(env, argv);
       this.#droppedEnv = fitted.dropped;
-      start = encodeFrame({ type: 'start', rows, cols, cwdDev: stat.dev, cwdIno: stat.ino, argv, env: fitted.entries });
+      const frame: FrameOf<'start'> = { type: 'start', rows, cols, cwdDev: stat.dev, cwdIno: stat.ino, argv, env: fitted.entries };
+      start = encodeFrame({ ...frame, keepMs, retainBytes, label }, this.#version);
     } catch (error) {
       closeSync(dirFd);
       if (isProtocolError(error)) throw new ClientError('BAD_START', error.message, { cause: error });
       throw new ClientError('CWD', `cannot stat ${cwd}`, { cause: error });
     }
     this.#state = 'starting';
+    this.#kept = keepMs > 0;
     const deadline = new Deadline(options.timeoutMs, 'no STARTED from the server');
     return (await this.#await(options.signal, deadline, () => this.#sendStart(start, dirFd))) as Session;
+  }
+
+  /** Version 3: this client's kept sessions (root: every one), as the server lists them. The connection is
+   * done afterwards. Entries that would not fit one 64 KiB answer are left out by the server. */
+  async list(options: RequestOptions = {}): Promise<KeptSession[]> {
+    this.#checkReady('list sessions');
+    needKeepVersion(this.#version, 'list()');
+    throwIfAborted(options.signal);
+    this.#state = 'listing';
+    const deadline = new Deadline(options.timeoutMs, 'no SESSIONS from the server');
+    const frame = (await this.#await(options.signal, deadline, () => this.#channel.sendUrgent({ type: 'list' }))) as FrameOf<'sessions'>;
+    return frame.sessions.map(keptSessionOf);
+  }
+
+  /** Version 3: attaches this connection to kept session `id`; resolves with a session like start()'s at
+   * ATTACHED: its output is the replay from `from`, then live output, with no byte lost or repeated. */
+  async attach(id: number, options: AttachOptions = {}): Promise<Session> {
+    this.#checkReady('attach');
+    needKeepVersion(this.#version, 'attach()');
+    const frame = attachFrame(id, options);
+    throwIfAborted(options.signal);
+    this.#state = 'attaching';
+    this.#attachFrom = options.from === 'now' ? undefined : options.from ?? 0;
+    this.#attachId = id;
+    this.#attachRole = frame.role;
+    const deadline = new Deadline(options.timeoutMs, 'no ATTACHED from the server');
+    return (await this.#await(options.signal, deadline, () => this.#channel.sendUrgent(frame))) as Session;
+  }
+
+  /** Version 3: ends kept session `id` as a STOP would, without attaching; resolves once its unit is gone
+   * (STOPPED, with how the program ended). The connection is done afterwards. */
+  async stopSession(id: number, options: RequestOptions = {}): Promise<SessionEnd> {
+    this.#checkReady('stop a session');
+    needKeepVersion(this.#version, 'stopSession()');
+    checkSessionId(id);
+    throwIfAborted(options.signal);
+    this.#state = 'stopping-session';
+    // Stopping a unit waits for its program to go: as long a wait as a start's, at most.
+    const deadline = new Deadline(options.timeoutMs, 'no STOPPED from the server');
+    const frame = (await this.#await(options.signal, deadline, () => this.#channel.sendUrgent({ type: 'stop-session', id }))) as FrameOf<'stopped'>;
+    const end = frame.end!;
+    return { reason: 'stopped', code: end.code, status: end.status, result: end.result, accounting: end.accounting };
+  }
+
+  #checkReady(what: string): void {
+    if (this.#state !== 'ready') throw this.#failure ?? new ClientError('STATE', `cannot ${what} in state ${this.#state}: one request per connection`);
   }
 
   /** Closes the connection; a pending handshake or start rejects with CLOSED. A started session owns the
@@ -152,7 +221,7 @@ export class Client {
   #onFrame(frame: Frame): void {
     if (frame.type === 'error') return this.#fail(ClientError.fromWire(frame.code, frame.message));
     if (this.#state === 'handshake' && frame.type === 'welcome') {
-      if (frame.version < PROTOCOL_VERSION || frame.version > LATEST_VERSION) {
+      if (frame.version < PROTOCOL_VERSION || frame.version > KEEP_VERSION) {
         return this.#fail(new ClientError('PROTOCOL', `the server chose version ${frame.version}, not offered`));
       }
       this.#version = frame.version;
@@ -163,9 +232,35 @@ export class Client {
     if (this.#state === 'starting' && frame.type === 'started') {
       // The session takes the channel over now, not after an await: OUTPUT may follow in the same read.
       this.#state = 'started';
-      return this.#settle(new Session(this.#channel, frame, this.#droppedEnv));
+      return this.#settle(new Session(this.#channel, { frame, kept: this.#kept }, this.#droppedEnv));
+    }
+    if (this.#state === 'attaching' && frame.type === 'attached') return this.#onAttached(frame);
+    if ((this.#state === 'listing' && frame.type === 'sessions') || (this.#state === 'stopping-session' && frame.type === 'stopped')) {
+      // The answer is the last frame of the connection: the server closes after it.
+      const waiter = this.#waiter;
+      this.#waiter = undefined;
+      this.#fail(new ClientError('CLOSED', 'the request was answered'));
+      return waiter?.resolve(frame);
     }
     this.#fail(new ClientError('PROTOCOL', `unexpected ${frame.type.toUpperCase()} while ${this.#state}`));
+  }
+
+  #onAttached(frame: FrameOf<'attached'>): void {
+    if (frame.id !== this.#attachId || frame.role !== this.#attachRole) {
+      return this.#fail(new ClientError('PROTOCOL', `ATTACHED names session ${frame.id} role ${frame.role}, not ${this.#attachId} role ${this.#attachRole}`));
+    }
+    if (this.#attachFrom !== undefined && BigInt(this.#attachFrom) > frame.next) {
+      return this.#fail(new ClientError('PROTOCOL', `ATTACHED from ${this.#attachFrom}, past the session's next offset ${frame.next}`));
+    }
+    this.#state = 'started';
+    let session: Session;
+    try {
+      session = new Session(this.#channel, { frame, from: this.#attachFrom });
+    } catch (error) {
+      this.#state = 'attaching';
+      return this.#fail(error as ClientError);
+    }
+    this.#settle(session);
   }
 
   #settle(value: unknown): void {
@@ -187,52 +282,6 @@ export class Client {
 
 function asClientError(error: unknown): ClientError {
   return error instanceof ClientError ? error : new ClientError('IO', `cannot send: ${String(error)}`, { cause: error });
-}
-
-/** One wait's time limit, which may span steps (connect, then the handshake): time spent in an earlier
- * step counts against the later ones. */
-class Deadline {
-  readonly #ms: number;
-  readonly #what: string;
-  readonly #startedAt = Date.now();
-  #timer: ReturnType<typeof setTimeout> | undefined;
-
-  constructor(ms: number | undefined, what: string) {
-    this.#ms = ms ?? DEFAULT_TIMEOUT_MS;
-    this.#what = what;
-  }
-
-  #error(): ClientError {
-    return new ClientError('TIMEOUT', `${this.#what} within ${this.#ms} ms`);
-  }
-
-  /** Calls onExpired once the limit is reached, counting from construction. */
-  arm(onExpired: (error: ClientError) => void): void {
-    if (this.#ms <= 0) return;
-    const left = Math.max(0, this.#startedAt + this.#ms - Date.now());
-    this.#timer = setTimeout(() => onExpired(this.#error()), left);
-  }
-
-  /** `promise`, or TIMEOUT first; a result that comes late goes to `late` (to release it). */
-  race<T>(promise: Promise<T>, late: (promise: Promise<T>) => void): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      let expired = false;
-      this.arm((error) => {
-        expired = true;
-        late(promise);
-        reject(error);
-      });
-      promise.then(
-        (value) => (expired ? undefined : resolve(value)),
-        (error: unknown) => (expired ? undefined : reject(error)),
-      );
-    });
-  }
-
-  cancel(): void {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-  }
 }
 
 function openDirectory(cwd: string): number {

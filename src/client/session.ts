@@ -1,18 +1,24 @@
-// One running session seen from the client: output as a stream with credit, input with backpressure, one end.
+// One running session seen from the client: output as a stream with credit, input with backpressure, one end;
+// in version 3 also its id, this connection's role and the offsets of its output.
+import { EventEmitter } from 'node:events';
 import { Readable, Writable } from 'node:stream';
 import { Limits, type Accounting, type Frame, type FrameOf } from '../protocol/index.ts';
 import { ClientError } from './client-error.ts';
 import { InputWindow, OutputWindow } from './credit.ts';
 import type { ChannelHandler, FrameChannel } from './frame-channel.ts';
+import { KeepState, type SessionOpening, type SessionRole } from './keep-state.ts';
+import { OutputStream } from './output-stream.ts';
 
 /**
  * How a session ended. `reason: 'exit'`: the program ended; code/status/result are systemd's
  * ExecMainCode (1 exited, 2 killed, 3 dumped), ExecMainStatus and Result. `reason: 'stopped'`: ended on
- * our STOP; with protocol version 2 code/status/result say how the program ended then, with version 1
- * code and status are 0 and result is 'stopped' (the server does not say).
+ * a STOP (ours, another controller's, or a STOP_SESSION); with protocol version 2 code/status/result say
+ * how the program ended then, with version 1 code and status are 0 and result is 'stopped' (the server
+ * does not say). `reason: 'detached'`: this connection left a kept session with detach(), which goes
+ * on; code and status are 0 and result is 'detached'.
  */
 export interface SessionEnd {
-  reason: 'exit' | 'stopped';
+  reason: 'exit' | 'stopped' | 'detached';
   code: number;
   status: number;
   result: string;
@@ -22,8 +28,17 @@ export interface SessionEnd {
 
 /** INPUT frames are encoded only while the socket holds less than this, so input waits in the stream. */
 const SOCKET_INPUT_HIGH_WATER = 256 * 1024;
-/** The output stream's buffer mark: credit is granted as it is read below this. */
-const OUTPUT_HIGH_WATER = 64 * 1024;
+
+/** Version 3 events, besides the streams and `exit`. */
+export type { SessionOpening, SessionRole } from './keep-state.ts';
+
+export interface SessionEvents {
+  /** Bytes this connection asked for are gone (the ring wrapped past them): output goes on from `oldest`.
+   * Emitted when the frame arrives, in order with the output pushed before it. */
+  truncated: [{ oldest: number; dropped: number }];
+  /** Another connection took control (or this one was given it): this connection's role from now on. */
+  'controller-changed': [{ generation: number; role: SessionRole }];
+}
 
 interface PendingInput {
   data: Buffer;
@@ -31,8 +46,12 @@ interface PendingInput {
   done: (error?: Error | null) => void;
 }
 
-export class Session {
+export class Session extends EventEmitter<SessionEvents> {
   readonly unit: string;
+  /** The session's id (protocol version 3: for LIST, ATTACH, STOP_SESSION); undefined with versions 1 and 2. */
+  readonly id: number | undefined;
+  /** True for a kept session (started with keepMs, or attached to): it outlives this connection. */
+  readonly kept: boolean;
   readonly mainPid: number;
   /** The program's own PID (protocol version 2); with version 1 the server does not say, and this is mainPid. */
   readonly pid: number;
@@ -60,14 +79,22 @@ export class Session {
   /** The input stream ended: END_INPUT follows the last INPUT. */
   #endInput = false;
   #endInputSent = false;
+  #keep: KeepState;
 
-  /** Made by Client.start() when STARTED arrives; takes over the channel. */
-  constructor(channel: FrameChannel, started: FrameOf<'started'>, droppedEnv: readonly string[] = []) {
-    this.unit = started.unit;
-    this.mainPid = started.mainPid;
-    this.pid = started.programPid ?? started.mainPid;
+  /** Made by the client when STARTED or ATTACHED arrives; takes over the channel. A Session from STARTED alone
+   * (the form before version 3) is a started one, not kept. */
+  constructor(channel: FrameChannel, opening: SessionOpening | FrameOf<'started'>, droppedEnv: readonly string[] = []) {
+    super();
+    const open: SessionOpening = 'frame' in opening ? opening : { frame: opening, kept: false };
+    this.#keep = new KeepState(open);
+    this.kept = this.#keep.kept;
+    this.unit = open.frame.unit;
+    this.mainPid = open.frame.mainPid;
     this.version = channel.version;
-    this.droppedEnv = [...droppedEnv, ...(started.droppedEnv ?? [])];
+    const started = open.frame.type === 'started' ? open.frame : undefined;
+    this.pid = started ? started.programPid ?? started.mainPid : (open.frame as FrameOf<'attached'>).programPid;
+    this.id = started ? started.sessionId : (open.frame as FrameOf<'attached'>).id;
+    this.droppedEnv = started ? [...droppedEnv, ...(started.droppedEnv ?? [])] : [];
     this.#channel = channel;
     this.exit = new Promise<SessionEnd>((resolve, reject) => {
       this.#resolveExit = resolve;
@@ -99,6 +126,22 @@ export class Session {
     return this.#ended;
   }
 
+  /** This connection's role: 'control' for a started session and until another connection takes control. */
+  get role(): SessionRole {
+    return this.#keep.role;
+  }
+
+  /** The controller generation this connection last heard of (1 at START, +1 at each ATTACH to control). */
+  get generation(): number {
+    return this.#keep.generation;
+  }
+
+  /** The absolute offset just after the last output byte read from `output`: ATTACH from it to go on with
+   * no byte lost or repeated (docs/protocol.md "Offsets"). A number, exact below 2^53. */
+  get offset(): number {
+    return this.#keep.offsets.readOffset(this.output.readableLength);
+  }
+
   /** Whether the server can be told that input ended (protocol version 2). */
   get canEndInput(): boolean {
     return this.version >= 2;
@@ -107,10 +150,12 @@ export class Session {
   /** Sends bytes to the terminal; false means "wait for the input stream's 'drain'". Nothing is dropped
    * while the session runs: bytes beyond the server's credit wait here. */
   write(data: string | Uint8Array): boolean {
+    this.#checkControl('write');
     return this.input.write(data);
   }
 
   resize(rows: number, cols: number): void {
+    this.#checkControl('resize');
     if (!isInRange(rows, 1, 0xffff) || !isInRange(cols, 1, 0xffff)) {
       throw new ClientError('INVALID_ARGUMENT', `terminal size ${rows}x${cols} is outside 1..65535`);
     }
@@ -119,6 +164,7 @@ export class Session {
 
   /** Sends a signal (1..64) to the session's processes. */
   signal(signo: number): void {
+    this.#checkControl('signal');
     if (!isInRange(signo, 1, Limits.MAX_SIGNAL)) {
       throw new ClientError('INVALID_ARGUMENT', `signal ${signo} is outside 1..${Limits.MAX_SIGNAL}`);
     }
@@ -128,6 +174,7 @@ export class Session {
   /** Asks the server to end the session; resolves once it has (STOPPED, or EXIT if the program ended
    * first), rejects like `exit` on failure. Idempotent. */
   stop(): Promise<void> {
+    if (this.role !== 'control' && !this.#ended) return Promise.reject(this.#keep.notController('stop', this.id));
     this.#stopping ??= (() => {
       if (!this.#ended) this.#control({ type: 'stop' });
       return this.exit.then(() => undefined);
@@ -135,9 +182,21 @@ export class Session {
     return this.#stopping;
   }
 
-  /** Drops the connection without a STOP; the server treats it as the client gone and stops the unit. */
+  /** Drops the connection without a STOP; the server treats it as the client gone and stops the unit
+   * (a kept session is detached instead, as by detach()). `exit` rejects with CLOSED. */
   close(): void {
     this.#fail(new ClientError('CLOSED', 'the session was closed locally'));
+  }
+
+  /** Leaves a kept session running: closes this connection (detached, no frame) and resolves `exit` with
+   * reason 'detached'. Attach again with the session's id and `offset`. */
+  detach(): void {
+    if (!this.kept) throw new ClientError('STATE', 'only a kept session can be detached: this one would end with its connection');
+    this.#end({ reason: 'detached', code: 0, status: 0, result: 'detached' });
+  }
+
+  #checkControl(what: string): void {
+    if (this.role !== 'control' && !this.#ended) throw this.#keep.notController(what, this.id);
   }
 
   #control(frame: Frame): void {
@@ -155,6 +214,10 @@ export class Session {
               `the server sent ${frame.data.length} bytes of OUTPUT with ${this.#outputWindow.serverWindow} of credit`,
             ),
           );
+        }
+        {
+          const overflow = this.#keep.offsets.receive(frame.data.length);
+          if (overflow !== undefined) return this.#fail(new ClientError('PROTOCOL', overflow));
         }
         this.output.push(frame.data);
         // In flowing mode push() hands the bytes to the consumer at once: that is a read, so credit may be due.
@@ -176,9 +239,38 @@ export class Session {
         return this.#end({ reason: 'stopped', code: 0, status: 0, result: 'stopped' });
       case 'error':
         return this.#fail(ClientError.fromWire(frame.code, frame.message));
+      case 'truncated':
+        return this.#onTruncated(frame);
+      case 'controller-changed':
+        return this.#onControllerChanged(frame);
       default:
         return this.#fail(new ClientError('PROTOCOL', `the server sent ${frame.type.toUpperCase()} during a session`));
     }
+  }
+
+  #onTruncated(frame: FrameOf<'truncated'>): void {
+    let event;
+    try {
+      event = this.#keep.truncate(frame);
+    } catch (error) {
+      return this.#fail(error as ClientError);
+    }
+    this.emit('truncated', event);
+  }
+
+  #onControllerChanged(frame: FrameOf<'controller-changed'>): void {
+    let event;
+    try {
+      event = this.#keep.changeController(frame);
+    } catch (error) {
+      return this.#fail(error as ClientError);
+    }
+    if (event.role === 'observe') {
+      // Input not yet sent was typed for a terminal this connection no longer controls: the server would
+      // refuse it (NOT_CONTROLLER) and close the connection. It is dropped, and its writers released.
+      for (const pending of this.#pending.splice(0)) pending.done();
+    }
+    this.emit('controller-changed', event);
   }
 
   #grantCredit(): void {
@@ -188,7 +280,8 @@ export class Session {
   }
 
   #queueInput(chunk: Buffer, done: (error?: Error | null) => void): void {
-    if (this.#ended) return done();
+    // An observer's input stream discards what is written to it (write() throws instead).
+    if (this.#ended || this.role !== 'control') return done();
     if (chunk.length === 0) return done();
     this.#pending.push({ data: chunk, offset: 0, done });
     this.#pumpInput();
@@ -198,7 +291,7 @@ export class Session {
    * rest, so write() returns false until credit comes. */
   #pumpInput(): void {
     this.#framePending();
-    if (this.#endInput && !this.#endInputSent && !this.#ended && this.#pending.length === 0 && this.canEndInput) {
+    if (this.#endInput && !this.#endInputSent && !this.#ended && this.#pending.length === 0 && this.canEndInput && this.role === 'control') {
       this.#endInputSent = true;
       // The data lane, behind every INPUT already framed.
       this.#channel.send({ type: 'end-input' });
@@ -206,7 +299,7 @@ export class Session {
   }
 
   #framePending(): void {
-    while (!this.#ended && this.#pending.length > 0 && this.#channel.queuedBytes < SOCKET_INPUT_HIGH_WATER) {
+    while (!this.#ended && this.role === 'control' && this.#pending.length > 0 && this.#channel.queuedBytes < SOCKET_INPUT_HIGH_WATER) {
       const head = this.#pending[0]!;
       const wanted = Math.min(head.data.length - head.offset, Limits.MAX_IO_PAYLOAD);
       const size = this.#inputWindow.take(wanted);
@@ -241,30 +334,6 @@ export class Session {
     for (const pending of this.#pending.splice(0)) pending.done();
     this.input.destroy();
     this.output.push(null);
-  }
-}
-
-/**
- * The output stream. Readable calls _read() before it takes the bytes out of its buffer, and not again
- * until the next push(), so _read alone would see every read too early; credit is checked after each
- * read() instead (flowing mode, pipe() and async iteration all go through read()).
- */
-class OutputStream extends Readable {
-  readonly #consumed: () => void;
-
-  constructor(consumed: () => void) {
-    super({ highWaterMark: OUTPUT_HIGH_WATER });
-    this.#consumed = consumed;
-  }
-
-  override _read(): void {
-    this.#consumed();
-  }
-
-  override read(size?: number): any {
-    const chunk: unknown = super.read(size);
-    this.#consumed();
-    return chunk;
   }
 }
 

@@ -4,6 +4,8 @@
 export const PROTOCOL_VERSION = 1;
 /** The newest version this codec knows (docs/protocol.md, "Version 2"). */
 export const LATEST_VERSION = 2;
+/** Version 3 (docs/protocol.md, "Version 3"): kept sessions, LIST, ATTACH, STOP_SESSION. */
+export const KEEP_VERSION = 3;
 /** First four bytes of HELLO, so a stray peer speaking something else is rejected at once. */
 export const HELLO_MAGIC = 0x4f435054; // "OCPT"
 
@@ -25,6 +27,13 @@ export const FrameType = {
   ERROR: 0x0c, // server → client: code and text; the server closes after it
   CREDIT: 0x0d, // both ways: the sender may send this many more INPUT/OUTPUT payload bytes
   END_INPUT: 0x0e, // client → server, version 2: the client's input has ended (empty)
+  LIST: 0x0f, // client → server, version 3: the client's kept sessions, instead of START (empty)
+  SESSIONS: 0x10, // server → client, version 3: LIST's answer, then the server closes
+  ATTACH: 0x11, // client → server, version 3: id, fromOffset, role, rows, cols, instead of START
+  ATTACHED: 0x12, // server → client, version 3: ATTACH taken; the session's offsets and controller generation
+  TRUNCATED: 0x13, // server → client, version 3: bytes before `oldest` are no longer retained; output goes on from there
+  CONTROLLER_CHANGED: 0x14, // server → client, version 3: a new controller generation and the receiver's role in it
+  STOP_SESSION: 0x15, // client → server, version 3: end a kept session by id, instead of START
 } as const;
 export type FrameTypeCode = (typeof FrameType)[keyof typeof FrameType];
 
@@ -46,6 +55,15 @@ export const Limits = {
   MAX_SIGNAL: 64,
   /** Version 2: a u64 figure of the end record that the server could not measure. */
   UNAVAILABLE: 0xffff_ffff_ffff_ffffn,
+  /** Version 3: ATTACH's fromOffset meaning "from the next byte on" (no replay). */
+  FROM_NOW: 0xffff_ffff_ffff_ffffn,
+  /** Version 3: the most bytes a session may retain (START's retainBytes, session.maxRetainedBytes). */
+  MAX_RETAINED_BYTES: 64 * 1024 * 1024,
+  /** Version 3: START's label, plain text without control characters. */
+  MAX_LABEL: 256,
+  /** Version 3: SESSIONS' program (argv[0]) and cwd are cut to these many bytes, at a character boundary. */
+  MAX_LIST_PROGRAM: 256,
+  MAX_LIST_CWD: 1024,
 } as const;
 
 /** Numeric ERROR codes; the text beside each is what the server sends. */
@@ -61,5 +79,12 @@ export const ErrorCode = {
   FLOW: 9, // data sent beyond the granted credit
   INTERNAL: 10, // the supervisor failed; the session is stopped
   SHUTDOWN: 11, // the supervisor is shutting down
+  NO_SESSION: 12, // version 3: no kept session of this client has that id
+  NOT_PERMITTED: 13, // version 3: this peer may not LIST, ATTACH or STOP_SESSION (only the client service's MainPID and root), or root asked to START
+  NOT_CONTROLLER: 14, // version 3: INPUT, RESIZE, SIGNAL, END_INPUT or STOP from a connection that is not the controller
+  KEEP_LIMIT: 15, // version 3: a kept START while limits.maxKept sessions are kept
+  BAD_OFFSET: 16, // version 3: ATTACH's fromOffset is past the session's next offset, or at or above 2^63 (but FROM_NOW)
+  OBSERVER_LIMIT: 17, // version 3: an observing ATTACH while limits.maxObservers observe
+  SESSION_STATE: 18, // version 3: ATTACH or STOP_SESSION while the session is still starting or already finishing
 } as const;
 export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];

@@ -17,7 +17,9 @@ import {
   checkToken,
   checkU64,
   checkVersionRange,
+  utf8,
 } from './rules.ts';
+import { encodeKeepFrame, encodeStartKeep, encodeStartedKeep } from './encode-keep.ts';
 
 /** Largest ERROR text in bytes: the payload limit less the u16 code. */
 export const MAX_ERROR_TEXT = Limits.MAX_IO_PAYLOAD - 2;
@@ -28,7 +30,11 @@ export function encodeFrame(frame: Frame, version = 1): Buffer {
   const type = typeCodeOf(frame.type);
   const layout = layoutOf(type, version);
   if (layout === undefined) throw new ProtocolError('UNKNOWN_TYPE', `${frame.type.toUpperCase()} does not exist in version ${version}`);
-  const payload = version >= 2 ? encodePayloadV2(frame) ?? encodePayload(frame) : encodePayload(frame);
+  const payload =
+    (version >= 3 ? encodePayloadV3(frame) : undefined) ??
+    (version >= 2 ? encodePayloadV2(frame) : undefined) ??
+    encodeKeepFrame(frame) ??
+    encodePayload(frame);
   checkPayloadLength(layout, payload.length);
   const out = Buffer.allocUnsafe(HEADER_SIZE + payload.length);
   out.writeUInt8(type, 0);
@@ -103,6 +109,13 @@ function encodePayload(frame: Frame): Buffer {
     default:
       throw new ProtocolError('UNKNOWN_TYPE', `unknown frame type ${JSON.stringify((frame as { type: unknown }).type)}`);
   }
+}
+
+/** START and STARTED as version 3 lays them out (version 2's, then their keep fields), else undefined. */
+function encodePayloadV3(frame: Frame): Buffer | undefined {
+  if (frame.type === 'start') return encodeStartKeep(frame, encodeStart(frame));
+  if (frame.type === 'started') return encodeStartedKeep(frame, encodeStartedV2(frame));
+  return undefined;
 }
 
 /** The frames version 2 lays out differently, or undefined for one it keeps as version 1 has it. */
@@ -202,9 +215,3 @@ function startString(what: string, value: string): Buffer {
   return bytes;
 }
 
-/** UTF-8 bytes of a string; a lone surrogate has no UTF-8 form and would arrive altered, so it is refused. */
-function utf8(what: string, value: string, wireCode?: number): Buffer {
-  if (typeof value !== 'string') throw new ProtocolError('BAD_VALUE', `${what} is not a string`, wireCode);
-  if (/\p{Cs}/u.test(value)) throw new ProtocolError('BAD_UTF8', `${what} holds a lone surrogate`, wireCode);
-  return Buffer.from(value, 'utf8');
-}

@@ -45,6 +45,55 @@ export interface ProgramEnd {
   result: string;
 }
 
+/** Version 3: a kept session's lifecycle state in a SESSIONS entry. */
+export const SessionState = {
+  STARTING: 1,
+  ATTACHED: 2,
+  DETACHED: 3,
+  /** The program ended while detached; its EXIT waits for an ATTACH. */
+  ENDED: 4,
+  FINISHING: 5,
+  /** Its worker did not answer within the bound: the entry holds what the broker last knew. */
+  UNKNOWN: 6,
+} as const;
+export type SessionStateCode = (typeof SessionState)[keyof typeof SessionState];
+
+/** Version 3: a connection's role in a kept session (ATTACH, ATTACHED, CONTROLLER_CHANGED). */
+export const Role = { CONTROL: 1, OBSERVE: 2 } as const;
+export type RoleCode = (typeof Role)[keyof typeof Role];
+
+/**
+ * Version 3: one kept session as SESSIONS lists it. Ids and times are numbers (below 2^53 on the wire);
+ * offsets are bigints, as every offset of the codec (u64 on the wire).
+ */
+export interface SessionEntry {
+  id: number;
+  state: SessionStateCode;
+  controllers: number;
+  observers: number;
+  rows: number;
+  cols: number;
+  /** 0 where not known (a session still starting). */
+  programPid: number;
+  mainPid: number;
+  /** Unix time in ms. */
+  startedAtMs: number;
+  keepMs: number;
+  /** Unix time in ms when the keep deadline passes; 0 while a connection is attached. */
+  deadlineMs: number;
+  oldest: bigint;
+  next: bigint;
+  /** True when the offsets were read from the session helper within the bound; else the last known. */
+  fresh: boolean;
+  /** 0 while the program runs; else how it ended (1 exited, 2 killed, 3 dumped) and endStatus. */
+  endCode: number;
+  endStatus: number;
+  label: string;
+  /** argv[0], cut at MAX_LIST_PROGRAM bytes; the cwd, cut at MAX_LIST_CWD bytes. */
+  program: string;
+  cwd: string;
+}
+
 export type Frame =
   | { type: 'hello'; minVersion: number; maxVersion: number }
   | { type: 'welcome'; version: number }
@@ -56,10 +105,16 @@ export type Frame =
       cwdIno: bigint;
       argv: string[];
       env: EnvEntry[];
+      /** Version 3: keep the session this long after its last connection (0, the default: not kept). */
+      keepMs?: number;
+      /** Version 3: bytes of output the session retains (0, the default: the server's default). */
+      retainBytes?: number;
+      /** Version 3: plain text the client names the session by, in LIST ('' by default). */
+      label?: string;
     }
   /** Version 2 adds the program's own pid (mainPid is the session helper, its parent) and the
    * environment names the server did not pass on. */
-  | { type: 'started'; mainPid: number; unit: string; programPid?: number; droppedEnv?: string[] }
+  | { type: 'started'; mainPid: number; unit: string; programPid?: number; droppedEnv?: string[]; sessionId?: number }
   | { type: 'input'; data: Buffer }
   | { type: 'output'; data: Buffer }
   | { type: 'resize'; rows: number; cols: number }
@@ -72,7 +127,28 @@ export type Frame =
   /** Version 2: the client's input has ended. */
   | { type: 'end-input' }
   | { type: 'error'; code: number; message: string }
-  | { type: 'credit'; bytes: number };
+  | { type: 'credit'; bytes: number }
+  /** Version 3: the requests sent instead of START, and what only they are answered with. */
+  | { type: 'list' }
+  | { type: 'sessions'; sessions: SessionEntry[] }
+  /** fromOffset: an absolute offset, or Limits.FROM_NOW. */
+  | { type: 'attach'; id: number; fromOffset: bigint; role: RoleCode; rows: number; cols: number }
+  | {
+      type: 'attached';
+      id: number;
+      role: RoleCode;
+      generation: number;
+      oldest: bigint;
+      next: bigint;
+      programPid: number;
+      mainPid: number;
+      unit: string;
+    }
+  /** The next OUTPUT byte has offset `oldest`; `dropped` bytes this connection asked for are gone. */
+  | { type: 'truncated'; oldest: bigint; dropped: bigint }
+  /** The receiver's role from now on, in controller generation `generation`. */
+  | { type: 'controller-changed'; generation: number; role: RoleCode }
+  | { type: 'stop-session'; id: number };
 
 export type FrameName = Frame['type'];
 export type FrameOf<T extends FrameName> = Extract<Frame, { type: T }>;

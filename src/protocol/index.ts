@@ -1,6 +1,13 @@
 // The public surface of the wire protocol codec (docs/protocol.md).
 export * from './constants.ts';
-export { ACCOUNTING_FIELDS, type Accounting, type Direction, type EnvEntry, type Frame, type FrameName, type FrameOf, type ProgramEnd } from './frames.ts';
+export {
+  ACCOUNTING_FIELDS,
+  Role,
+  SessionState,
+  type RoleCode,
+  type SessionEntry,
+  type SessionStateCode,
+  type Accounting, type Direction, type EnvEntry, type Frame, type FrameName, type FrameOf, type ProgramEnd } from './frames.ts';
 export { ProtocolError, isProtocolError, type ProtocolErrorCode } from './errors.ts';
 export { LAYOUT, layoutOf, parseHeader, typeCodeOf, type FrameLayout } from './layout.ts';
 export { FrameDecoder, parsePayload } from './decode.ts';
@@ -8,3 +15,4 @@ export { MAX_ERROR_TEXT, encodeFrame, errorFrame } from './encode.ts';
 export { SessionError } from './session-error.ts';
 export { checkEnvUnique } from './rules.ts';
 export { SendWindow } from './credit.ts';
+export { cutText, sessionsFrame } from './encode-keep.ts';

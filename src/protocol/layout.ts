@@ -28,6 +28,16 @@ export const ACCOUNTING_SIZE = 64;
 export const END_FIXED_SIZE = EXIT_FIXED_SIZE + ACCOUNTING_SIZE;
 /** Version 2's STARTED: programPid u32, mainPid u32, unitLen u16, (unit), droppedCount u16. */
 export const STARTED_V2_FIXED_SIZE = 12;
+/** Version 3's STARTED: version 2's, then sessionId u64. */
+export const STARTED_V3_FIXED_SIZE = STARTED_V2_FIXED_SIZE + 8;
+/** Version 3's START adds, after the environment: keepMs u32, retainBytes u32, labelLen u16, (label). */
+export const START_KEEP_SIZE = 10;
+/** ATTACH: id u64, fromOffset u64, role u8, rows u16, cols u16. */
+export const ATTACH_SIZE = 21;
+/** ATTACHED's fixed part: id u64, role u8, generation u32, oldest u64, next u64, programPid u32, mainPid u32, unitLen u16. */
+export const ATTACHED_FIXED_SIZE = 39;
+/** One SESSIONS entry without its three strings (docs/protocol.md "SESSIONS"). */
+export const SESSION_ENTRY_FIXED_SIZE = 71;
 
 export const LAYOUT: Readonly<Record<FrameTypeCode, FrameLayout>> = {
   [FrameType.HELLO]: { name: 'hello', direction: 'to-server', min: 8, max: 8 },
@@ -65,6 +75,21 @@ export const LAYOUT: Readonly<Record<FrameTypeCode, FrameLayout>> = {
   },
   [FrameType.CREDIT]: { name: 'credit', direction: 'both', min: 4, max: 4 },
   [FrameType.END_INPUT]: { name: 'end-input', direction: 'to-server', min: 0, max: 0, since: 2 },
+  // Version 3: LIST, ATTACH and STOP_SESSION are requests sent instead of START, answered before any data phase.
+  [FrameType.LIST]: { name: 'list', direction: 'to-server', min: 0, max: 0, since: 3 },
+  // A count u16, then the entries; the server leaves out entries that would not fit.
+  [FrameType.SESSIONS]: { name: 'sessions', direction: 'to-client', min: 2, max: Limits.MAX_FRAME_PAYLOAD, since: 3 },
+  [FrameType.ATTACH]: { name: 'attach', direction: 'to-server', min: ATTACH_SIZE, max: ATTACH_SIZE, since: 3 },
+  [FrameType.ATTACHED]: {
+    name: 'attached',
+    direction: 'to-client',
+    min: ATTACHED_FIXED_SIZE + 1,
+    max: ATTACHED_FIXED_SIZE + Limits.MAX_UNIT_NAME,
+    since: 3,
+  },
+  [FrameType.TRUNCATED]: { name: 'truncated', direction: 'to-client', min: 16, max: 16, since: 3 },
+  [FrameType.CONTROLLER_CHANGED]: { name: 'controller-changed', direction: 'to-client', min: 5, max: 5, since: 3 },
+  [FrameType.STOP_SESSION]: { name: 'stop-session', direction: 'to-server', min: 8, max: 8, since: 3 },
 };
 
 /** What version 2 lays out differently; every other frame keeps its version 1 layout. */
@@ -80,6 +105,22 @@ const LAYOUT_V2: Readonly<Partial<Record<FrameTypeCode, FrameLayout>>> = {
   [FrameType.EXIT]: { name: 'exit', direction: 'to-client', min: END_FIXED_SIZE + 1, max: END_FIXED_SIZE + Limits.MAX_RESULT },
 };
 
+/** What version 3 lays out differently from version 2 (START and STARTED grow; the rest as version 2). */
+const LAYOUT_V3: Readonly<Partial<Record<FrameTypeCode, FrameLayout>>> = {
+  [FrameType.START]: {
+    name: 'start',
+    direction: 'to-server',
+    min: START_FIXED_SIZE + 4 + START_KEEP_SIZE,
+    max: Limits.MAX_FRAME_PAYLOAD,
+  },
+  [FrameType.STARTED]: {
+    name: 'started',
+    direction: 'to-client',
+    min: STARTED_V3_FIXED_SIZE + 1,
+    max: Limits.MAX_FRAME_PAYLOAD,
+  },
+};
+
 const CODE_OF_NAME = Object.fromEntries(
   Object.entries(LAYOUT).map(([code, layout]) => [layout.name, Number(code)]),
 ) as Record<FrameName, FrameTypeCode>;
@@ -92,7 +133,7 @@ export function typeCodeOf(name: FrameName): FrameTypeCode {
 export function layoutOf(type: number, version = 1): FrameLayout | undefined {
   if (!Object.hasOwn(LAYOUT, type)) return undefined;
   const code = type as FrameTypeCode;
-  const layout = (version >= 2 ? LAYOUT_V2[code] : undefined) ?? LAYOUT[code];
+  const layout = (version >= 3 ? LAYOUT_V3[code] : undefined) ?? (version >= 2 ? LAYOUT_V2[code] : undefined) ?? LAYOUT[code];
   return (layout.since ?? 1) <= version ? layout : undefined;
 }
 

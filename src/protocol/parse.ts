@@ -4,6 +4,7 @@ import { ACCOUNTING_FIELDS, type Accounting, type EnvEntry, type Frame } from '.
 import { BufferReader } from './buffer-reader.ts';
 import { ProtocolError } from './errors.ts';
 import { checkPayloadLength, layoutOf } from './layout.ts';
+import { parseKeepFrame, readSessionId, readStartKeep } from './parse-keep.ts';
 import {
   checkArgument,
   checkCount,
@@ -45,9 +46,9 @@ export function parseFrame(type: FrameTypeCode, payload: Buffer, owned: boolean,
       return { type: 'welcome', version };
     }
     case FrameType.START:
-      return parseStart(new BufferReader(payload, ErrorCode.BAD_START));
+      return parseStart(new BufferReader(payload, ErrorCode.BAD_START), version);
     case FrameType.STARTED:
-      return version >= 2 ? parseStartedV2(new BufferReader(payload)) : parseStarted(new BufferReader(payload));
+      return version >= 2 ? parseStartedV2(new BufferReader(payload), version) : parseStarted(new BufferReader(payload));
     case FrameType.INPUT:
       return { type: 'input', data: owned ? payload : copy(payload) };
     case FrameType.OUTPUT:
@@ -88,6 +89,11 @@ export function parseFrame(type: FrameTypeCode, payload: Buffer, owned: boolean,
       checkInteger('credit', bytes, 1, Limits.MAX_WINDOW);
       return { type: 'credit', bytes };
     }
+    default: {
+      const frame = parseKeepFrame(type, payload);
+      if (frame === undefined) throw new ProtocolError('UNKNOWN_TYPE', `no parser for frame type 0x${Number(type).toString(16)}`);
+      return frame;
+    }
   }
 }
 
@@ -109,7 +115,7 @@ function parseHello(reader: BufferReader): Frame {
   return { type: 'hello', minVersion, maxVersion };
 }
 
-function parseStart(reader: BufferReader): Frame {
+function parseStart(reader: BufferReader, version: number): Frame {
   const rows = reader.u16('rows');
   const cols = reader.u16('cols');
   checkTerminalSize(rows, cols, ErrorCode.BAD_START);
@@ -134,8 +140,9 @@ function parseStart(reader: BufferReader): Frame {
     env.push({ name, value });
   }
   checkEnvUnique(env.map((entry) => entry.name));
+  const keep = version >= 3 ? readStartKeep(reader) : {};
   reader.end('START');
-  return { type: 'start', rows, cols, cwdDev, cwdIno, argv, env };
+  return { type: 'start', rows, cols, cwdDev, cwdIno, argv, env, ...keep };
 }
 
 /** A u32 length, bounded by MAX_STRING before anything is read, then that many bytes of UTF-8. */
@@ -167,7 +174,7 @@ function parseExit(reader: BufferReader): Frame {
   return { type: 'exit', code, status, result };
 }
 
-function parseStartedV2(reader: BufferReader): Frame {
+function parseStartedV2(reader: BufferReader, version: number): Frame {
   const programPid = reader.u32('programPid');
   checkInteger('programPid', programPid, 1, 0xffff_ffff);
   const mainPid = reader.u32('mainPid');
@@ -184,8 +191,13 @@ function parseStartedV2(reader: BufferReader): Frame {
     droppedEnv.push(name);
   }
   checkEnvUnique(droppedEnv);
+  if (version < 3) {
+    reader.end('STARTED');
+    return { type: 'started', programPid, mainPid, unit, droppedEnv };
+  }
+  const sessionId = readSessionId(reader);
   reader.end('STARTED');
-  return { type: 'started', programPid, mainPid, unit, droppedEnv };
+  return { type: 'started', programPid, mainPid, unit, droppedEnv, sessionId };
 }
 
 /** Version 2's EXIT and STOPPED: the program's end, then the end record, then the result. */

@@ -13,7 +13,8 @@ const DIRECTION: Record<Frame['type'], Direction> = {
   hello: 'to-server', welcome: 'to-client', start: 'to-server', started: 'to-client',
   input: 'to-server', output: 'to-client', resize: 'to-server', signal: 'to-server',
   stop: 'to-server', stopped: 'to-client', exit: 'to-client', error: 'to-client', credit: 'to-server',
-  'end-input': 'to-server',
+  'end-input': 'to-server', list: 'to-server', sessions: 'to-client', attach: 'to-server', attached: 'to-client',
+  truncated: 'to-client', 'controller-changed': 'to-client', 'stop-session': 'to-server',
 };
 
 function roundTrip(frame: Frame): Frame[] {

@@ -8,7 +8,7 @@ import { throwsCode } from './helpers.ts';
 
 test('every frame type has a layout, and names map back to their type byte', () => {
   for (const [name, code] of Object.entries(FrameType)) {
-    const layout = layoutOf(code, 2);
+    const layout = layoutOf(code, 3);
     assert.ok(layout, name);
     assert.is(layout!.name, name.toLowerCase().replace('_', '-'));
     assert.is(typeCodeOf(layout!.name), code);

@@ -15,6 +15,8 @@ const SIGHUP = 1;
 export function exitEvent(end: SessionEnd): IExitEvent {
   if (end.code === 2 || end.code === 3) return { exitCode: 0, signal: end.status };
   if (end.code === 1) return { exitCode: end.status, signal: 0 };
+  // An observer's kill() ended its own view; the session goes on.
+  if (end.reason === 'detached') return { exitCode: 0, signal: 0 };
   // Stopped, and the server does not say how the program ended (protocol version 1).
   if (end.reason === 'stopped') return { exitCode: 0, signal: SIGHUP };
   // No main process status at all (the unit failed around it): not a clean exit.

@@ -25,6 +25,26 @@ export interface IPtyForkOptions {
   socketPath?: string;
   /** Deadline for the supervisor to start the session, ms (default 30 s; 0: none). */
   timeoutMs?: number;
+  /** Keep the session this many ms after its connection ends (protocol version 3; 0, the default: it ends with
+   * the connection). The IPty's `id` then names it for attach(). */
+  keepMs?: number;
+  /** With keepMs: bytes of output retained for attach() (4096 to 64 MiB; default the server's). */
+  retainBytes?: number;
+  /** With keepMs: a label that listing shows (plain text, at most 256 bytes). */
+  label?: string;
+}
+
+/** attach()'s options: opencode's `attach(id, { cursor })`, and what a terminal needs besides. */
+export interface IPtyAttachOptions {
+  /** The output offset to replay from: -1 for "from now" (no replay), 0 (default) for all that is retained. */
+  cursor?: number;
+  /** 'control' (default): this IPty types and sizes the terminal; 'observe': output only (write throws). */
+  role?: 'control' | 'observe';
+  cols?: number;
+  rows?: number;
+  encoding?: string | null;
+  socketPath?: string;
+  timeoutMs?: number;
 }
 
 export interface ResolvedOptions {
@@ -38,9 +58,15 @@ export interface ResolvedOptions {
   encoding: 'utf8' | null;
   socketPath: string;
   timeoutMs: number | undefined;
+  keepMs: number;
+  retainBytes: number;
+  label: string;
+  /** Set for attach(): the kept session to attach to instead of starting one. */
+  attach?: { id: number; from: number | 'now'; role: 'control' | 'observe' };
 }
 
-const ACCEPTED = new Set(['name', 'cols', 'rows', 'cwd', 'env', 'encoding', 'handleFlowControl', 'socketPath', 'timeoutMs', 'cwdFallbackToHome']);
+const ACCEPTED = new Set(['name', 'cols', 'rows', 'cwd', 'env', 'encoding', 'handleFlowControl', 'socketPath', 'timeoutMs', 'cwdFallbackToHome', 'keepMs', 'retainBytes', 'label']);
+const ATTACH_ACCEPTED = new Set(['cursor', 'role', 'cols', 'rows', 'encoding', 'socketPath', 'timeoutMs']);
 
 /** node-pty options that cannot apply to a session the supervisor runs, and why. */
 const REFUSED: Record<string, string> = {
@@ -90,6 +116,10 @@ export function resolveOptions(file: unknown, args: unknown, options: unknown, e
     if (!ACCEPTED.has(key)) throw invalid(`unknown option ${key}`);
   }
   const { name = 'xterm', cwd = process.cwd(), encoding = 'utf8', handleFlowControl = false, timeoutMs, cwdFallbackToHome = false } = given;
+  const { keepMs = 0, retainBytes = 0, label = '' } = given;
+  if (typeof keepMs !== 'number' || !Number.isInteger(keepMs) || keepMs < 0 || keepMs > 0xffff_ffff) throw invalid('keepMs must be an integer number of milliseconds from 0 to 2^32-1');
+  if (typeof retainBytes !== 'number' || !Number.isInteger(retainBytes) || retainBytes < 0) throw invalid('retainBytes must be a whole number of bytes');
+  if (typeof label !== 'string') throw invalid('label must be a string');
   const socketPath = given.socketPath ?? defaultSocketPath(env);
   if (typeof name !== 'string' || name === '') throw invalid('name must be a non-empty string');
   if (typeof cwd !== 'string' || cwd === '') throw invalid('cwd must be a non-empty string');
@@ -124,5 +154,26 @@ export function resolveOptions(file: unknown, args: unknown, options: unknown, e
     encoding: encoding === null ? null : 'utf8',
     socketPath,
     timeoutMs: timeoutMs as number | undefined,
+    keepMs,
+    retainBytes,
+    label,
   };
+}
+
+/** attach(id, options) resolved: the session id, where to replay from, and the terminal's side. */
+export function resolveAttachOptions(id: unknown, options: unknown, env: NodeJS.ProcessEnv): ResolvedOptions {
+  if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 1) throw invalid(`a session id is an integer from 1 to 2^53-1, not ${String(id)}`);
+  const given = (options ?? {}) as Record<string, unknown>;
+  if (typeof given !== 'object' || Array.isArray(given)) throw invalid('options must be an object');
+  for (const key of Object.keys(given)) {
+    if (given[key] !== undefined && !ATTACH_ACCEPTED.has(key)) throw invalid(`unknown attach option ${key}`);
+  }
+  const { cursor = 0, role = 'control' } = given;
+  if (typeof cursor !== 'number' || !(cursor === -1 || (Number.isSafeInteger(cursor) && cursor >= 0))) {
+    throw invalid(`cursor must be -1 (from now) or an offset from 0 to 2^53-1, not ${String(cursor)}`);
+  }
+  if (role !== 'control' && role !== 'observe') throw invalid(`role must be 'control' or 'observe', not ${String(role)}`);
+  const { cols, rows, encoding, socketPath, timeoutMs } = given;
+  const base = resolveOptions(`session ${id}`, [], { cols, rows, encoding, socketPath, timeoutMs }, env);
+  return { ...base, env: {}, attach: { id, from: cursor === -1 ? 'now' : cursor, role } };
 }

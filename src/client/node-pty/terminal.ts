@@ -70,6 +70,20 @@ export class Terminal extends EventEmitter {
     return this.#pid;
   }
 
+  /** The session's id (protocol version 3): with `keepMs`, what attach(id) takes to reattach after this IPty
+   * (or its whole process) is gone. undefined until the session has started, and with an older server. */
+  get id(): number | undefined {
+    return this.#session?.id;
+  }
+
+  /** The output offset just after the last byte onData delivered: attach(id, { cursor }) from it goes on with
+   * no byte lost or repeated. */
+  get cursor(): number {
+    if (this.#session) return this.#session.offset;
+    const from = this.#options.attach?.from;
+    return typeof from === 'number' ? from : 0;
+  }
+
   get cols(): number {
     return this.#cols;
   }
@@ -113,7 +127,10 @@ export class Terminal extends EventEmitter {
     checkSize(cols, rows);
     this.#cols = cols;
     this.#rows = rows;
-    if (this.#session) this.#session.resize(rows, cols);
+    // An observer's size is its own view's: only the controller sizes the terminal.
+    if (this.#session) {
+      if (this.#session.role === 'control') this.#session.resize(rows, cols);
+    }
     // Before START goes, START itself carries the size; after, RESIZE follows STARTED.
     else if (this.#startSent) this.#resizeQueued = true;
   }
@@ -129,7 +146,9 @@ export class Terminal extends EventEmitter {
   kill(signal?: string): void {
     if (this.#phase === 'exited') return;
     if (signal === undefined) {
-      if (this.#session) {
+      // An observer cannot end the session: its kill() ends its own view (onExit with exit code 0).
+      if (this.#session?.role === 'observe') this.#session.detach();
+      else if (this.#session) {
         this.#session.stop().catch(() => {});
       } else {
         this.#killQueued = true;
@@ -141,6 +160,22 @@ export class Terminal extends EventEmitter {
     if (signo === undefined) throw new ClientError('INVALID_ARGUMENT', `unknown signal ${JSON.stringify(signal)}`);
     if (this.#session) this.#session.signal(signo);
     else this.#signalsQueued.push(signo);
+  }
+
+  /** Leaves a kept session running and this IPty done: the connection closes, no onExit follows (the program
+   * did not exit). attach(id, { cursor }) picks it up again. Throws for a session that is not kept. */
+  detach(): void {
+    if (this.#phase === 'exited') return;
+    if (!this.#session) throw new ClientError('STATE', 'the session has not started yet');
+    this.#session.detach();
+    this.#exitReported = true;
+    this.#phase = 'exited';
+  }
+
+  /** Another connection took control of the session (or gave it back): 'controller-changed' says this IPty's
+   * role; an observer's write() throws NOT_CONTROLLER. */
+  get role(): 'control' | 'observe' {
+    return this.#session?.role ?? this.#options.attach?.role ?? 'control';
   }
 
   /** Stops reading output: no credit goes back, so the supervisor stops reading the terminal and the
@@ -168,7 +203,11 @@ export class Terminal extends EventEmitter {
     try {
       const client = await connect(socketPath, { signal: this.#abort.signal, ...timeout });
       this.#startSent = true;
-      session = await client.start({ argv, cwd, env, rows: this.#rows, cols: this.#cols, signal: this.#abort.signal, ...timeout });
+      const { attach, keepMs, retainBytes, label } = this.#options;
+      const common = { rows: this.#rows, cols: this.#cols, signal: this.#abort.signal, ...timeout };
+      session = attach
+        ? await client.attach(attach.id, { from: attach.from, role: attach.role, ...common })
+        : await client.start({ argv, cwd, env, keepMs, retainBytes, label, ...common });
     } catch (error) {
       if (this.#killQueued) return this.#exit({ exitCode: 0, signal: constants.signals.SIGHUP });
       return this.#fail(error);
@@ -198,6 +237,8 @@ export class Terminal extends EventEmitter {
 
   #wire(session: Session): void {
     const output = session.output;
+    session.on('truncated', (event) => this.#emitSafe('truncated', event));
+    session.on('controller-changed', (event) => this.#emitSafe('controller-changed', event));
     output.on('data', (chunk: Buffer) => {
       if (this.#exitReported) return;
       const data = this.#decoder ? this.#decoder.write(chunk) : chunk;
