@@ -40,13 +40,23 @@ export interface SessionEvents {
   'controller-changed': [{ generation: number; role: SessionRole }];
 }
 
+/** Events held for a first listener, at most, per event. */
+const MAX_HELD_EVENTS = 16;
+
 interface PendingInput {
   data: Buffer;
   offset: number;
   done: (error?: Error | null) => void;
 }
 
-export class Session extends EventEmitter<SessionEvents> {
+/** The version 3 events, typed (Session is an EventEmitter). */
+export interface Session {
+  on<K extends keyof SessionEvents>(event: K, listener: (...args: SessionEvents[K]) => void): this;
+  once<K extends keyof SessionEvents>(event: K, listener: (...args: SessionEvents[K]) => void): this;
+  off<K extends keyof SessionEvents>(event: K, listener: (...args: SessionEvents[K]) => void): this;
+}
+
+export class Session extends EventEmitter {
   readonly unit: string;
   /** The session's id (protocol version 3: for LIST, ATTACH, STOP_SESSION); undefined with versions 1 and 2. */
   readonly id: number | undefined;
@@ -80,6 +90,9 @@ export class Session extends EventEmitter<SessionEvents> {
   #endInput = false;
   #endInputSent = false;
   #keep: KeepState;
+  /** Events that came before anyone listened (TRUNCATED may arrive with ATTACHED, before attach() resolves):
+   * handed to the first listener, as a stream holds its data. */
+  #held: { [K in keyof SessionEvents]?: SessionEvents[K][0][] } = {};
 
   /** Made by the client when STARTED or ATTACHED arrives; takes over the channel. A Session from STARTED alone
    * (the form before version 3) is a started one, not kept. */
@@ -96,6 +109,9 @@ export class Session extends EventEmitter<SessionEvents> {
     this.id = started ? started.sessionId : (open.frame as FrameOf<'attached'>).id;
     this.droppedEnv = started ? [...droppedEnv, ...(started.droppedEnv ?? [])] : [];
     this.#channel = channel;
+    super.on('newListener', (name: keyof SessionEvents) => {
+      if (this.#held[name]?.length) queueMicrotask(() => this.#flushHeld(name));
+    });
     this.exit = new Promise<SessionEnd>((resolve, reject) => {
       this.#resolveExit = resolve;
       this.#rejectExit = reject;
@@ -255,7 +271,7 @@ export class Session extends EventEmitter<SessionEvents> {
     } catch (error) {
       return this.#fail(error as ClientError);
     }
-    this.emit('truncated', event);
+    this.#emitHeld('truncated', event);
   }
 
   #onControllerChanged(frame: FrameOf<'controller-changed'>): void {
@@ -270,7 +286,21 @@ export class Session extends EventEmitter<SessionEvents> {
       // refuse it (NOT_CONTROLLER) and close the connection. It is dropped, and its writers released.
       for (const pending of this.#pending.splice(0)) pending.done();
     }
-    this.emit('controller-changed', event);
+    this.#emitHeld('controller-changed', event);
+  }
+
+  #emitHeld<K extends keyof SessionEvents>(name: K, event: SessionEvents[K][0]): void {
+    if (this.listenerCount(name) > 0) return void this.emit(name, event);
+    const held = (this.#held[name] ??= []) as SessionEvents[K][0][];
+    // Bounded: a session nobody listens to keeps the latest few.
+    if (held.length === MAX_HELD_EVENTS) held.shift();
+    held.push(event);
+  }
+
+  #flushHeld<K extends keyof SessionEvents>(name: K): void {
+    const held = (this.#held[name] ?? []) as SessionEvents[K][0][];
+    delete this.#held[name];
+    for (const event of held) this.emit(name, event);
   }
 
   #grantCredit(): void {
