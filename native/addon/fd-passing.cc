@@ -244,11 +244,39 @@ Napi::Value Sendmsg(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, static_cast<double>(sent));
 }
 
+// recv(MSG_PEEK) with no control buffer: the bytes are looked at and left queued, and so are the
+// descriptors riding on them (unix(7): without room for them the kernel installs none and sets
+// MSG_CTRUNC, and a peek takes nothing off the queue), for whoever reads them for real. The broker
+// tells version 3's requests apart this way while a START's directory fd stays queued for its worker.
+// Returns the bytes peeked (0 at EOF), or -1 when nothing is queued yet.
+Napi::Value Peek(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int fd;
+  uint8_t* data;
+  size_t offset, length;
+  if (!ArgFd(info, 0, &fd) || !ArgBytes(info, 1, &data, &offset, &length)) return Napi::Value();
+  if (length == 0) {
+    ThrowRange(env, "The value of \"length\" is out of range. It must be >= 1");
+    return Napi::Value();
+  }
+  ssize_t received;
+  do {
+    received = recv(fd, data + offset, length, MSG_PEEK | MSG_DONTWAIT);
+  } while (received < 0 && errno == EINTR);
+  if (received < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return Napi::Number::New(env, -1);
+    ThrowErrno(env, errno, "recv");
+    return Napi::Value();
+  }
+  return Napi::Number::New(env, static_cast<double>(received));
+}
+
 }  // namespace
 
 void InitFdPassing(Napi::Env env, Napi::Object exports) {
   exports.Set("recvmsg", Napi::Function::New(env, Recvmsg, "recvmsg"));
   exports.Set("sendmsg", Napi::Function::New(env, Sendmsg, "sendmsg"));
+  exports.Set("peek", Napi::Function::New(env, Peek, "peek"));
   exports.Set("drainPeer", Napi::Function::New(env, DrainPeer, "drainPeer"));
 }
 

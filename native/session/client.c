@@ -1,6 +1,8 @@
 // The client's connection during the data phase: frames out one at a time (a CREDIT ahead of an
 // OUTPUT not yet started), bytes in to the decoder, input credit granted back, and the write timeout.
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -14,6 +16,17 @@
 // in flight when the user presses ^C stays small too. Never below the point where the kernel reports
 // the socket writable again (unix_writable: a quarter of SO_SNDBUF), or poll would spin.
 enum { OUTQ_BOUND = 64 * 1024 };
+
+void client_fault(struct session *s, struct client *c, int reason, uint16_t code, const char *fmt, ...) {
+  struct ending *e = s->keep ? &c->fault : &s->end;
+  if (e->reason) return;
+  e->reason = reason;
+  e->code = code;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e->text, sizeof e->text, fmt, ap);
+  va_end(ap);
+}
 
 void client_begin(struct client *c) {
   int sndbuf = 0;
@@ -58,6 +71,23 @@ int client_write(struct client *c, bool *blocked) {
   }
   for (;;) {
     bool out_started = c->out_off > 0;
+    // A kept session's small frames (TRUNCATED, CONTROLLER_CHANGED) go at a frame boundary, whole,
+    // before an OUTPUT frame not yet started (a TRUNCATED must precede the bytes it speaks of).
+    if (c->notice_off > 0 || (!out_started && c->urgent_off == 0 && c->notice_len > 0)) {
+      ssize_t n = send(c->fd, c->notice + c->notice_off, c->notice_len - c->notice_off, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n > 0) {
+        c->notice_off += (size_t)n;
+        c->stall_since = -1;
+        if (c->notice_off == c->notice_len) c->notice_off = c->notice_len = 0;
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        *blocked = true;
+        return 0;
+      }
+      return -1;
+    }
     if (!out_started && c->urgent_len == 0 && c->credit_owed > 0) {
       c->urgent[0] = FRAME_CREDIT;
       put_be32(c->urgent + 1, 4);
@@ -105,7 +135,7 @@ void client_read(struct session *s, struct client *c) {
     // A failed call leaves msg untouched (msg_controllen still our buffer's size, the buffer never
     // written): it is judged as the error it is, before any control data is looked at.
     if (n < 0) {
-      end_with(s, END_CLIENT_GONE, 0, "client connection failed: %s", strerror(errno));
+      client_fault(s, c, END_CLIENT_GONE, 0, "client connection failed: %s", strerror(errno));
       return;
     }
     if (msg.msg_controllen > 0 || (msg.msg_flags & MSG_CTRUNC)) {
@@ -114,11 +144,11 @@ void client_read(struct session *s, struct client *c) {
         int count = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
         for (int i = 0; i < count; i++) close(((int *)CMSG_DATA(cm))[i]);
       }
-      end_with(s, END_PROTOCOL, ERR_PROTOCOL, "protocol error: a descriptor may only travel with START");
+      client_fault(s, c, END_PROTOCOL, ERR_PROTOCOL, "protocol error: a descriptor may only travel with START");
       return;
     }
     if (n == 0) {
-      end_with(s, END_CLIENT_GONE, 0, "client closed the connection");
+      client_fault(s, c, END_CLIENT_GONE, 0, "client closed the connection");
       return;
     }
     decode(s, c, buf, (size_t)n);
@@ -141,8 +171,9 @@ void check_stall(struct session *s, struct client *c, bool waiting) {
     return;
   }
   if (now - c->stall_since < c->write_timeout_ms) return;
-  if (c->out_len > 0 || (c->send_credit > 0 && terminal_readable(s))) {
-    end_with(s, END_FLOW, ERR_FLOW, "client did not read its output within the write timeout");
+  bool more = s->keep ? keep_behind(s, c) : terminal_readable(s);
+  if (c->out_len > 0 || (c->send_credit > 0 && more)) {
+    client_fault(s, c, END_FLOW, ERR_FLOW, "client did not read its output within the write timeout");
     return;
   }
   c->stall_since = now;

@@ -18,7 +18,7 @@
 // flags: messages are small and the worker always reads, and it sends every message whole (GO's
 // STARTED with ENV, into an empty buffer), so this waits for nothing in practice. -1 when the worker
 // is gone first.
-static int transfer_all(int fd, unsigned char *p, size_t len, short direction) {
+int transfer_all(int fd, unsigned char *p, size_t len, short direction) {
   while (len > 0) {
     ssize_t n = direction == POLLOUT ? send(fd, p, len, MSG_DONTWAIT | MSG_NOSIGNAL) : recv(fd, p, len, MSG_DONTWAIT);
     if (n > 0) {
@@ -37,7 +37,7 @@ static int transfer_all(int fd, unsigned char *p, size_t len, short direction) {
 }
 
 // -1 when the worker is gone: it will not act on anything sent, so the link counts as gone.
-static int send_message(struct link *link, uint8_t type, const unsigned char *payload, size_t len) {
+int control_send_message(struct link *link, uint8_t type, const unsigned char *payload, size_t len) {
   unsigned char header[CONTROL_HEADER_SIZE] = {type};
   put_be32(header + 1, (uint32_t)len);
   if (link->ended) return -1;
@@ -50,7 +50,7 @@ static int send_message(struct link *link, uint8_t type, const unsigned char *pa
 }
 
 // Cuts at a UTF-8 character boundary so the worker's strict decoding never sees a torn character.
-static size_t utf8_cut(const char *text, size_t max) {
+size_t utf8_cut(const char *text, size_t max) {
   size_t len = strlen(text);
   if (len <= max) return len;
   while (max > 0 && ((unsigned char)text[max] & 0xc0) == 0x80) max--;
@@ -71,7 +71,7 @@ void say(struct link *link, int priority, const char *fmt, ...) {
   payload[0] = (unsigned char)priority;
   size_t len = utf8_cut(text, MAX_LOG_TEXT);
   memcpy(payload + 1, text, len);
-  if (link->fd >= 0) send_message(link, CONTROL_LOG, payload, 1 + len);
+  if (link->fd >= 0) control_send_message(link, CONTROL_LOG, payload, 1 + len);
   else fprintf(stderr, TAG "%s\n", text); // /dev/null by then, unless fd 2 could not be taken
 }
 
@@ -80,11 +80,11 @@ void say(struct link *link, int priority, const char *fmt, ...) {
 void control_send_hello(struct link *link) {
   unsigned char payload[HELLO_SIZE];
   put_be16(payload, CONTROL_DIALECT);
-  send_message(link, CONTROL_HELLO, payload, sizeof payload);
+  control_send_message(link, CONTROL_HELLO, payload, sizeof payload);
 }
 
 void control_send_stop(struct link *link) {
-  send_message(link, CONTROL_STOP, NULL, 0);
+  control_send_message(link, CONTROL_STOP, NULL, 0);
 }
 
 // The session's figures, read while this process keeps its cgroup alive (figures.c), for the client's
@@ -96,16 +96,13 @@ static void control_send_figures(struct link *link) {
   read_figures(figures);
   unsigned char payload[FIGURES_SIZE];
   for (int i = 0; i < FIGURE_COUNT; i++) put_be64(payload + 8 * i, figures[i]);
-  send_message(link, CONTROL_FIGURES, payload, sizeof payload);
+  control_send_message(link, CONTROL_FIGURES, payload, sizeof payload);
 }
 
 // The one END: how the data phase ended, what crossed (OUTPUT payload bytes the client gets, the
 // remainder's included), and the rest of the frame in progress (at
 // most one frame), which the worker writes before its last frame so the client never sees it torn.
 void control_send_end(struct session *s, const struct client *c) {
-  if (s->worker.ended) return;
-  control_send_figures(&s->worker);
-  static unsigned char payload[MAX_CONTROL_PAYLOAD];
   const unsigned char *rest = NULL;
   size_t rest_len = 0;
   uint64_t bytes_out = c->bytes_out;
@@ -115,15 +112,23 @@ void control_send_end(struct session *s, const struct client *c) {
     rest = c->out + c->out_off, rest_len = c->out_len - c->out_off;
     bytes_out += c->out_len - HEADER_SIZE; // the worker sends the rest: the client gets the whole frame
   }
+  control_send_report(s, c->bytes_in, bytes_out, rest, rest_len);
+}
+
+// END itself, after FIGURES (a kept session's has no remainder: each connection's went in its DETACHED).
+void control_send_report(struct session *s, uint64_t bytes_in, uint64_t bytes_out, const unsigned char *rest, size_t rest_len) {
+  if (s->worker.ended) return;
+  control_send_figures(&s->worker);
+  static unsigned char payload[MAX_CONTROL_PAYLOAD];
   size_t text_len = utf8_cut(s->end.text, MAX_REPORT_TEXT);
   payload[0] = (unsigned char)s->end.reason;
   put_be16(payload + 1, s->end.code);
-  put_be64(payload + 3, c->bytes_in);
+  put_be64(payload + 3, bytes_in);
   put_be64(payload + 11, bytes_out);
   put_be32(payload + 19, (uint32_t)rest_len);
   if (rest_len) memcpy(payload + END_FIXED_SIZE, rest, rest_len);
   memcpy(payload + END_FIXED_SIZE + rest_len, s->end.text, text_len);
-  send_message(&s->worker, CONTROL_END, payload, END_FIXED_SIZE + rest_len + text_len);
+  control_send_message(&s->worker, CONTROL_END, payload, END_FIXED_SIZE + rest_len + text_len);
   s->worker.ended = true;
 }
 
@@ -132,7 +137,7 @@ void control_send_end(struct session *s, const struct client *c) {
 int control_send_pid(struct link *link, pid_t pid) {
   unsigned char payload[4];
   put_be32(payload, (uint32_t)pid);
-  return send_message(link, CONTROL_PID, payload, sizeof payload);
+  return control_send_message(link, CONTROL_PID, payload, sizeof payload);
 }
 
 // The unit STARTED names (version 1: after mainPid; version 2: after both pids, with its u16 length),
@@ -173,73 +178,79 @@ static int take_started(struct session *s, struct client *c, uint32_t len) {
   return 0;
 }
 
+// One read of the channel, never past the message being read (`want` bytes at most), so a descriptor
+// (SCM_RIGHTS) is known to belong to the message whose first byte it came with. A descriptor anywhere
+// else, or more than one, is the worker breaking the channel's rules: every one that came is closed.
+static ssize_t receive(struct link *link, size_t want, bool *fault) {
+  union {
+    struct cmsghdr align;
+    char space[CMSG_SPACE(4 * sizeof(int))];
+  } control;
+  struct iovec iov = {.iov_base = link->in + link->got, .iov_len = want};
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.space, .msg_controllen = sizeof control.space};
+  ssize_t n = recvmsg(link->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  if (n < 0) return n;
+  if (msg.msg_flags & MSG_CTRUNC) *fault = true; // the kernel closed those that did not fit
+  for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+    if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
+    size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < count; i++) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
+      if (count == 1 && link->got == 0 && link->passed_fd < 0 && !*fault) link->passed_fd = fd;
+      else close(fd), *fault = true;
+    }
+  }
+  return n;
+}
+
+// One whole message from the worker (its header in link->in, ATTACH's payload after it). false: a
+// message the worker never sends, or sends otherwise (the link is then gone).
+static bool act_on(struct session *s, struct client *c, uint8_t type, uint32_t len) {
+  if (type == CONTROL_GO && !c->go) {
+    if (take_started(s, c, len) < 0) return false;
+    c->go = true;
+    return true;
+  }
+  if (s->keep && type == CONTROL_ATTACH && len == ATTACH_SIZE) {
+    int fd = link_take_fd(&s->worker);
+    return fd >= 0 && keep_attach(s, s->worker.in + CONTROL_HEADER_SIZE, fd);
+  }
+  if (len != 0) return false;
+  if (type == CONTROL_TERMINATE) end_with(s, END_TERMINATED, ERR_SHUTDOWN, "terminated by the supervisor");
+  else if (type == CONTROL_KILL) signal_unit_others(s, SIGKILL);
+  else if (s->keep && type == CONTROL_QUERY) keep_send_state(s);
+  else return false;
+  return true;
+}
+
+int link_take_fd(struct link *link) {
+  int fd = link->passed_fd;
+  link->passed_fd = -1;
+  return fd;
+}
+
 // Reads what the worker sent; the worker gone, or a message it never sends, marks the link gone.
 void control_read(struct session *s, struct client *c) {
   struct link *link = &s->worker;
   while (!link->gone) {
-    ssize_t n = recv(link->fd, link->in + link->got, sizeof link->in - link->got, MSG_DONTWAIT);
+    bool fault = false;
+    size_t whole = CONTROL_HEADER_SIZE;
+    if (link->got >= CONTROL_HEADER_SIZE && link->in[0] == CONTROL_ATTACH && get_be32(link->in + 1) == ATTACH_SIZE)
+      whole += ATTACH_SIZE;
+    ssize_t n = receive(link, whole - link->got, &fault);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    if (n <= 0) break;
+    if (n <= 0 || fault) break;
     link->got += (size_t)n;
-    if (link->got < sizeof link->in) continue;
-    link->got = 0;
+    // A descriptor comes with ATTACH only, which a session that is not kept is never sent.
+    if (link->got >= 1 && link->passed_fd >= 0 && (link->in[0] != CONTROL_ATTACH || !s->keep)) break;
+    if (link->got < CONTROL_HEADER_SIZE) continue;
     uint32_t len = get_be32(link->in + 1);
-    if (link->in[0] == CONTROL_GO && !c->go) {
-      if (take_started(s, c, len) < 0) break;
-      c->go = true;
-      continue;
-    }
-    if (len != 0) break;
-    if (link->in[0] == CONTROL_TERMINATE) end_with(s, END_TERMINATED, ERR_SHUTDOWN, "terminated by the supervisor");
-    else if (link->in[0] == CONTROL_KILL) signal_unit_others(s, SIGKILL);
-    else break;
+    if (link->in[0] == CONTROL_ATTACH && s->keep && len == ATTACH_SIZE && link->got < CONTROL_HEADER_SIZE + ATTACH_SIZE) continue;
+    link->got = 0;
+    if (!act_on(s, c, link->in[0], len)) break;
   }
+  if (link->passed_fd >= 0) close(link_take_fd(link));
   link->gone = true;
-}
-
-static bool same_name(const char *a, const char *b) {
-  size_t len = strcspn(a, "=");
-  return strncmp(a, b, len) == 0 && b[len] == '=';
-}
-
-// The program's environment, read before the fork (--env-from-control): the helper's own environment
-// (what systemd sets for the unit: HOME, USER, PATH ...) with the worker's entries over it. The helper
-// itself never takes these (they are not in the unit's Environment=): they reach execve only. NULL on
-// success, else why the message is refused; nothing here grows past MAX_ENV_PAYLOAD and MAX_ENV_ENTRIES.
-const char *control_read_env(struct link *link, char ***envp) {
-  static char payload[MAX_ENV_PAYLOAD];
-  static char *entries[MAX_ENV_ENTRIES];
-  unsigned char header[CONTROL_HEADER_SIZE];
-  if (transfer_all(link->fd, header, sizeof header, POLLIN) < 0) return "the control channel ended before the environment came";
-  if (header[0] != CONTROL_ENV) return "the first control message is not ENV";
-  uint32_t len = get_be32(header + 1);
-  if (len > MAX_ENV_PAYLOAD) return "ENV is larger than 65536 bytes";
-  if (transfer_all(link->fd, (unsigned char *)payload, len, POLLIN) < 0) return "the control channel ended inside ENV";
-  if (len > 0 && payload[len - 1] != '\0') return "ENV does not end with a NUL";
-  size_t count = 0;
-  for (size_t off = 0; off < len;) {
-    char *entry = payload + off;
-    size_t entry_len = strlen(entry);
-    const char *eq = memchr(entry, '=', entry_len);
-    if (eq == NULL || eq == entry) return "an ENV entry is not NAME=value";
-    if (count == MAX_ENV_ENTRIES) return "ENV has more than 129 entries";
-    entries[count++] = entry;
-    off += entry_len + 1;
-  }
-  extern char **environ;
-  size_t own = 0;
-  while (environ[own]) own++;
-  char **merged = calloc(own + count + 1, sizeof *merged);
-  if (merged == NULL) return "out of memory";
-  size_t k = 0;
-  for (size_t i = 0; i < own; i++) {
-    bool overridden = false;
-    for (size_t j = 0; j < count && !overridden; j++) overridden = same_name(entries[j], environ[i]);
-    if (!overridden) merged[k++] = environ[i];
-  }
-  for (size_t j = 0; j < count; j++) merged[k++] = entries[j];
-  merged[k] = NULL;
-  *envp = merged;
-  return NULL;
 }

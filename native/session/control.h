@@ -14,6 +14,9 @@ enum control_type {
   CONTROL_TERMINATE = 0x02, // end at a frame boundary and report "terminated"
   CONTROL_KILL = 0x03,      // STOP's last step: SIGKILL every other process of the session's cgroup
   CONTROL_ENV = 0x04,       // with --env-from-control, the first message: "NAME=value\0" each, for execve only
+  CONTROL_ATTACH = 0x05,    // dialect 3 (--keep): conn u8, role u8, fromOffset u64, rows u16, cols u16; the
+                            // connection's fd rides on its first byte (SCM_RIGHTS)
+  CONTROL_QUERY = 0x06,     // dialect 3 (--keep): empty; answered by one STATE
   // helper -> worker
   CONTROL_HELLO = 0x40,     // the helper's dialect u16, its first message on every channel (dialect 1 sent none)
   CONTROL_LOG = 0x41,       // priority u8 (sd-daemon), text
@@ -21,6 +24,25 @@ enum control_type {
   CONTROL_END = 0x43,       // the end report; the helper writes nothing to the client after it
   CONTROL_PID = 0x44,       // the program's pid u32, once, right after the fork (before the helper writes anything)
   CONTROL_FIGURES = 0x45,   // the session cgroup's figures, u64 each in enum figure's order, once, right before END
+  CONTROL_DETACHED = 0x46,  // dialect 3: conn u8, reason u8, code u16, remainder length u32, remainder, text;
+                            // nothing more is written to that connection
+  CONTROL_STATE = 0x47,     // dialect 3: the ring's offsets and the roles, in answer to a QUERY
+  CONTROL_PROGRAM_ENDED = 0x48, // dialect 3: the program's wait status i32, once, in a kept session
+};
+
+// DETACHED's reasons: the END reasons where they agree.
+enum detach_reason {
+  DETACH_CLIENT_GONE = 3, // the connection closed or reset
+  DETACH_FLOW = 4,        // it had credit and did not read for the write timeout, or (an observer) the ring passed it
+  DETACH_PROTOCOL = 5,    // it broke the protocol, or sent what only the controller may
+  DETACH_REFUSED = 8,     // the ATTACH was refused: nothing was written to it
+  DETACH_ENDING = 9,      // the session ends: the worker writes its last frame after the remainder
+};
+
+// ATTACH's role byte (the client's ATTACH: docs/protocol.md "Version 3").
+enum attach_role {
+  ROLE_CONTROL = 1,
+  ROLE_OBSERVE = 2,
 };
 
 // FIGURES: what systemd would report as the unit's properties, from the same cgroup files.
@@ -46,8 +68,9 @@ enum end_reason {
 };
 
 // The control channel's message set: 1 is the set before HELLO; 2 adds HELLO, and a helper that ends
-// the program itself when it drives the end (hang-up, SIGTERM, SIGKILL: docs/architecture.md).
-enum { CONTROL_DIALECT = 2 };
+// the program itself when it drives the end (hang-up, SIGTERM, SIGKILL: docs/architecture.md); 3 adds
+// kept sessions (--keep: ATTACH, QUERY, DETACHED, STATE, PROGRAM_ENDED).
+enum { CONTROL_DIALECT = 3 };
 
 enum control_limits {
   CONTROL_HEADER_SIZE = 5,
@@ -62,6 +85,11 @@ enum control_limits {
   MAX_CONTROL_PAYLOAD = END_FIXED_SIZE + MAX_REMAINDER + MAX_REPORT_TEXT,
   MAX_ENV_ENTRIES = 128 + 1,  // the client's MAX_ENVC and the TERM the worker always sets
   MAX_ENV_PAYLOAD = 65536,    // START's payload limit: the client's entries came in one START
+  ATTACH_SIZE = 14,
+  DETACHED_FIXED_SIZE = 8,
+  STATE_SIZE = 35,            // 3 * u64, u8, u8, u32, u8, i32
+  PROGRAM_ENDED_SIZE = 4,
+  NO_CONTROLLER = 255,        // STATE's controller when there is none
 };
 
 // Signals a client may send (HUP INT QUIT KILL USR1 USR2 TERM CONT STOP TSTP WINCH).

@@ -1,6 +1,6 @@
 // The client's data-phase frames, judged exactly as docs/protocol.md says: header first (type,
-// direction, length, credit), then every field; any violation ends the session with the ERROR code
-// the protocol names. A push decoder: bytes go in as they arrive, split anywhere; each complete frame
+// direction, length, credit), then every field; any violation is the connection's fault (client_fault:
+// the session's end, or in a kept session that connection's) with the ERROR code the protocol names. A push decoder: bytes go in as they arrive, split anywhere; each complete frame
 // calls its effect (on_input … on_stop, frames.c), so RESIZE and SIGNAL act the moment they are decoded,
 // never behind INPUT. It touches nothing but the client's decoder and credit, so a driver can feed it
 // bytes with effects of its own (test/native/decoder-driver.c).
@@ -34,35 +34,42 @@ static int judge_header(struct session *s, struct client *c) {
   uint32_t len = get_be32(dec->small + 1);
   const struct frame_rule *rule = &dec->rules[type];
   if (!rule->known) {
-    end_with(s, END_PROTOCOL, ERR_PROTOCOL, "protocol error: unknown frame type 0x%02x", type);
+    client_fault(s, c, END_PROTOCOL, ERR_PROTOCOL, "protocol error: unknown frame type 0x%02x", type);
     return -1;
   }
   if (!rule->from_client) {
-    end_with(s, END_PROTOCOL, ERR_PROTOCOL, "protocol error: %s is not sent by a client", frame_name(type));
+    client_fault(s, c, END_PROTOCOL, ERR_PROTOCOL, "protocol error: %s is not sent by a client", frame_name(type));
     return -1;
   }
   if (len < rule->min_length || len > rule->max_length) {
-    end_with(s, END_PROTOCOL, ERR_PROTOCOL, "protocol error: %s payload of %u bytes is outside %u..%u", frame_name(type),
+    client_fault(s, c, END_PROTOCOL, ERR_PROTOCOL, "protocol error: %s payload of %u bytes is outside %u..%u", frame_name(type),
              (unsigned)len, (unsigned)rule->min_length, (unsigned)rule->max_length);
     return -1;
   }
-  if (type == FRAME_HELLO || type == FRAME_START) {
-    end_with(s, END_PROTOCOL, ERR_PROTOCOL, "protocol error: unexpected %s frame during a session", frame_name(type));
+  // The requests that open a connection (version 3: LIST, ATTACH and STOP_SESSION beside START).
+  if (type == FRAME_HELLO || type == FRAME_START || type == FRAME_LIST || type == FRAME_ATTACH || type == FRAME_STOP_SESSION) {
+    client_fault(s, c, END_PROTOCOL, ERR_PROTOCOL, "protocol error: unexpected %s frame during a session", frame_name(type));
+    return -1;
+  }
+  // A kept session's observer gets output only (docs/protocol.md "Roles"): judged on the header, so
+  // nothing of the frame is applied.
+  if (c->role == ROLE_OBSERVE && type != FRAME_CREDIT) {
+    client_fault(s, c, END_PROTOCOL, ERR_NOT_CONTROLLER, "%s from a connection that is not the controller", frame_name(type));
     return -1;
   }
   // Every other payload but INPUT's is collected in `small`; the generated rules never allow more
   // (scripts/helper-wire.ts refuses to), and this keeps a table that did from writing past it.
   if (type != FRAME_INPUT && len > sizeof dec->small) {
-    end_with(s, END_INTERNAL, ERR_INTERNAL, "%s payload of %u bytes cannot be decoded here", frame_name(type), (unsigned)len);
+    client_fault(s, c, END_INTERNAL, ERR_INTERNAL, "%s payload of %u bytes cannot be decoded here", frame_name(type), (unsigned)len);
     return -1;
   }
   // After END_INPUT the client sends no more INPUT (docs/protocol.md "END_INPUT"); after STOP it is discarded.
   if (type == FRAME_INPUT && dec->input_ended && !s->stopping) {
-    end_with(s, END_PROTOCOL, ERR_PROTOCOL, "protocol error: INPUT after END_INPUT");
+    client_fault(s, c, END_PROTOCOL, ERR_PROTOCOL, "protocol error: INPUT after END_INPUT");
     return -1;
   }
   if (type == FRAME_INPUT && len > c->recv_remaining) {
-    end_with(s, END_PROTOCOL, ERR_FLOW, "peer sent %u bytes with %u of credit", (unsigned)len, (unsigned)c->recv_remaining);
+    client_fault(s, c, END_PROTOCOL, ERR_FLOW, "peer sent %u bytes with %u of credit", (unsigned)len, (unsigned)c->recv_remaining);
     return -1;
   }
   dec->type = type;
@@ -80,11 +87,16 @@ static int judge_header(struct session *s, struct client *c) {
 // A complete fixed-size payload (RESIZE, SIGNAL, STOP, END_INPUT, CREDIT).
 static int act(struct session *s, struct client *c) {
   const unsigned char *p = c->dec.small;
+  // Demoted between this frame's header and its end (a kept session's hand-over): refused all the same.
+  if (c->role == ROLE_OBSERVE && c->dec.type != FRAME_CREDIT) {
+    client_fault(s, c, END_PROTOCOL, ERR_NOT_CONTROLLER, "%s from a connection that is not the controller", frame_name(c->dec.type));
+    return -1;
+  }
   switch (c->dec.type) {
   case FRAME_RESIZE: {
     unsigned rows = get_be16(p), cols = get_be16(p + 2);
     if (rows == 0 || cols == 0) {
-      end_with(s, END_PROTOCOL, ERR_PROTOCOL, "protocol error: rows %u, cols %u: each must be 1..65535", rows, cols);
+      client_fault(s, c, END_PROTOCOL, ERR_PROTOCOL, "protocol error: rows %u, cols %u: each must be 1..65535", rows, cols);
       return -1;
     }
     if (!s->stopping) on_resize(s, rows, cols);
@@ -93,14 +105,14 @@ static int act(struct session *s, struct client *c) {
   case FRAME_SIGNAL: {
     int sig = p[0];
     if (sig < 1 || sig > MAX_SIGNAL) {
-      end_with(s, END_PROTOCOL, ERR_PROTOCOL, "protocol error: signal %d is outside 1..%d", sig, MAX_SIGNAL);
+      client_fault(s, c, END_PROTOCOL, ERR_PROTOCOL, "protocol error: signal %d is outside 1..%d", sig, MAX_SIGNAL);
       return -1;
     }
     if (s->stopping) return 0; // discarded after STOP, as docs/protocol.md says
     bool allowed = false;
     for (size_t i = 0; i < sizeof allowed_signals / sizeof allowed_signals[0]; i++) allowed |= allowed_signals[i] == sig;
     if (!allowed) {
-      end_with(s, END_PROTOCOL, ERR_PROTOCOL, "signal %d is not allowed", sig);
+      client_fault(s, c, END_PROTOCOL, ERR_PROTOCOL, "signal %d is not allowed", sig);
       return -1;
     }
     on_signal(s, sig);
@@ -112,7 +124,7 @@ static int act(struct session *s, struct client *c) {
   case FRAME_END_INPUT:
     if (s->stopping) return 0; // races with STOP are discarded, as INPUT is
     if (c->dec.input_ended) {
-      end_with(s, END_PROTOCOL, ERR_PROTOCOL, "protocol error: END_INPUT sent twice");
+      client_fault(s, c, END_PROTOCOL, ERR_PROTOCOL, "protocol error: END_INPUT sent twice");
       return -1;
     }
     c->dec.input_ended = true;
@@ -121,18 +133,18 @@ static int act(struct session *s, struct client *c) {
   case FRAME_CREDIT: {
     uint32_t bytes = get_be32(p);
     if (bytes < 1 || bytes > MAX_WINDOW) {
-      end_with(s, END_PROTOCOL, ERR_PROTOCOL, "protocol error: credit %u is outside 1..%u", (unsigned)bytes, (unsigned)MAX_WINDOW);
+      client_fault(s, c, END_PROTOCOL, ERR_PROTOCOL, "protocol error: credit %u is outside 1..%u", (unsigned)bytes, (unsigned)MAX_WINDOW);
       return -1;
     }
     if ((uint64_t)c->send_credit + bytes > MAX_WINDOW) {
-      end_with(s, END_PROTOCOL, ERR_FLOW, "credit beyond the %u-byte window", (unsigned)MAX_WINDOW);
+      client_fault(s, c, END_PROTOCOL, ERR_FLOW, "credit beyond the %u-byte window", (unsigned)MAX_WINDOW);
       return -1;
     }
     c->send_credit += bytes;
     return 0;
   }
   }
-  end_with(s, END_INTERNAL, ERR_INTERNAL, "decoder in an impossible state");
+  client_fault(s, c, END_INTERNAL, ERR_INTERNAL, "decoder in an impossible state");
   return -1;
 }
 

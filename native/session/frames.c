@@ -10,8 +10,9 @@
 
 void on_input(struct session *s, struct client *c, const unsigned char *data, size_t len) {
   c->bytes_in += len;
-  // After STOP, or once nobody can read the terminal, input is dropped but still counted.
-  if (s->stopping || s->master_eof) {
+  // After STOP, or once nobody can read the terminal, input is dropped but still counted; so is the rest
+  // of an INPUT frame begun by a kept session's controller that has been demoted since (never applied).
+  if (s->stopping || s->master_eof || c->role == ROLE_OBSERVE) {
     consume_input(c, len);
     return;
   }

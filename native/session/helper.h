@@ -13,6 +13,10 @@
 #include "control.h"
 #include "protocol.h"
 
+struct keep;
+struct session;
+struct client;
+
 #define TAG "opencode-pty-session: "
 
 // The program (child.c). Its end, once the session's end is decided and it still runs, is driven in
@@ -32,8 +36,9 @@ struct link {
   int fd;
   bool gone; // the worker ended the channel, broke its rules, or a send to it failed: it will not act
   bool ended; // END went out (or could not): it is the last message, nothing follows it
-  unsigned char in[CONTROL_HEADER_SIZE]; // whole 5-byte messages
+  unsigned char in[CONTROL_HEADER_SIZE + ATTACH_SIZE]; // one message: its header, then ATTACH's payload
   size_t got;
+  int passed_fd; // the fd that came with the message being read (ATTACH's), -1 none
   int logs_sent;
 };
 
@@ -62,6 +67,7 @@ struct session {
   int stop_timeout_ms;
   // The unit STARTED names (GO's payload): the only cgroup whose processes the helper may signal.
   char unit[MAX_UNIT_NAME + 1];
+  struct keep *keep; // --keep: the ring and the connections (keep.h); NULL for a session that is not kept
 };
 
 enum decode_state { WANT_HEADER, WANT_INPUT, WANT_SMALL };
@@ -110,6 +116,17 @@ struct client {
   // The client's socket made no progress since stall_since (ms, -1: not stalled), at SIOCOUTQ stall_outq.
   int64_t stall_since;
   int stall_outq;
+
+  // A kept session's connection (keep.h; unused otherwise): its number (0: the START connection), its
+  // role, the offset of the next output byte it gets, small frames (ATTACHED's followers, TRUNCATED,
+  // CONTROLLER_CHANGED) sent whole at a frame boundary, and how it failed (its own end, not the session's).
+  uint8_t conn;
+  uint8_t role;
+  uint64_t cursor;
+  unsigned char notice[64];
+  size_t notice_len, notice_off;
+  bool change_pending; // a CONTROLLER_CHANGED waits for room in notice
+  struct ending fault;
 };
 
 // end.c: the only writer of the session's end, and the one place that acts on it.
@@ -135,7 +152,11 @@ bool terminal_readable(const struct session *s);
 int terminal_read(struct session *s, struct client *c);
 void terminal_write(struct session *s, struct client *c);
 
-// decode.c: -1 when the client broke the protocol (the end is set then). The frames' effects are
+// client.c: a connection's fault. The session's end when it is not kept; a kept session's connection
+// records it and is let go (DETACHED) while the session goes on. The first fault wins.
+void client_fault(struct session *s, struct client *c, int reason, uint16_t code, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+// decode.c: -1 when the client broke the protocol (client_fault is set then). The frames' effects are
 // the functions below it calls (frames.c; the decoder's test driver has its own).
 void decoder_init(struct decoder *dec, const struct frame_rule *rules);
 int decode(struct session *s, struct client *c, const unsigned char *data, size_t len);
@@ -159,8 +180,18 @@ void control_send_hello(struct link *link);
 void control_read(struct session *s, struct client *c);
 void control_send_stop(struct link *link);
 void control_send_end(struct session *s, const struct client *c);
+int control_send_message(struct link *link, uint8_t type, const unsigned char *payload, size_t len);
+void control_send_report(struct session *s, uint64_t bytes_in, uint64_t bytes_out, const unsigned char *rest, size_t rest_len);
+size_t utf8_cut(const char *text, size_t max);
+int transfer_all(int fd, unsigned char *p, size_t len, short direction);
+int link_take_fd(struct link *link);
 int control_send_pid(struct link *link, pid_t pid);
 const char *control_read_env(struct link *link, char ***envp);
+
+// keep.c, keep-*.c: a kept session (keep.h has the rest).
+bool keep_attach(struct session *s, const unsigned char *payload, int fd);
+void keep_send_state(struct session *s);
+bool keep_behind(const struct session *s, const struct client *c);
 
 // cgroup.c
 bool cgroup_of(const char *pid, char *path, size_t size);

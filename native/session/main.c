@@ -3,11 +3,15 @@
 // root authenticates, the user's own process handles the user's bytes).
 //
 // Usage: opencode-pty-session [--env-from-control] [--protocol=N] [--write-timeout-ms=N] [--stop-timeout-sec=N]
-//                             ROWS COLS PROGRAM [ARGS...]
+//                             [--keep --session-id=ID [--retain-bytes=N] [--max-observers=N]] ROWS COLS PROGRAM [ARGS...]
 //   --env-from-control: the program's environment is the control channel's first message (ENV), not
 //   the helper's own (the worker always passes it, so the client's variables never apply to the helper)
 //   --stop-timeout-sec: session.stopTimeoutSec, the time between the steps of an end the helper drives
 //   itself (child.c; 5 s, the configuration's default, when absent)
+//   --keep: a kept session (protocol version 3 or later; keep.h): its output is retained in a ring of
+//   --retain-bytes (4096..64 MiB, 2 MiB when absent), other connections come with ATTACH (up to
+//   --max-observers observers, 0..16, 4 when absent), and the session outlives its connections;
+//   --session-id (1..2^53-1) is the id ATTACHED names. Each takes its value after "=" or as the next argument.
 //   fd 0: the session's working directory (an open directory fd)
 //   fd 1: the client's connection; the helper writes to it only after the worker's GO
 //   fd 2: the control channel to the worker (control.h); diagnostics travel there too
@@ -21,7 +25,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "helper.h"
+#include "keep.h"
 
 // Decimal min..max, digits only: no sign, no spaces, nothing strtoul would quietly accept.
 static bool parse_number(const char *s, unsigned long min, unsigned long max, unsigned long *value) {
@@ -48,9 +52,29 @@ static int take_fds(struct session *s, struct client *c) {
   return cwd;
 }
 
+// A u64 in decimal, min..max, digits only (session ids are above parse_number's nine digits).
+static bool parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *value) {
+  size_t len = strlen(s);
+  if (len == 0 || len > 19 || strspn(s, "0123456789") != len) return false;
+  uint64_t v = strtoull(s, NULL, 10);
+  if (v < min || v > max) return false;
+  *value = v;
+  return true;
+}
+
+// "--name=VALUE" or "--name" "VALUE": the value, advancing *i past it, or NULL when argv[*i] is not that option.
+static const char *option_value(int argc, char **argv, int *i, const char *name) {
+  size_t len = strlen(name);
+  if (strncmp(argv[*i], name, len) != 0) return NULL;
+  if (argv[*i][len] == '=') return argv[*i] + len + 1;
+  if (argv[*i][len] != '\0' || *i + 1 >= argc) return NULL;
+  return argv[++*i];
+}
+
 static void usage(struct session *s, struct client *c) {
   give_up(s, c, 2, "%s",
           "usage: opencode-pty-session [--env-from-control] [--protocol=N] [--write-timeout-ms=N] [--stop-timeout-sec=N] "
+          "[--keep --session-id=ID [--retain-bytes=N] [--max-observers=N]] "
           "ROWS COLS PROGRAM [ARGS...]; ROWS and COLS are decimal 1..65535; fd 0 is the working directory, fd 1 the "
           "client, fd 2 the worker");
 }
@@ -68,6 +92,7 @@ int main(int argc, char **argv) {
   s->master = -1;
   s->eof.next = -1;
   s->child.next_step = -1;
+  s->worker.passed_fd = -1;
   c->stall_since = -1;
   int cwd = take_fds(s, c);
   if (cwd < 0) {
@@ -76,13 +101,22 @@ int main(int argc, char **argv) {
   }
   control_send_hello(&s->worker);
   unsigned long version = 1, timeout = 10000, stop_sec = 5, rows, cols;
-  bool env_from_control = false;
+  bool env_from_control = false, keep = false;
+  uint64_t retain = 2 << 20, max_observers = 4, session_id = 0;
+  const char *value;
   int i = 1;
   for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
     if (strcmp(argv[i], "--env-from-control") == 0) {
       env_from_control = true;
       continue;
     }
+    if (strcmp(argv[i], "--keep") == 0) {
+      keep = true;
+      continue;
+    }
+    if ((value = option_value(argc, argv, &i, "--retain-bytes")) && parse_u64(value, MIN_RETAIN, MAX_RETAIN, &retain)) continue;
+    if ((value = option_value(argc, argv, &i, "--max-observers")) && parse_u64(value, 0, MAX_OBSERVERS, &max_observers)) continue;
+    if ((value = option_value(argc, argv, &i, "--session-id")) && parse_u64(value, 1, ((uint64_t)1 << 53) - 1, &session_id)) continue;
     if (strncmp(argv[i], "--protocol=", 11) == 0 && parse_number(argv[i] + 11, 1, 65535, &version)) continue;
     if (strncmp(argv[i], "--write-timeout-ms=", 19) == 0 && parse_number(argv[i] + 19, 1, 3600000, &timeout)) continue;
     if (strncmp(argv[i], "--stop-timeout-sec=", 19) == 0 && parse_number(argv[i] + 19, 1, 3600, &stop_sec)) continue;
@@ -91,6 +125,9 @@ int main(int argc, char **argv) {
   if (argc - i < 3 || !parse_number(argv[i], 1, 65535, &rows) || !parse_number(argv[i + 1], 1, 65535, &cols) ||
       argv[i + 2][0] == '\0')
     usage(s, c);
+  // The keep options mean nothing without --keep, and a kept session speaks version 3 at least.
+  bool keep_options = session_id != 0 || retain != 2 << 20 || max_observers != 4;
+  if ((keep && (session_id == 0 || version < 3)) || (!keep && keep_options)) usage(s, c);
   c->version = (unsigned)version;
   c->write_timeout_ms = (int)timeout;
   s->stop_timeout_ms = (int)stop_sec * 1000;
@@ -101,6 +138,7 @@ int main(int argc, char **argv) {
     give_up(s, c, 2, "protocol version %s is not spoken by this helper", spoken);
   }
   decoder_init(&c->dec, rules);
+  if (keep && !(s->keep = keep_new(retain, (unsigned)max_observers, session_id))) give_up(s, c, 1, "cannot allocate the ring of %s", "retained output");
 
   // The directory the client opened, not a path resolved now: follow the fd.
   if (fchdir(cwd) < 0) give_up(s, c, 1, "cannot enter the working directory: %s", strerror(errno));
@@ -133,5 +171,6 @@ int main(int argc, char **argv) {
   // Without the PID at the worker, nothing may be written: the worker takes "no PID" to mean the
   // client's write side is still its own. A failed send marks the worker gone (check_done ends it).
   control_send_pid(&s->worker, s->child.pid);
+  if (s->keep) keep_relay(s, c, sigfd);
   relay(s, c, sigfd);
 }

@@ -10,7 +10,7 @@ import { closeQuietly } from '../io/index.ts';
 import { native, type PeerCredentials } from '../native/index.ts';
 import { ErrorCode, type ErrorCodeValue } from '../protocol/index.ts';
 import { type ClientService, credentialsMatch, peerPidfd, pidfdIdentity, ticksSinceBoot } from '../identity/index.ts';
-import type { Admission, Slot } from './admission.ts';
+import { MAX_ROOT_CONNECTIONS, type Admission, type Slot } from './admission.ts';
 
 export const ADMISSION_REFUSED = 'authentication admission limit reached';
 export const AUTHENTICATION_FAILED = 'authentication failed';
@@ -51,6 +51,9 @@ export interface GateDeps {
   admission: Admission;
   /** The client service, when one is configured. */
   service: ClientService | undefined;
+  /** Root (uid 0) is admitted as the operator, by its own small admission, for version 3's kept-session
+   * requests (principals.ts); without it root is another account, refused here. */
+  admitRoot?: boolean;
 }
 
 export class AcceptGate {
@@ -72,6 +75,7 @@ export class AcceptGate {
       return refusal(ErrorCode.INTERNAL, 'peer credentials unavailable', '(unknown peer)', `peer credentials: ${(error as Error).message}`, '');
     }
     const who = `pid ${credentials.pid}`;
+    if (credentials.uid === 0 && this.#deps.admitRoot) return this.#decideRoot(fd, credentials);
     if (!credentialsMatch(credentials, config)) {
       // AUTHENTICATION, not ADMISSION: retrying cannot help a wrong account.
       return refusal(ErrorCode.AUTHENTICATION, WRONG_ACCOUNT_REFUSED, `uid ${credentials.uid} gid ${credentials.gid}`, 'not the client account', who);
@@ -90,6 +94,26 @@ export class AcceptGate {
     const result = await this.#decideFor(peer);
     if (!result.admitted) closeQuietly(pidfd);
     return result;
+  }
+
+  /** Root, the operator: its own small admission, no client unit (it may only LIST, ATTACH and STOP_SESSION: principals.ts). */
+  #decideRoot(fd: number, credentials: PeerCredentials): GateResult {
+    const who = `pid ${credentials.pid}`;
+    let pidfd = -1;
+    let identity;
+    try {
+      pidfd = peerPidfd(fd, credentials.pid, ticksSinceBoot);
+      identity = pidfdIdentity(pidfd);
+    } catch (error) {
+      closeQuietly(pidfd);
+      return identityRefusal(error, who);
+    }
+    const admitted = this.#deps.admission.admitRoot();
+    if (!admitted.admitted) {
+      closeQuietly(pidfd);
+      return refusal(ErrorCode.ADMISSION, ADMISSION_REFUSED, 'root', `admission: ${MAX_ROOT_CONNECTIONS} root connections at once`, who);
+    }
+    return { admitted: true, slot: admitted.slot, peer: { credentials, pidfd, cgroup: identity.cgroup, startTicks: identity.startTicks } };
   }
 
   async #decideFor(peer: PeerAtAccept): Promise<GateResult> {

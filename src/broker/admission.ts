@@ -9,7 +9,11 @@ export interface AdmissionLimits {
   maxAdmissionsPerMinute: number;
 }
 
-export type Slot = 'ordinary' | 'reserved';
+export type Slot = 'ordinary' | 'reserved' | 'root';
+
+/** Root's connections at once (the operator's LIST, ATTACH, STOP_SESSION: principals.ts), apart from
+ * the client account's: a flood of the account cannot lock the operator out, nor the reverse. */
+export const MAX_ROOT_CONNECTIONS = 4;
 export type AdmissionRefusal = 'unauthenticated-limit' | 'rate-limit';
 export type AdmissionResult = { admitted: true; slot: Slot } | { admitted: false; reason: AdmissionRefusal };
 
@@ -19,6 +23,7 @@ export class Admission {
   #limits: AdmissionLimits;
   #ordinary = 0;
   #reservedTaken = false;
+  #root = 0;
   /** Times of ordinary admissions in the last minute, oldest first; never longer than the rate. */
   #recent: number[] = [];
 
@@ -43,8 +48,16 @@ export class Admission {
     return { admitted: false, reason: ordinaryFree ? 'rate-limit' : 'unauthenticated-limit' };
   }
 
+  /** Root's own admission: at most MAX_ROOT_CONNECTIONS at once, no rate. */
+  admitRoot(): AdmissionResult {
+    if (this.#root >= MAX_ROOT_CONNECTIONS) return { admitted: false, reason: 'unauthenticated-limit' };
+    this.#root += 1;
+    return { admitted: true, slot: 'root' };
+  }
+
   release(slot: Slot): void {
-    if (slot === 'reserved') this.#reservedTaken = false;
+    if (slot === 'root') this.#root = Math.max(0, this.#root - 1);
+    else if (slot === 'reserved') this.#reservedTaken = false;
     else if (this.#ordinary > 0) this.#ordinary -= 1;
   }
 

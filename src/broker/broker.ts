@@ -69,6 +69,8 @@ export class Broker {
       giveBack: (worker) => deps.pool.giveBack(worker),
       changed: () => this.#changed(),
       slotFreed: () => this.#status(),
+      maxKept: limits.maxKept,
+      unitPrefix: deps.config.unitPrefix,
     });
     this.#orphans = new Orphans({
       units: deps.manager,
@@ -81,7 +83,7 @@ export class Broker {
     });
     this.#accepts = new AcceptLoop(deps.listener.fd, (fd) => this.#accepted(fd), deps.log);
     if (client.service) this.#service = new ClientService(client.service, () => deps.manager.serviceState(client.service!));
-    this.#gate = new AcceptGate({ config: deps.config, admission: this.#admission, service: this.#service });
+    this.#gate = new AcceptGate({ config: deps.config, admission: this.#admission, service: this.#service, admitRoot: true });
     this.#connections = {
       handshakeTimeoutMs: limits.handshakeTimeoutMs,
       slotWaitMs: stoppingSessionBoundMs(deps.config),
@@ -95,6 +97,12 @@ export class Broker {
       adopt: (worker, slot) => this.#sessions.adopt(worker, slot),
       nextId: () => this.#nextId++,
       log: deps.log,
+      keptRequests: {
+        clientUid: client.uid,
+        isMainPid: async (pid) => (this.#service ? (await this.#service.isMainPidNow(pid)).main : false),
+        kept: this.#sessions.kept,
+        log: deps.log,
+      },
     };
   }
 

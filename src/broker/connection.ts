@@ -6,7 +6,7 @@
 import { closeQuietly, type FdSocket, IoError, passRights } from '../io/index.ts';
 import { wireCodeName, type Logger } from '../log.ts';
 import { native } from '../native/index.ts';
-import { ErrorCode, SessionError, encodeFrame } from '../protocol/index.ts';
+import { ErrorCode, FrameType, KEEP_VERSION, SessionError, encodeFrame } from '../protocol/index.ts';
 import type { ClientService, Look } from '../identity/index.ts';
 import type { Admission, Slot } from './admission.ts';
 import type { SessionSlot, SessionSlots } from './session-slots.ts';
@@ -16,6 +16,9 @@ import { lookVerdict } from './identity-look.ts';
 import type { RefusalReporter } from './refusal-reporter.ts';
 import { refuseSocket } from './refuse.ts';
 import type { WorkerHandle } from './worker-handle.ts';
+import { readKeptRequest, serveKeptRequest, type KeptRequestDeps } from './kept-request.ts';
+import { ROOT_START_REFUSED } from './principals.ts';
+import { WRONG_ACCOUNT_REFUSED } from './accept-gate.ts';
 
 /** What the hand-off needs of a worker (a WorkerHandle, or a fake in tests). */
 export type HandOffWorker = Pick<WorkerHandle, 'child' | 'handOff' | 'shutdown'>;
@@ -40,6 +43,26 @@ export interface ConnectionDeps<W extends HandOffWorker = WorkerHandle> {
   /** The next session's id. */
   nextId(): number;
   log: Logger;
+  /** Version 3's LIST, ATTACH and STOP_SESSION (kept-request.ts); without it the broker speaks up to version 2. */
+  keptRequests?: KeptRequestDeps;
+}
+
+/** An answer written (SESSIONS): the close once it is out (bounded), what the peer sent read away. */
+async function closeAfterAnswer(socket: FdSocket, boundMs: number): Promise<void> {
+  if (socket.writableLength > 0 && !socket.closed) {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, boundMs);
+      function done() {
+        clearTimeout(timer);
+        socket.off('drain', done);
+        socket.off('close', done);
+        resolve();
+      }
+      socket.once('drain', done);
+      socket.once('close', done);
+    });
+  }
+  socket.closeDrained();
 }
 
 /** Resolves (with nothing) once `socket` is closed. */
@@ -85,42 +108,76 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
     // An answer from an old snapshot is provisional: WELCOME goes out meanwhile, and the fresh look
     // decides below, before the hand-off (nothing is started for the peer until then). Any other
     // answer is final as it is.
+    // Root (the operator) is admitted for version 3's kept-session requests only (principals.ts).
+    const root = credentials.uid === 0;
+    if (root && version < KEEP_VERSION) throw new SessionError(ErrorCode.AUTHENTICATION, WRONG_ACCOUNT_REFUSED);
     let cgroup: string | null = null;
     let unconfirmed: Promise<Look> | undefined;
-    if (clientService) {
+    if (clientService && !root) {
       const look = await clientService.containsProvisionally(deps.cgroupOf(pidfd), peer.startTicks);
       cgroup = insideOrRefuse(look, peer, clientService.service, deps.refusals);
       if (look.provisional) unconfirmed = look.confirmed;
     }
-    sessionSlot = deps.slots.tryTake();
-    if (!sessionSlot) {
-      // Waiting for a stopping session's slot is not the client's time: its deadline pauses, and the
-      // wait has its own bound (what a stopping session can take). No more connections wait than
-      // slots are finishing (session-slots.ts), and each still holds its admission place.
-      const resume = pause();
-      sessionSlot = await waitForSlot(socket, deps);
-      resume();
-    }
-    // Closed while it waited (shutdown): answered already, the finally frees the rest.
-    if (socket.closed) return;
-    // A client that went while it waited is gone, not refused for the limit (and kept no place).
-    if (!sessionSlot && socket.hungUp) throw new IoError('PEER_GONE', 'the client hung up while it waited for a session slot');
-    if (!sessionSlot) throw new SessionError(ErrorCode.SESSION_LIMIT, `session limit reached (${deps.slots.max})`);
-    // WELCOME before the worker: the client's START is on its way while a spare still starts. Its
-    // descriptor may come from now on (the worker takes that right away again once START is in).
-    passRights(socket.fd, true);
-    socket.writeUrgent(encodeFrame({ type: 'welcome', version }));
-    // A send that failed outright (EPIPE: the peer closed after HELLO) empties the queue and is
-    // reported only a tick later, so it is asked for here: its peer-gone code makes it the client's
-    // doing. A fresh socket takes seven bytes at once; bytes still queued mean the peer is gone too.
-    if (socket.writeFailure) throw socket.writeFailure;
-    if (socket.writableLength > 0) throw new SessionError(ErrorCode.INTERNAL, 'could not send WELCOME');
-    if (unconfirmed && clientService) {
-      // Within the client's deadline still: a bus that does not answer is not a wait without end, and
-      // a connection closed meanwhile (deadline, shutdown) frees its slots now, not when the look ends.
-      const look = await Promise.race([unconfirmed, closing(socket)]);
-      if (socket.closed || !look) return;
-      cgroup = insideOrRefuse(look, peer, clientService.service, deps.refusals);
+    const takeSlot = async (): Promise<SessionSlot | undefined> => {
+      let taken = deps.slots.tryTake();
+      if (!taken) {
+        // Waiting for a stopping session's slot is not the client's time: its deadline pauses, and the
+        // wait has its own bound (what a stopping session can take). No more connections wait than
+        // slots are finishing (session-slots.ts), and each still holds its admission place.
+        const resume = pause();
+        taken = await waitForSlot(socket, deps);
+        resume();
+      }
+      return taken;
+    };
+    const welcome = async (): Promise<boolean> => {
+      // WELCOME before the worker: the client's START is on its way while a spare still starts. Its
+      // descriptor may come from now on (the worker takes that right away again once START is in).
+      passRights(socket.fd, true);
+      socket.writeUrgent(encodeFrame({ type: 'welcome', version }));
+      // A send that failed outright (EPIPE: the peer closed after HELLO) empties the queue and is
+      // reported only a tick later, so it is asked for here: its peer-gone code makes it the client's
+      // doing. A fresh socket takes seven bytes at once; bytes still queued mean the peer is gone too.
+      if (socket.writeFailure) throw socket.writeFailure;
+      if (socket.writableLength > 0) throw new SessionError(ErrorCode.INTERNAL, 'could not send WELCOME');
+      if (unconfirmed && clientService) {
+        // Within the client's deadline still: a bus that does not answer is not a wait without end, and
+        // a connection closed meanwhile (deadline, shutdown) frees its slots now, not when the look ends.
+        const look = await Promise.race([unconfirmed, closing(socket)]);
+        if (socket.closed || !look) return false;
+        cgroup = insideOrRefuse(look, peer, clientService.service, deps.refusals);
+      }
+      return true;
+    };
+    if (version < KEEP_VERSION) {
+      sessionSlot = await takeSlot();
+      // Closed while it waited (shutdown): answered already, the finally frees the rest.
+      if (socket.closed) return;
+      // A client that went while it waited is gone, not refused for the limit (and kept no place).
+      if (!sessionSlot && socket.hungUp) throw new IoError('PEER_GONE', 'the client hung up while it waited for a session slot');
+      if (!sessionSlot) throw new SessionError(ErrorCode.SESSION_LIMIT, `session limit reached (${deps.slots.max})`);
+      if (!(await welcome())) return;
+    } else {
+      // Version 3: WELCOME takes no slot; the request decides (docs/protocol.md "Version 3", order).
+      if (!(await welcome())) return;
+      const type = await socket.peekByte();
+      if (type !== FrameType.START) {
+        const frame = await readKeptRequest(socket);
+        // The request is whole: the client's deadline is over.
+        clearTimeout(deadline);
+        if (!deps.keptRequests) throw new SessionError(ErrorCode.INTERNAL, 'kept sessions are not served here');
+        const handed = await serveKeptRequest(socket, frame, peer, pidfd, deps.keptRequests);
+        if (handed) {
+          pidfd = -1;
+          socket.close();
+        } else await closeAfterAnswer(socket, deps.handshakeTimeoutMs);
+        return;
+      }
+      if (root) throw new SessionError(ErrorCode.NOT_PERMITTED, ROOT_START_REFUSED);
+      sessionSlot = await takeSlot();
+      if (socket.closed) return;
+      if (!sessionSlot && socket.hungUp) throw new IoError('PEER_GONE', 'the client hung up while it waited for a session slot');
+      if (!sessionSlot) throw new SessionError(ErrorCode.SESSION_LIMIT, `session limit reached (${deps.slots.max})`);
     }
     deps.admission.release(slot);
     admissionHeld = false;

@@ -1,9 +1,12 @@
 // The sessions the broker has handed to workers: each holds a session slot until its unit is gone,
 // reported by its worker or, when the worker exited without cleaning up, stopped here (never fatal).
+import { DEFAULT_LIMITS } from '../config/index.ts';
 import type { Logger } from '../log.ts';
+import { DEFAULT_UNIT_PREFIX } from '../systemd/index.ts';
 import type { SessionSlot } from './session-slots.ts';
 import { reapUnit, type ReapTimes, type UnitStopper } from './unit-reaper.ts';
 import type { WorkerHandle } from './worker-handle.ts';
+import { KeptSessions } from './kept-sessions.ts';
 
 /** How long a worker may outlive its session's report before that is worth a warning. */
 const HELD_WORKER_WARNING_MS = 10_000;
@@ -19,14 +22,20 @@ export interface LiveSessionDeps {
   changed(): void;
   /** Called when a slot held by an exited worker is free (the broker's status). */
   slotFreed(): void;
+  /** limits.maxKept and config.unitPrefix (kept-sessions.ts); by default the config's defaults. */
+  maxKept?: number;
+  unitPrefix?: string;
 }
 
 export class LiveSessions {
   #deps: LiveSessionDeps;
   #workers = new Set<WorkerHandle>();
+  /** Version 3: which worker runs which kept session, and LIST's answers. */
+  readonly kept: KeptSessions<WorkerHandle>;
 
   constructor(deps: LiveSessionDeps) {
     this.#deps = deps;
+    this.kept = new KeptSessions({ workers: () => this.#workers, maxKept: () => deps.maxKept ?? DEFAULT_LIMITS.maxKept, unitPrefix: deps.unitPrefix ?? DEFAULT_UNIT_PREFIX });
   }
 
   get size(): number {
@@ -48,6 +57,15 @@ export class LiveSessions {
     this.#workers.add(worker);
     this.#deps.changed();
     const { log } = this.#deps;
+    worker.onMessage((message) => {
+      try {
+        if (message.type === 'keep-request') this.kept.keepRequested(worker);
+        if (message.type === 'described') this.kept.described(message.requestId, message.entry);
+      } catch (error) {
+        // The answer could not go: the worker's channel failed, and it is ending (worker-handle.ts).
+        log('warning', `worker ${worker.child.pid}: ${(error as Error).message}`);
+      }
+    });
     // Its end is decided: a start that finds every slot held may wait for this one (session-slots.ts).
     // A worker whose exit is then held (below) keeps it finishing: such a wait ends at its bound.
     void worker.finishing.then(() => slot.finishing());

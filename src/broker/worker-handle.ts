@@ -6,7 +6,7 @@ import type { ChildProcess } from 'node:child_process';
 import type { Config } from '../config/index.ts';
 import { closeQuietly, FdSocket, IoError } from '../io/index.ts';
 import type { Logger } from '../log.ts';
-import { ControlDecoder, encodeControl, MAX_BROKER_MESSAGE, type PeerIdentity, type WorkerMessage, workerMessageFault } from '../control/index.ts';
+import { ControlDecoder, encodeControl, MAX_BROKER_MESSAGE, type BrokerMessage, type KeptFacts, type PeerIdentity, type WorkerMessage, workerMessageFault } from '../control/index.ts';
 import { signalWorker, type StartedWorker } from './worker-process.ts';
 
 export class WorkerHandle {
@@ -17,6 +17,12 @@ export class WorkerHandle {
   endReason: string | undefined;
   /** The worker said its session ended cleanly and it can take another (see renew()). */
   reusable = false;
+  /** Version 3: its session asked to be kept and was granted it (kept-sessions.ts). */
+  keepGranted = false;
+  /** Version 3: its kept session has started ('kept'). */
+  kept: KeptFacts | undefined;
+  /** Its session's end is decided ('finishing'). */
+  isFinishing = false;
   /** Each of these is the current session's; renew() makes new ones for the next. */
   ready!: Promise<void>;
   readonly exited: Promise<void>;
@@ -87,7 +93,14 @@ export class WorkerHandle {
         const message = raw as WorkerMessage;
         if (message.type === 'ready') this.#readyResolve();
         if (message.type === 'unit') this.unit = message.name;
-        if (message.type === 'finishing') this.#finish();
+        if (message.type === 'finishing') {
+          this.isFinishing = true;
+          this.#finish();
+        }
+        if (message.type === 'kept') {
+          const { type: _type, ...facts } = message;
+          this.kept = facts;
+        }
         if (message.type === 'ended') {
           this.#inSession = false;
           this.endReason = message.reason;
@@ -130,6 +143,9 @@ export class WorkerHandle {
     this.reusable = false;
     this.unit = undefined;
     this.endReason = undefined;
+    this.keepGranted = false;
+    this.kept = undefined;
+    this.isFinishing = false;
     this.ended = new Promise((resolve) => (this.#endedResolve = resolve));
     this.settled = new Promise((resolve) => (this.#settle = resolve));
     this.finishing = new Promise((resolve) => (this.#finish = resolve));
@@ -161,6 +177,19 @@ export class WorkerHandle {
     if (failure?.errno === 'ETOOMANYREFS') {
       throw new IoError(failure.code, `${failure.message} (more descriptors in flight for uid ${process.getuid?.()} than this process's RLIMIT_NOFILE)`, { errno: failure.errno, syscall: failure.syscall, cause: failure });
     }
+    if (failure) throw failure;
+  }
+
+  /** A message to the worker's session (version 3: attach, stop-session, describe, keep-answer); `fds`
+   * are taken whatever happens, as handOff's. Throws when they did not go. */
+  send(message: BrokerMessage, fds: number[] = []): void {
+    try {
+      this.control.write(encodeControl(message, MAX_BROKER_MESSAGE), fds);
+    } catch (error) {
+      for (const fd of fds) closeQuietly(fd);
+      throw error;
+    }
+    const failure = this.control.writeFailure;
     if (failure) throw failure;
   }
 

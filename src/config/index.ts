@@ -6,6 +6,8 @@ export {
   DEFAULT_SESSION,
   DEFAULT_SOCKET_PATH,
   HANG_UP_GRACE_MS,
+  MAX_RETAINED_BYTES,
+  MIN_RETAINED_BYTES,
   stoppingSessionBoundMs,
   unitStopWaitMs,
   type Config,

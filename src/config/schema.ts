@@ -26,6 +26,10 @@ export interface LimitsConfig {
   idleExitMs: number;
   /** Sessions one worker serves one after another, each after the last ended cleanly; 1 gives every session a fresh worker. */
   sessionsPerWorker: number;
+  /** Kept sessions (protocol version 3) at once, at most maxSessions: a kept START beyond it gets KEEP_LIMIT. */
+  maxKept: number;
+  /** Observers of one kept session at once; the next observing ATTACH gets OBSERVER_LIMIT. */
+  maxObservers: number;
 }
 
 export interface SessionConfig {
@@ -43,6 +47,12 @@ export interface SessionConfig {
   properties: Record<string, unknown>;
   /** 'hardened': no session can debug another session's programs or open its terminal; what remains is in docs/security.md. */
   profile: 'default' | 'hardened';
+  /** The longest keep time a START may ask for (its keepMs); more is BAD_START, never lowered. */
+  maxKeepMs: number;
+  /** The largest ring a kept START may ask for (its retainBytes), at most MAX_RETAINED_BYTES. */
+  maxRetainedBytes: number;
+  /** The ring of a kept START that asks for none (retainBytes 0), at most maxRetainedBytes. */
+  defaultRetainedBytes: number;
 }
 
 export interface Config {
@@ -76,6 +86,8 @@ export const DEFAULT_LIMITS: LimitsConfig = {
   operationTimeoutMs: 10_000,
   idleExitMs: 60_000,
   sessionsPerWorker: 64,
+  maxKept: 8,
+  maxObservers: 4,
 };
 
 export const DEFAULT_SESSION: SessionConfig = {
@@ -88,7 +100,18 @@ export const DEFAULT_SESSION: SessionConfig = {
   slice: 'opencode-pty-sessions.slice',
   properties: {},
   profile: 'default',
+  // A day, and opencode's own 2 MiB of replay (its persistent terminals' ring).
+  maxKeepMs: 86_400_000,
+  maxRetainedBytes: 2 * 1024 * 1024,
+  defaultRetainedBytes: 2 * 1024 * 1024,
 };
+
+/** The most a kept session may retain (docs/protocol.md "Version 3", Limits.MAX_RETAINED_BYTES). */
+export const MAX_RETAINED_BYTES = 64 * 1024 * 1024;
+/** The least ring a kept START may name (retainBytes 4096..). */
+export const MIN_RETAINED_BYTES = 4096;
+/** keepMs is a u32 on the wire. */
+const MAX_KEEP_MS = 0xffff_ffff;
 
 export class ConfigError extends Error {
   readonly code = 'CONFIG_INVALID';
@@ -196,8 +219,9 @@ function limits(raw: unknown): LimitsConfig {
   const value = object(raw, 'limits');
   only(value, 'limits', Object.keys(DEFAULT_LIMITS));
   const day = 86_400_000;
+  const maxSessions = integer(value.maxSessions, 'limits.maxSessions', DEFAULT_LIMITS.maxSessions, 1, 1024);
   return {
-    maxSessions: integer(value.maxSessions, 'limits.maxSessions', DEFAULT_LIMITS.maxSessions, 1, 1024),
+    maxSessions,
     maxUnauthenticated: integer(value.maxUnauthenticated, 'limits.maxUnauthenticated', DEFAULT_LIMITS.maxUnauthenticated, 1, 1024),
     maxAdmissionsPerMinute: integer(value.maxAdmissionsPerMinute, 'limits.maxAdmissionsPerMinute', DEFAULT_LIMITS.maxAdmissionsPerMinute, 1, 100_000),
     handshakeTimeoutMs: integer(value.handshakeTimeoutMs, 'limits.handshakeTimeoutMs', DEFAULT_LIMITS.handshakeTimeoutMs, 100, 60_000),
@@ -206,8 +230,12 @@ function limits(raw: unknown): LimitsConfig {
     operationTimeoutMs: integer(value.operationTimeoutMs, 'limits.operationTimeoutMs', DEFAULT_LIMITS.operationTimeoutMs, 100, 600_000),
     idleExitMs: integer(value.idleExitMs, 'limits.idleExitMs', DEFAULT_LIMITS.idleExitMs, 0, day),
     sessionsPerWorker: integer(value.sessionsPerWorker, 'limits.sessionsPerWorker', DEFAULT_LIMITS.sessionsPerWorker, 1, 1024),
+    // A kept session holds its slot: at most maxSessions, and the default follows a smaller maxSessions.
+    maxKept: integer(value.maxKept, 'limits.maxKept', Math.min(DEFAULT_LIMITS.maxKept, maxSessions), 0, maxSessions),
+    maxObservers: integer(value.maxObservers, 'limits.maxObservers', DEFAULT_LIMITS.maxObservers, 0, 16),
   };
 }
+
 
 function session(raw: unknown, checkProperty: (name: string, value: unknown) => string | undefined): SessionConfig {
   const value = object(raw, 'session');
@@ -234,7 +262,17 @@ function session(raw: unknown, checkProperty: (name: string, value: unknown) => 
     slice: string(value.slice, 'session.slice', DEFAULT_SESSION.slice, SLICE_NAME),
     properties,
     profile: string(value.profile, 'session.profile', DEFAULT_SESSION.profile, /^(default|hardened)$/) as SessionConfig['profile'],
+    ...retention(value),
   };
+}
+
+/** The keep settings: each bounded, the default ring within the largest one. */
+function retention(value: Json): Pick<SessionConfig, 'maxKeepMs' | 'maxRetainedBytes' | 'defaultRetainedBytes'> {
+  const maxKeepMs = integer(value.maxKeepMs, 'session.maxKeepMs', DEFAULT_SESSION.maxKeepMs, 0, MAX_KEEP_MS);
+  const maxRetainedBytes = integer(value.maxRetainedBytes, 'session.maxRetainedBytes', DEFAULT_SESSION.maxRetainedBytes, MIN_RETAINED_BYTES, MAX_RETAINED_BYTES);
+  const fallback = Math.min(DEFAULT_SESSION.defaultRetainedBytes, maxRetainedBytes);
+  const defaultRetainedBytes = integer(value.defaultRetainedBytes, 'session.defaultRetainedBytes', fallback, MIN_RETAINED_BYTES, maxRetainedBytes);
+  return { maxKeepMs, maxRetainedBytes, defaultRetainedBytes };
 }
 
 /**

@@ -2,8 +2,33 @@
 // The connection fd (and the peer's pidfd) ride on the `session` message as SCM_RIGHTS.
 import type { Config } from '../config/index.ts';
 import type { PeerIdentity } from '../identity/index.ts';
+import type { SessionEntry } from '../protocol/index.ts';
 
 export type { PeerIdentity };
+
+/** Who asked for a kept session (ATTACH, STOP_SESSION): for the worker's journal line (src/broker/principals.ts). */
+export interface KeptPeer {
+  pid: number;
+  uid: number;
+  principal: 'root' | 'main-pid';
+}
+
+/** A SESSIONS entry as JSON carries it: its u64 offsets as decimal strings. */
+export type DescribedEntry = Omit<SessionEntry, 'oldest' | 'next'> & { oldest: string; next: string };
+
+/** What the broker learns once a kept session has started, for LIST when its worker does not answer. */
+export interface KeptFacts {
+  sessionId: number;
+  keepMs: number;
+  label: string;
+  program: string;
+  cwd: string;
+  startedAtMs: number;
+  rows: number;
+  cols: number;
+  programPid: number;
+  mainPid: number;
+}
 
 export type BrokerMessage =
   /** fds: [client connection, peer pidfd]. `deadlineMs`: what is left of the handshake deadline;
@@ -12,7 +37,16 @@ export type BrokerMessage =
   | { type: 'session'; id: number; peer: PeerIdentity; deadlineMs: number; version?: number; reuse?: boolean }
   | { type: 'shutdown' }
   /** The first message to a worker started before the broker had loaded its config (worker-process.ts). */
-  | { type: 'config'; config: Config };
+  | { type: 'config'; config: Config }
+  /** Version 3: a connection to the worker's kept session; fds: [connection, peer pidfd]. `fromOffset`:
+   * a decimal u64 (FROM_NOW as 2^64-1). */
+  | { type: 'attach'; role: 'control' | 'observe'; fromOffset: string; rows: number; cols: number; peer: KeptPeer }
+  /** Version 3: end the worker's kept session as a STOP; the connection gets STOPPED once its unit is gone. fds as attach. */
+  | { type: 'stop-session'; peer: KeptPeer }
+  /** Version 3, LIST: the session as SESSIONS shows it ('described'), within the worker's bound. */
+  | { type: 'describe'; requestId: number }
+  /** Version 3: whether the kept START the worker asked about ('keep-request') may be kept (limits.maxKept). */
+  | { type: 'keep-answer'; granted: boolean };
 
 export type WorkerMessage =
   | { type: 'ready' }
@@ -24,7 +58,13 @@ export type WorkerMessage =
    * count on this one. */
   | { type: 'finishing' }
   /** `reusable`: the session ended cleanly and the worker waits, warm, for another ('ready' follows). */
-  | { type: 'ended'; reason: string; reusable?: boolean };
+  | { type: 'ended'; reason: string; reusable?: boolean }
+  /** Version 3: a START asks to be kept; the broker counts it against limits.maxKept ('keep-answer'). */
+  | { type: 'keep-request' }
+  /** Version 3: the kept session has started (after STARTED): the broker routes its id here from now on. */
+  | ({ type: 'kept' } & KeptFacts)
+  /** Version 3: the answer to 'describe'. */
+  | { type: 'described'; requestId: number; entry: DescribedEntry };
 
 export const MAX_CONTROL_MESSAGE = 64 * 1024;
 /** The broker's messages may carry the config: as much as the environment takes in one string

@@ -6,6 +6,10 @@ export {
   MAX_BROKER_MESSAGE,
   WORKER_CONFIG_ENV,
   encodeControl,
+  type BrokerMessage,
+  type DescribedEntry,
+  type KeptFacts,
+  type KeptPeer,
   type PeerIdentity,
   type WorkerMessage,
 } from './broker-worker.ts';

@@ -5,6 +5,9 @@ import { ControlError, MAX_BROKER_MESSAGE, encodeControl, type BrokerMessage, ty
 /** A session message carries the client connection and the peer's pidfd. */
 const MAX_CONTROL_FDS = 2;
 
+/** The messages that carry [connection, peer pidfd]; every other carries none. */
+const CARRIES_FDS: ReadonlySet<BrokerMessage['type']> = new Set(['session', 'attach', 'stop-session']);
+
 export interface ReceivedControl {
   message: BrokerMessage;
   fds: number[];
@@ -22,7 +25,7 @@ export async function readControl(socket: FdSocket): Promise<ReceivedControl> {
     fds.push(...body.fds);
     if (header.controlTruncated || body.controlTruncated) throw new ControlError('control message with too many fds');
     const message = JSON.parse(body.data.toString('utf8')) as BrokerMessage;
-    if (message.type === 'session' ? fds.length !== 2 : fds.length !== 0) {
+    if (CARRIES_FDS.has(message.type) ? fds.length !== 2 : fds.length !== 0) {
       throw new ControlError(`${message.type} message with ${fds.length} fds`);
     }
     return { message, fds };

@@ -20,6 +20,15 @@ export function workerMessageFault(message: unknown, inSession: boolean): string
       if (!Number.isSafeInteger(message.mainPid) || (message.mainPid as number) < 1) return "'started' without a pid";
       break;
     case 'finishing':
+    case 'keep-request':
+      break;
+    case 'kept': {
+      const fault = keptFault(message);
+      if (fault) return `'kept' ${fault}`;
+      break;
+    }
+    case 'described':
+      if (!Number.isSafeInteger(message.requestId) || !isObject(message.entry)) return "'described' without its request or entry";
       break;
     case 'ended':
       if (typeof message.reason !== 'string' || (message.reusable !== undefined && typeof message.reusable !== 'boolean')) return "'ended' without its reason";
@@ -28,4 +37,16 @@ export function workerMessageFault(message: unknown, inSession: boolean): string
       return `an unknown control message ${JSON.stringify(String(message.type).slice(0, 40))}`;
   }
   return inSession ? undefined : `'${type}' with no session handed to it`;
+}
+
+const count = (value: unknown, max: number) => Number.isSafeInteger(value) && (value as number) >= 0 && (value as number) <= max;
+
+/** What LIST shows of a session its worker did not answer for: checked as the codec will encode it. */
+function keptFault(message: Record<string, unknown>): string | undefined {
+  if (!Number.isSafeInteger(message.sessionId) || (message.sessionId as number) < 1) return 'without a session id';
+  for (const name of ['keepMs', 'programPid', 'mainPid'] as const) if (!count(message[name], 0xffff_ffff)) return `with a bad ${name}`;
+  for (const name of ['rows', 'cols'] as const) if (!count(message[name], 0xffff)) return `with a bad ${name}`;
+  if (!count(message.startedAtMs, Number.MAX_SAFE_INTEGER)) return 'with a bad startedAtMs';
+  for (const name of ['label', 'program', 'cwd'] as const) if (typeof message[name] !== 'string') return `without its ${name}`;
+  return undefined;
 }

@@ -179,6 +179,18 @@ export class ClientService {
     return { main: answer === true, snapshot };
   }
 
+  /**
+   * Is `pid` the live service's MainPID by a look that began after this call (a fresh read): what a
+   * LIST, ATTACH or STOP_SESSION must be sure of (src/broker/principals.ts), where an older snapshot
+   * could name a MainPID that has since been replaced (a read begun in this very clock tick counts:
+   * at most 10 ms old). The caller confirms through the peer's pidfd that the process it asked about
+   * is the same one still alive.
+   */
+  async isMainPidNow(pid: number): Promise<{ main: boolean; snapshot: ServiceSnapshot }> {
+    const snapshot = await this.newerThan(this.#ticks() - 1);
+    return { main: mainPidAnswer(pid, snapshot, this.service, Number.NEGATIVE_INFINITY) === true, snapshot };
+  }
+
   #start(): { startTicks: number; done: Promise<ServiceSnapshot> } {
     if (this.#inFlight) return this.#inFlight;
     const startTicks = this.#ticks();

@@ -39,6 +39,8 @@ export class FdSocket extends EventEmitter {
   #watcher: FdWatcher | undefined;
   #interestKey = '';
   #exact: ExactRequest | undefined;
+  /** A peekByte() waiting for the first queued byte. */
+  #peek: { resolve(byte: number): void; reject(error: IoError): void } | undefined;
   #onData: ((chunk: Buffer) => void) | undefined;
   #paused = false;
   /** EOF was read: nothing more will ever be readable. */
@@ -117,6 +119,43 @@ export class FdSocket extends EventEmitter {
       this.#readExactStep();
       this.#updateInterest();
     });
+  }
+
+  /**
+   * The next byte the peer sent, looked at and left queued (recv MSG_PEEK with no control buffer), with
+   * any descriptor riding on it, for whoever reads next: the broker tells version 3's requests apart
+   * by their type byte while a START's directory fd stays queued for its worker. Rejects EOF, CLOSED,
+   * BUSY or PEER_GONE.
+   */
+  peekByte(): Promise<number> {
+    if (this.#fd < 0) return Promise.reject(new IoError('CLOSED', 'socket is closed'));
+    if (this.#exact || this.#onData || this.#peek) return Promise.reject(new IoError('BUSY', 'a read is already in progress'));
+    if (this.#dead) return Promise.reject(new IoError('PEER_GONE', 'the socket failed earlier'));
+    if (this.#ended) return Promise.reject(new IoError('EOF', 'the peer closed the connection'));
+    return new Promise<number>((resolve, reject) => {
+      this.#peek = { resolve, reject };
+      this.#peekStep();
+      this.#updateInterest();
+    });
+  }
+
+  #peekStep(): void {
+    const request = this.#peek;
+    if (!request || this.#fd < 0) return;
+    let got: number;
+    try {
+      got = native().peek(this.#fd, this.#scratch, 0, 1);
+    } catch (error) {
+      this.#peek = undefined;
+      return request.reject(fromSystemError(error, 'recv'));
+    }
+    if (got < 0) return;
+    this.#peek = undefined;
+    if (got === 0) {
+      this.#ended = true;
+      return request.reject(new IoError('EOF', 'the peer closed the connection'));
+    }
+    request.resolve(this.#scratch[0]!);
   }
 
   /** Streams every byte to onData from the event loop. An fd arriving here is closed at once and reported
@@ -201,6 +240,7 @@ export class FdSocket extends EventEmitter {
     this.#writer.drop();
     this.#onData = undefined;
     this.#failExact(new IoError('CLOSED', 'socket closed'));
+    this.#failPeek(new IoError('CLOSED', 'socket closed'));
     if (!leaveOpen) closeQuietly(fd);
     this.#emitSafe('close');
   }
@@ -212,6 +252,12 @@ export class FdSocket extends EventEmitter {
     if (outcome === 'pending') return;
     this.#exact = undefined;
     if (outcome === 'eof') this.#ended = true;
+  }
+
+  #failPeek(error: IoError): void {
+    const request = this.#peek;
+    this.#peek = undefined;
+    request?.reject(error);
   }
 
   #failExact(error: IoError): void {
@@ -304,6 +350,7 @@ export class FdSocket extends EventEmitter {
   #fatal(error: IoError): void {
     this.#stop();
     this.#failExact(error);
+    this.#failPeek(error);
     this.#emitSafe('error', error);
   }
 
@@ -321,6 +368,7 @@ export class FdSocket extends EventEmitter {
         // What it sent before closing is still queued, and recvmsg returns that first (the kernel checks
         // sk_err only once the queue is empty), so a reader gets every byte, e.g. a final EXIT frame.
         // libuv stops the poll handle after it (uv__poll_io), so this socket is done either way.
+        if (this.#peek) this.#peekStep();
         this.#readAfterReset();
         if (this.#fd < 0) return;
         if (this.#ended) return this.#stop();
@@ -329,6 +377,7 @@ export class FdSocket extends EventEmitter {
       if (events.writable && this.#writer.blocked) this.#writer.flush();
       if (events.readable && this.#fd >= 0) {
         if (this.#exact) this.#readExactStep();
+        else if (this.#peek) this.#peekStep();
         else this.#readStream();
       }
       this.#updateInterest();
@@ -340,7 +389,7 @@ export class FdSocket extends EventEmitter {
 
   #updateInterest(): void {
     if (this.#fd < 0 || this.#dead) return;
-    const readable = this.#exact !== undefined || (this.#onData !== undefined && !this.#paused && !this.#ended);
+    const readable = this.#exact !== undefined || this.#peek !== undefined || (this.#onData !== undefined && !this.#paused && !this.#ended);
     const writable = this.#writer.blocked;
     // Level-triggered: once reported, POLLRDHUP would fire on every turn, so it is watched only until then.
     const hangup = !this.#hangupReported && !this.#ended;

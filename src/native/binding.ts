@@ -68,6 +68,9 @@ export interface NativeBinding {
    * thread: `maxFds` (what the caller expects) is only checked for range; the caller counts `fds`.
    * Returns null when it would block. */
   recvmsg(fd: number, buffer: Buffer, offset: number, length: number, maxFds: number): ReceivedMessage | null;
+  /** recv with MSG_PEEK | MSG_DONTWAIT and no control buffer: the bytes (and any descriptors on them)
+   * stay queued. The bytes peeked into buffer[offset, offset+length), 0 at EOF, -1 when none are queued. */
+  peek(fd: number, buffer: Buffer, offset: number, length: number): number;
   /** The last close's preparation of a peer's Unix socket (peer-close.ts): shutdown(SHUT_RD), then every
    * queued message read away, its descriptors closed as closeReceived does. It stops while the close
    * pool's queue is long (`complete` false): what is left stays queued, and the caller drains again later.

@@ -70,3 +70,20 @@ export function unitObjectPath(name: string): string {
   });
   return `/org/freedesktop/systemd1/unit/${label}`;
 }
+
+/** Hex digits of a unit's random part that make its session id: 52 bits, below 2^53 (a JavaScript number). */
+const SESSION_ID_DIGITS = 13;
+
+/**
+ * A kept session's id (protocol version 3): the first 13 hex digits of its unit's random part as a
+ * number (< 2^52). Derived from the name alone, so it is the same for every broker and worker that
+ * sees the unit, across restarts. Undefined for a name `unitNameFor` could not have made, or for the
+ * id 0 (never valid on the wire; its start draws again: session-start.ts).
+ */
+export function sessionIdOf(name: string, prefix: string = DEFAULT_UNIT_PREFIX): number | undefined {
+  if (!isSessionUnitName(name, prefix)) return undefined;
+  const hex = name.slice(prefix.length + 'session-'.length, -'.service'.length);
+  if (hex.length < 2 * MIN_RANDOM_BYTES) return undefined;
+  const id = parseInt(hex.slice(0, SESSION_ID_DIGITS), 16);
+  return id === 0 ? undefined : id;
+}

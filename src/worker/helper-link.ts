@@ -3,7 +3,7 @@
 // readable to EAGAIN on demand: once the unit is inactive, what is not there now will never come.
 import { native, type FdWatcher } from '../native/index.ts';
 import { closeQuietly, closeReceived, closePeer, passRights } from '../io/index.ts';
-import { HelperChannelError, HelperDecoder, HelperLimits, encodeCommand, encodeGo, type HelperMessage } from '../control/index.ts';
+import { HelperChannelError, HelperDecoder, HelperLimits, encodeAttach, encodeCommand, encodeGo, encodeQuery, type AttachRoleName, type HelperMessage, type KeptOptions } from '../control/index.ts';
 import { ErrorCode, SessionError } from '../protocol/index.ts';
 
 export interface HelperLinkEvents {
@@ -18,11 +18,11 @@ export interface HelperLinkEvents {
  * them the moment it runs. The empty 128 KiB buffer takes both whole; if not, nothing has started yet
  * and the start fails (INTERNAL), both ends closed.
  */
-export function openHelperLink(envMessage: Buffer, started: Buffer, events: HelperLinkEvents): { link: HelperLink; helperEnd: number } {
+export function openHelperLink(envMessage: Buffer, started: Buffer, events: HelperLinkEvents, kept?: KeptOptions): { link: HelperLink; helperEnd: number } {
   const [workerEnd, helperEnd] = native().socketpair();
   // The helper never sends a descriptor: the kernel refuses any it tries.
   passRights(workerEnd, false);
-  const link = new HelperLink(workerEnd, events);
+  const link = new HelperLink(workerEnd, events, kept);
   if (!link.sendEnv(envMessage) || !link.sendGo(started)) {
     link.close();
     closeQuietly(helperEnd);
@@ -35,15 +35,42 @@ export class HelperLink {
   #fd: number;
   #events: HelperLinkEvents;
   #watcher: FdWatcher | undefined;
-  #decoder = new HelperDecoder();
+  #decoder: HelperDecoder;
   #buffer = Buffer.allocUnsafe(64 * 1024);
   #done = false;
   #logs = 0;
 
-  /** Takes ownership of `fd`, the worker's end of the control socketpair. */
-  constructor(fd: number, events: HelperLinkEvents) {
+  /** Takes ownership of `fd`, the worker's end of the control socketpair. `kept`: a kept session's
+   * helper (dialect 3), whose DETACHED, STATE and PROGRAM_ENDED are checked against what we sent. */
+  constructor(fd: number, events: HelperLinkEvents, kept?: KeptOptions) {
     this.#fd = fd;
     this.#events = events;
+    this.#decoder = new HelperDecoder(kept ? { kept } : {});
+  }
+
+  /** ATTACH `conn` with the connection's descriptor riding on its first byte (the helper gets its own
+   * copy; ours stays ours). False when it did not go whole: the caller refuses that connection. */
+  sendAttach(attach: { conn: number; role: AttachRoleName; fromOffset: bigint; rows: number; cols: number }, connectionFd: number): boolean {
+    if (this.#fd < 0 || this.#done) return false;
+    const message = encodeAttach(attach);
+    try {
+      if (native().sendmsg(this.#fd, message, 0, message.length, [connectionFd]) !== message.length) return false;
+    } catch {
+      return false;
+    }
+    this.#decoder.attached(attach.conn);
+    return true;
+  }
+
+  /** QUERY: one STATE answers it. False when it could not go (the channel is gone, or too many are unanswered). */
+  sendQuery(): boolean {
+    if (this.#fd < 0 || this.#done) return false;
+    try {
+      this.#decoder.queried();
+    } catch {
+      return false;
+    }
+    return this.#write(encodeQuery());
   }
 
   start(): void {

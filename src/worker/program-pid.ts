@@ -91,8 +91,10 @@ export function programInUnit(pid: number, mainPid: number, unit: string, read: 
 }
 
 /** STARTED as the worker lays it out for the helper, which writes it with both pids in place (native/session/control.c). */
-export function startedTemplate(version: number, unit: string, dropped: string[]): Frame {
+export function startedTemplate(version: number, unit: string, dropped: string[], sessionId?: number): Frame {
   const placeholder = 1;
   if (version < 2) return { type: 'started', mainPid: placeholder, unit };
+  // Version 3 names the session's id, kept or not (an ATTACH to a session that is not kept is NO_SESSION).
+  if (version >= 3) return { type: 'started', mainPid: placeholder, unit, programPid: placeholder, droppedEnv: dropped, sessionId };
   return { type: 'started', mainPid: placeholder, unit, programPid: placeholder, droppedEnv: dropped };
 }

@@ -57,7 +57,8 @@ export async function checkStartDescriptors(
   return fds[0]!;
 }
 
-export async function receiveStart(socket: FdSocket): Promise<ReceivedStart> {
+/** `version`: the protocol version WELCOME named (START gains its keep fields in version 3). */
+export async function receiveStart(socket: FdSocket, version = 1): Promise<ReceivedStart> {
   const fds: number[] = [];
   let truncated = false;
   let foreign = false;
@@ -66,14 +67,14 @@ export async function receiveStart(socket: FdSocket): Promise<ReceivedStart> {
     fds.push(...header.fds);
     truncated ||= header.controlTruncated;
     foreign ||= header.foreignControl;
-    const { type, length } = parseHeader(header.data, 'to-server');
+    const { type, length } = parseHeader(header.data, 'to-server', version);
     // Any other frame here is out of order (docs/protocol.md, "Out-of-order frames"): PROTOCOL.
     if (type !== FrameType.START) throw new SessionError(ErrorCode.PROTOCOL, `protocol error: expected START, got ${frameName(type)}`);
     const payload = await socket.readExact(length, START_CONTROL_FDS);
     fds.push(...payload.fds);
     truncated ||= payload.controlTruncated;
     foreign ||= payload.foreignControl;
-    const frame = parsePayload(type, payload.data) as FrameOf<'start'>;
+    const frame = parsePayload(type, payload.data, version) as FrameOf<'start'>;
     const cwdFd = await checkStartDescriptors(frame, fds, { controlTruncated: truncated, foreignControl: foreign });
     return { frame, cwdFd };
   } catch (error) {

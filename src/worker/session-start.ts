@@ -2,9 +2,10 @@
 // handshake deadline, re-check the peer, ask for the unit with ENV and GO (STARTED) queued, and wait for
 // systemd's fork and the helper's PID. Every wait is raced against the session's abort.
 import { randomBytes } from 'node:crypto';
+import { readlinkSync } from 'node:fs';
 import { type FdSocket, closeQuietly, passRights } from '../io/index.ts';
 import { ErrorCode, encodeFrame, type FrameOf, SessionError } from '../protocol/index.ts';
-import { unitNameFor, programLabel } from '../systemd/index.ts';
+import { unitNameFor, programLabel, sessionIdOf } from '../systemd/index.ts';
 import type { PeerIdentity } from '../control/index.ts';
 import { recheckPeer } from '../identity/index.ts';
 import { openHelperLink, type HelperLink, type HelperLinkEvents } from './helper-link.ts';
@@ -13,6 +14,7 @@ import { receiveStart } from './receive-start.ts';
 import { raceAbort, settled } from './start-errors.ts';
 import { startedTemplate, type ProgramPid } from './program-pid.ts';
 import { planStart } from './start-plan.ts';
+import { keepHelperArgs, keepPlanFor, type KeepPlan } from './keep-plan.ts';
 import type { SessionRecord } from './session-record.ts';
 import type { SessionDeps } from './session.ts';
 import type { UnitStop } from './unit-stop.ts';
@@ -39,6 +41,8 @@ export interface StartContext {
   unitDone: Promise<unknown>;
   /** A stop of ours has begun (a late job failure is then ours, not news). */
   stopping(): boolean;
+  /** Version 3: the START is kept (the broker granted it), before its unit is asked for. */
+  kept?(plan: KeepPlan): void;
 }
 
 /** What the started session's journal line and the broker's report need. */
@@ -46,6 +50,12 @@ export interface Started {
   mainPid: number;
   unit: string;
   frame: FrameOf<'start'>;
+  /** Version 3: the session's id (sessionIdOf its unit), and its keep plan when kept. */
+  sessionId?: number;
+  keep?: KeepPlan;
+  /** The working directory as this process sees the START's descriptor (for LIST). */
+  cwd: string;
+  programPid: number;
 }
 
 /** Runs the start; resolves once the helper named its program, rejects with why it did not. */
@@ -57,7 +67,7 @@ export async function startSession(context: StartContext): Promise<Started> {
   const deadline = setTimeout(context.deadline, context.deadlineMs);
   let start;
   try {
-    start = await raceAbort(receiveStart(context.client), aborted, (late) => closeQuietly(late.cwdFd));
+    start = await raceAbort(receiveStart(context.client, context.version), aborted, (late) => closeQuietly(late.cwdFd));
   } finally {
     clearTimeout(deadline);
   }
@@ -75,20 +85,31 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   const { config, manager, helperPath } = deps;
   const unsafe = unsafeHelper(helperPath);
   if (unsafe) throw new SessionError(ErrorCode.INTERNAL, `the session helper is not installed safely: ${unsafe}`);
-  const name = unitNameFor(randomBytes(16), config.unitPrefix);
+  const keep = keepPlanFor(frame, config, version);
+  if (keep) {
+    // Counted against limits.maxKept by the broker before anything is started for it.
+    if (!(await deps.askKeep?.())) throw new SessionError(ErrorCode.KEEP_LIMIT, `kept session limit reached (${config.limits.maxKept})`);
+    context.kept?.(keep);
+  }
+  // A session id of 0 is never valid on the wire (sessionIdOf): draw again (once in 2^52).
+  let name = unitNameFor(randomBytes(16), config.unitPrefix);
+  while (sessionIdOf(name, config.unitPrefix) === undefined) name = unitNameFor(randomBytes(16), config.unitPrefix);
+  const sessionId = sessionIdOf(name, config.unitPrefix)!;
   units.named(name);
   // The broker learns the name first, so it can stop the unit even if this process dies mid-start.
   deps.report({ type: 'unit', name });
   recheckPeer(context.client.fd, context.pidfd, context.peer);
-  const { dropped, envMessage, spec } = planStart(frame, config, helperPath, version);
+  const keepArgs = keep ? keepHelperArgs(keep, sessionId, config.limits.maxObservers) : [];
+  const { dropped, envMessage, spec } = planStart(frame, config, helperPath, version, keepArgs);
   context.record.program = programLabel(frame.argv[0]!);
   // Names only, quoted: the client's values never reach the journal.
   if (dropped.length > 0) deps.log(`${name}: environment names not passed to the program: ${JSON.stringify(dropped)}`);
   // STARTED goes with GO: the helper writes it itself right after its fork (it alone knows the
   // program's pid then), so the first output waits for no turn of ours (AddRef keeps a fast end
   // visible to the watch below).
-  const started = encodeFrame(startedTemplate(version, name, dropped), version);
-  const { link, helperEnd } = openHelperLink(envMessage, started, context.helperEvents);
+  const started = encodeFrame(startedTemplate(version, name, dropped, sessionId), version);
+  const { link, helperEnd } = openHelperLink(envMessage, started, context.helperEvents, keep ? { retainBytes: keep.retainBytes } : undefined);
+  const cwd = cwdOf(cwdFd);
   context.launched(link);
   const start = startUnit(manager, name, spec, { cwdFd, clientFd: context.client.fd, helperEnd }, context.aborted);
   const { job } = start;
@@ -120,5 +141,15 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   });
   // The call went out long before: the fork it announced came after its reply.
   start.release();
-  return { mainPid, unit: name, frame };
+  return { mainPid, unit: name, frame, sessionId, keep, cwd, programPid: await confirmed };
+}
+
+/** The directory's path as this process sees it (readlink of /proc/self/fd: the kernel's d_path, no
+ * file system asked); '' when it cannot be named. */
+function cwdOf(fd: number): string {
+  try {
+    return readlinkSync(`/proc/self/fd/${fd}`);
+  } catch {
+    return '';
+  }
 }

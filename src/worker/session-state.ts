@@ -40,6 +40,18 @@ export type SessionEvent =
   | { type: 'unit-inactive'; exit?: ExitStatus }
   /** Leave the unit running and its helper with the client: no stop, no last frame (kept sessions). */
   | { type: 'release' }
+  /** Version 3: the START is kept (the broker granted it, limits.maxKept): its connections come and go. */
+  | { type: 'keep' }
+  /** A kept session: a connection is attached (the START's at STARTED, an ATTACH sent to the helper). */
+  | { type: 'attach' }
+  /** A kept session: an attached connection left (the helper's DETACHED, or our own POLLRDHUP on our copy). */
+  | { type: 'detach' }
+  /** A kept session: its keep deadline passed, armed when no connection was left (root's, never the helper's). */
+  | { type: 'keep-deadline' }
+  /** A kept session: the program ended (the helper's PROGRAM_ENDED); the ring waits for an ATTACH. */
+  | { type: 'program-ended'; waitStatus: number }
+  /** A kept session: STOP_SESSION(id), which ends it as a STOP (STOPPED to every connection held). */
+  | { type: 'stop-session' }
   /** The last frame is written (or not) and everything of the session is closed. */
   | { type: 'finished' };
 
@@ -61,6 +73,12 @@ export const EVENT_TYPES = [
   'helper-lost',
   'unit-inactive',
   'release',
+  'keep',
+  'attach',
+  'detach',
+  'keep-deadline',
+  'program-ended',
+  'stop-session',
   'finished',
 ] as const satisfies readonly EventType[];
 type Unlisted = Exclude<EventType, (typeof EVENT_TYPES)[number]>;
@@ -85,7 +103,10 @@ export type SessionAction =
   /** The unit is inactive: read the helper's channel to EAGAIN, write the one last frame, clean up. */
   | { type: 'finish' }
   /** Close our side and leave the unit running. */
-  | { type: 'release' };
+  | { type: 'release' }
+  /** A kept session with no connection: its keep deadline runs from now (keepMs); an attach disarms it. */
+  | { type: 'arm-deadline' }
+  | { type: 'disarm-deadline' };
 
 /** Which rule decides the last frame (final-frame.ts lastWriteFor): where the end was decided. */
 export type EndedIn = 'handshake' | 'starting' | 'running';
@@ -111,6 +132,15 @@ export interface SessionState {
   stopping: boolean;
   /** The session was released, not ended. */
   released: boolean;
+  /** Version 3: a kept session (its connections come and go; the worker counts them itself). */
+  kept: boolean;
+  /** A kept session's attached connections, by the worker's own count. */
+  attached: number;
+  deadlineArmed: boolean;
+  /** The program's wait status once the helper said it ended (PROGRAM_ENDED). */
+  programEnded?: number;
+  /** STOP_SESSION ended it: its last frame is STOPPED. */
+  stopSession: boolean;
 }
 
 export interface Step {
@@ -119,7 +149,7 @@ export interface Step {
 }
 
 export function initialState(): SessionState {
-  return { phase: 'handshake', clientGone: false, helperFailed: false, unitEnded: false, stopping: false, released: false };
+  return { phase: 'handshake', clientGone: false, helperFailed: false, unitEnded: false, stopping: false, released: false, kept: false, attached: 0, deadlineArmed: false, stopSession: false };
 }
 
 const before = (phase: Phase, than: Phase) => PHASES.indexOf(phase) < PHASES.indexOf(than);
@@ -210,6 +240,31 @@ function apply(state: SessionState, event: SessionEvent): Step {
       return phase === 'running' ? { state: { ...state, phase: 'done', released: true }, actions: [{ type: 'release' }] } : same;
     case 'finished':
       return phase === 'final' ? { state: { ...state, phase: 'done' }, actions: [] } : same;
+    case 'keep':
+      return startingOrBefore && !state.kept ? { state: { ...state, kept: true }, actions: [] } : same;
+    case 'attach': {
+      if (!state.kept || phase !== 'running') return same;
+      const attached = { ...state, attached: state.attached + 1, deadlineArmed: false };
+      return { state: attached, actions: state.deadlineArmed ? [{ type: 'disarm-deadline' }] : [] };
+    }
+    case 'detach': {
+      if (!state.kept || state.attached === 0 || !before(phase, 'final')) return same;
+      const left = { ...state, attached: state.attached - 1 };
+      // The last one gone from a session that runs on: root's keep deadline (an ending session has its own end).
+      const arm = left.attached === 0 && phase === 'running' && !state.stopping && !state.report;
+      return { state: { ...left, deadlineArmed: arm }, actions: arm ? [{ type: 'arm-deadline' }] : [] };
+    }
+    case 'keep-deadline':
+      if (!state.kept || !state.deadlineArmed || state.attached > 0 || phase !== 'running') return same;
+      // TERMINATE, then the unit's stop after stopTimeoutSec, as a shutdown ends a session; the end is decided now.
+      return { state: { ...state, deadlineArmed: false, stopping: true }, actions: [{ type: 'report-finishing' }, { type: 'end-helper' }] };
+    case 'program-ended':
+      return state.kept && state.programEnded === undefined && before(phase, 'final') ? { state: { ...state, programEnded: event.waitStatus }, actions: [] } : same;
+    case 'stop-session':
+      if (!state.kept || state.stopping || phase !== 'running') return same;
+      // TERMINATE: the helper ends the program in its steps and reports, attached or not (a detached
+      // helper whose program ended would wait for an ATTACH); the unit is stopped after stopTimeoutSec.
+      return { state: { ...state, stopping: true, stopSession: true, deadlineArmed: false }, actions: [...(state.deadlineArmed ? [{ type: 'disarm-deadline' } as const] : []), { type: 'report-finishing' }, { type: 'end-helper' }] };
   }
 }
 

@@ -6,9 +6,10 @@
 // frame, once the unit is inactive). docs/architecture.md "The token rule", "A session's states".
 import type { Config } from '../config/index.ts';
 import { FdSocket, closeQuietly } from '../io/index.ts';
-import { ErrorCode, PROTOCOL_VERSION, type ErrorCodeValue, SessionError } from '../protocol/index.ts';
+import { ErrorCode, KEEP_VERSION, PROTOCOL_VERSION, type ErrorCodeValue, SessionError } from '../protocol/index.ts';
+import { refuseConnection } from './kept-connections.ts';
 import type { Units } from '../systemd/index.ts';
-import type { PeerIdentity, WorkerMessage, HelperMessage } from '../control/index.ts';
+import type { BrokerMessage, PeerIdentity, WorkerMessage, HelperMessage } from '../control/index.ts';
 import { figuresFrom } from './accounting.ts';
 import { lastWriteFor, writeFinalFrame, type EndReason } from './final-frame.ts';
 import { HelperLink, type HelperLinkEvents } from './helper-link.ts';
@@ -18,6 +19,9 @@ import { startSession, type Started } from './session-start.ts';
 import { initialState, step, type Phase, type SessionAction, type SessionEvent, type SessionState } from './session-state.ts';
 import { asSessionError } from './start-errors.ts';
 import { UnitStop } from './unit-stop.ts';
+import { KeptSide, type SessionNow } from './kept-side.ts';
+import { stoppedFor } from './kept-end.ts';
+import type { KeepPlan } from './keep-plan.ts';
 
 export type { EndReason, Ending };
 
@@ -30,6 +34,8 @@ export interface SessionDeps {
   log(message: string): void;
   /** The protocol version WELCOME named (default 1): the helper is told it, and the frames follow it. */
   version?: number;
+  /** Version 3: asks the broker whether a START may be kept (limits.maxKept). */
+  askKeep?(): Promise<boolean>;
   /** Each event once the state machine has taken it, with the phase it left the session in (tests, tracing). */
   onEvent?(event: SessionEvent, phase: Phase): void;
 }
@@ -48,6 +54,9 @@ export class Session {
   #record = new SessionRecord();
   #started: Started | undefined;
   #ending: Ending | undefined;
+  /** Version 3: the START's keep plan, and the kept session's side once it has started. */
+  #keepPlan: KeepPlan | undefined;
+  #kept: KeptSide | undefined;
   /** Ends the start's waits (the START read, the unit's start). */
   #abort: (error: SessionError | undefined) => void = () => undefined;
   #aborted = new Promise<SessionError | undefined>((resolve) => (this.#abort = resolve));
@@ -84,12 +93,17 @@ export class Session {
     // Failures surface as rejected reads or the final write's result; an 'error' event with no
     // listener would end this root process instead. The worker never reads after START: hang-ups
     // (POLLRDHUP, POLLHUP) are all it watches for.
-    this.#client.on('error', () => this.#dispatch({ type: 'client-gone' }));
+    this.#client.on('error', () => {
+      // A kept session's connection that fails (a reset: its peer died with output unread) is detached.
+      if (!this.#state.kept) this.#dispatch({ type: 'client-gone' });
+    });
     // While START is read, a half-close is answered (docs/protocol.md "Handshake"): the read in
     // progress ends in EOF and the start fails PROTOCOL, written to a peer that can still read it. From
     // the launch on, a hang-up ends the session (a hang-up seen before it is taken up at the launch).
     this.#client.on('hangup', () => {
-      if (this.#state.phase !== 'handshake') this.#dispatch({ type: 'client-gone' });
+      // A kept session's START connection only detaches, from its launch on: the helper may have written
+      // STARTED before we saw the start through (#keepStarted then finds it gone; kept-connections.ts).
+      if (this.#state.phase !== 'handshake' && !this.#state.kept) this.#dispatch({ type: 'client-gone' });
     });
   }
 
@@ -141,14 +155,19 @@ export class Session {
       launched: (link) => {
         this.#helper = link;
         this.#dispatch({ type: 'launched' });
-        if (this.#client.hungUp) this.#dispatch({ type: 'client-gone' });
+        if (this.#client.hungUp && !this.#state.kept) this.#dispatch({ type: 'client-gone' });
       },
       unitDone: this.#unitDone,
       stopping: () => this.#state.stopping || this.#units.stopped,
+      kept: (plan) => {
+        this.#keepPlan = plan;
+        this.#dispatch({ type: 'keep' });
+      },
     }).then(
       (started) => {
         this.#started = started;
         this.#dispatch({ type: 'started' });
+        if (this.#state.kept && this.#state.phase === 'running') this.#keepStarted(started);
       },
       (error: unknown) => this.#dispatch({ type: 'start-failed', error: asSessionError(error) }),
     );
@@ -213,6 +232,66 @@ export class Session {
         return void this.#finish().then(this.#resolve, this.#reject);
       case 'release':
         return this.#release();
+      case 'arm-deadline':
+        return this.#kept?.arm(() => this.#dispatch({ type: 'keep-deadline' }));
+      case 'disarm-deadline':
+        return this.#kept?.disarm();
+    }
+  }
+
+  /** A kept session has started: its START's connection is conn 0, attached; the broker routes its id here. */
+  #keepStarted(started: Started): void {
+    const plan = this.#keepPlan!;
+    const facts = {
+      sessionId: started.sessionId!,
+      keepMs: plan.keepMs,
+      label: plan.label,
+      program: started.frame.argv[0] ?? '',
+      cwd: started.cwd,
+      startedAtMs: Date.now(),
+      rows: started.frame.rows,
+      cols: started.frame.cols,
+      programPid: started.programPid,
+      mainPid: started.mainPid,
+    };
+    this.#kept = new KeptSide(this.#client, {
+      facts,
+      link: this.#helper,
+      writeTimeoutMs: this.#deps.config.limits.writeTimeoutMs,
+      attached: () => this.#dispatch({ type: 'attach' }),
+      detached: () => this.#dispatch({ type: 'detach' }),
+      log: (line) => this.#deps.log(`${this.unit}: ${line}`),
+    });
+    this.#dispatch({ type: 'attach' });
+    this.#deps.report({ type: 'kept', ...facts });
+    // Gone already (its hang-up came while the start finished): detached at once.
+    if (this.#client.hungUp) this.#kept.connections.detached({ conn: 0, reason: 'client-gone', code: 0, remainder: Buffer.alloc(0), text: '' });
+  }
+
+  #now(): SessionNow {
+    const state = this.#state;
+    return { running: state.phase === 'running', finishing: state.phase !== 'running' || state.stopping || state.report !== undefined, attached: state.attached, programEnded: state.programEnded };
+  }
+
+  /** A broker message for this session (version 3); the descriptors are taken whatever happens. */
+  fromBroker(message: BrokerMessage, fds: number[]): void {
+    const kept = this.#kept;
+    if (message.type === 'attach' || message.type === 'stop-session') {
+      const [connection, pidfd] = fds as [number, number];
+      if (!kept) {
+        // Not (yet) a kept session here: the broker knew it only by its unit's name.
+        closeQuietly(pidfd);
+        const socket = new FdSocket(connection);
+        socket.on('error', () => undefined);
+        return void refuseConnection(socket, this.#state.kept ? ErrorCode.SESSION_STATE : ErrorCode.NO_SESSION, this.#state.kept ? 'the session is still starting' : 'no kept session with that id', this.#deps.config.limits.writeTimeoutMs, KEEP_VERSION);
+      }
+      if (message.type === 'attach') return kept.attach(message, connection, pidfd, this.#now());
+      if (kept.stopSession(message, connection, pidfd, this.#now())) this.#dispatch({ type: 'stop-session' });
+      return;
+    }
+    if (message.type === 'describe') {
+      if (!kept) return;
+      void kept.describe(this.#now()).then((entry) => this.#deps.report({ type: 'described', requestId: message.requestId, entry }));
     }
   }
 
@@ -228,6 +307,14 @@ export class Session {
       case 'figures':
         // The helper's word, for its client's end record only (root's journal takes systemd's).
         return this.#dispatch({ type: 'helper-figures', figures: figuresFrom(message.figures) });
+      case 'detached':
+        return this.#kept?.connections.detached(message.report);
+      case 'state':
+        return this.#kept?.stateArrived(message.state);
+      case 'program-ended':
+        return this.#dispatch({ type: 'program-ended', waitStatus: message.waitStatus });
+      case 'hello':
+        return;
       case 'end':
         this.#dispatch({ type: 'helper-end', report: message.report });
         // Before a pid, the program never ran: the start fails with the helper's reason.
@@ -250,8 +337,13 @@ export class Session {
     this.#helper?.readAvailable();
     const state = this.#state;
     const accounting = await this.#measure(state);
-    const { remainder, frame, reason } = lastWriteFor({ ...state, version: this.#version, accounting }, this.#programPid.known);
-    if (frame) await writeFinalFrame(this.#client, frame, this.#deps.config.limits.writeTimeoutMs, remainder, this.#version);
+    const last = lastWriteFor({ ...state, version: this.#version, accounting }, this.#programPid.known);
+    const { remainder, reason } = last;
+    // STOP_SESSION ends a kept session as a STOP: STOPPED, with how the program ended.
+    const frame = state.stopSession ? stoppedFor(state.report !== undefined, state.exit, accounting) : last.frame;
+    // A kept session's last frame goes to every connection held for it (DETACHED ending), each after its own rest.
+    const recipients = this.#kept ? this.#kept.recipients() : [{ socket: this.#client, remainder }];
+    if (frame) await Promise.all(recipients.map((to) => writeFinalFrame(to.socket, frame, this.#deps.config.limits.writeTimeoutMs, to.remainder, this.#version)));
     else if (state.endedIn === 'running' && !state.report && !state.clientGone) this.#deps.log(`${this.unit}: the session helper ended without a report; closing without a last frame`);
     const known = [state.failure, state.workerError].find((error) => frame?.type === 'error' && error?.wireCode === frame.code && error.message === frame.message);
     const error = state.endedIn === 'handshake' ? (state.clientGone ? undefined : state.failure) : frame?.type === 'error' ? (known ?? new SessionError(frame.code as ErrorCodeValue, frame.message)) : undefined;
@@ -271,6 +363,7 @@ export class Session {
   async #cleanUp(): Promise<void> {
     this.#units.clearTimers();
     this.#helper?.close();
+    this.#kept?.closeAll();
     // The session is over for every holder (the helper, PID 1's copy as the unit's stdout): what the
     // client left queued is read away here, or the last of them to close would release its fds.
     if (!this.#client.closeDrained()) {

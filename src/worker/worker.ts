@@ -3,7 +3,7 @@
 import { native } from '../native/index.ts';
 import { type FdSocket, deferredDrains, closeAll } from '../io/index.ts';
 import type { Config } from '../config/index.ts';
-import { ErrorCode, LATEST_VERSION, PROTOCOL_VERSION, SessionError } from '../protocol/index.ts';
+import { ErrorCode, KEEP_VERSION, PROTOCOL_VERSION, SessionError } from '../protocol/index.ts';
 import type { Units } from '../systemd/index.ts';
 import { readControl, sendControl } from '../control/index.ts';
 import type { LogFields, LogLevel } from '../log.ts';
@@ -64,6 +64,8 @@ export class Worker {
   #closing = false;
   #session: Session | undefined;
   #next: (received: Received | undefined) => void = () => undefined;
+  /** The broker's answer to this session's keep-request, awaited. */
+  #keepAnswer: ((granted: boolean) => void) | undefined;
 
   constructor(deps: WorkerDeps) {
     this.#deps = deps;
@@ -123,8 +125,17 @@ export class Worker {
     const { control, log } = this.#deps;
     for (;;) {
       const next = await readControl(control);
-      if (next.message.type === 'shutdown') this.shutdown();
-      else if (next.message.type !== 'session') {
+      const { message } = next;
+      if (message.type === 'shutdown') this.shutdown();
+      else if (message.type === 'keep-answer') {
+        const answer = this.#keepAnswer;
+        this.#keepAnswer = undefined;
+        answer?.(message.granted === true);
+      } else if (message.type === 'attach' || message.type === 'stop-session' || message.type === 'describe') {
+        // Version 3, routed here by the broker for this worker's kept session.
+        if (this.#session) this.#session.fromBroker(message, next.fds);
+        else closeAll(next.fds);
+      } else if (message.type !== 'session') {
         // The config comes first or never (main.ts receiveConfig); anything else here is the broker's bug.
         closeAll(next.fds);
         log(`an unexpected ${next.message.type} message on the control channel; ignored`, undefined, 'error');
@@ -141,13 +152,18 @@ export class Worker {
     const { control, config, helperPath, log } = this.#deps;
     const [clientFd, pidfd] = received.fds as [number, number];
     const { peer, deadlineMs, version = PROTOCOL_VERSION } = message;
-    if (!Number.isInteger(version) || version < PROTOCOL_VERSION || version > LATEST_VERSION) throw new Error(`the broker chose protocol version ${version}, which this worker does not speak`);
+    if (!Number.isInteger(version) || version < PROTOCOL_VERSION || version > KEEP_VERSION) throw new Error(`the broker chose protocol version ${version}, which this worker does not speak`);
     const session: Session = new Session(clientFd, pidfd, peer, deadlineMs, {
       manager,
       config,
       helperPath,
       version,
       report: (report) => sendControl(control, report),
+      askKeep: () =>
+        new Promise<boolean>((resolve) => {
+          this.#keepAnswer = resolve;
+          sendControl(control, { type: 'keep-request' });
+        }),
       // Every line about the session carries its unit and peer, so `journalctl SESSION_UNIT=…` finds them all.
       log: (line) => log(line, { ...sessionFields(session.unit), PEER_PID: peer.pid, PEER_UID: peer.uid }),
     });

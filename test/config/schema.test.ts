@@ -132,3 +132,24 @@ test('passwd parsing keeps the first record and skips malformed lines', () => {
 });
 
 test.run();
+
+test('kept sessions: the defaults (a day, 2 MiB, 8 kept, 4 observers) and their bounds', () => {
+  const config = validateConfig(minimal, accounts, allowAll);
+  assert.equal([config.session.maxKeepMs, config.session.maxRetainedBytes, config.session.defaultRetainedBytes], [86_400_000, 2 * 1024 * 1024, 2 * 1024 * 1024]);
+  assert.equal([config.limits.maxKept, config.limits.maxObservers], [8, 4]);
+  // A smaller maxSessions lowers the default maxKept with it (a kept session holds its slot).
+  assert.is(validateConfig({ ...minimal, limits: { maxSessions: 3 } }, accounts, allowAll).limits.maxKept, 3);
+  rejects({ ...minimal, limits: { maxSessions: 3, maxKept: 4 } }, 'limits.maxKept');
+  assert.is(validateConfig({ ...minimal, limits: { maxSessions: 3, maxKept: 0 } }, accounts, allowAll).limits.maxKept, 0);
+  rejects({ ...minimal, limits: { maxObservers: 17 } }, 'limits.maxObservers');
+  rejects({ ...minimal, session: { maxKeepMs: -1 } }, 'session.maxKeepMs');
+  rejects({ ...minimal, session: { maxKeepMs: 2 ** 32 } }, 'session.maxKeepMs');
+  rejects({ ...minimal, session: { maxRetainedBytes: 64 * 1024 * 1024 + 1 } }, 'session.maxRetainedBytes');
+  rejects({ ...minimal, session: { maxRetainedBytes: 4095 } }, 'session.maxRetainedBytes');
+  // The default ring lies within the largest: beyond it is refused, and a smaller largest lowers the default.
+  rejects({ ...minimal, session: { maxRetainedBytes: 8192, defaultRetainedBytes: 8193 } }, 'session.defaultRetainedBytes');
+  const small = validateConfig({ ...minimal, session: { maxRetainedBytes: 8192 } }, accounts, allowAll);
+  assert.is(small.session.defaultRetainedBytes, 8192);
+  const large = validateConfig({ ...minimal, session: { maxRetainedBytes: 64 * 1024 * 1024, defaultRetainedBytes: 4096 } }, accounts, allowAll);
+  assert.equal([large.session.maxRetainedBytes, large.session.defaultRetainedBytes], [64 * 1024 * 1024, 4096]);
+});

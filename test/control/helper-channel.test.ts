@@ -63,7 +63,7 @@ test('LOG, STOP and END decode, split at every offset', () => {
 });
 
 test('untrusted: unknown types, unknown reasons, codes, oversize, bad UTF-8, a second message after END', () => {
-  refuses(message(0x46, Buffer.alloc(0)), /unknown message type/);
+  refuses(message(0x49, Buffer.alloc(0)), /unknown message type/);
   refuses(message(0x01, Buffer.alloc(0)), /unknown message type/); // a command, never sent by a helper
   refuses(end(8, 0, Buffer.alloc(0), ''), /unknown reason/);
   refuses(end(5, 10, Buffer.alloc(0), ''), /protocol with code 10/);
@@ -144,7 +144,7 @@ test('HELLO names the helper\'s dialect, first; a helper that sends none speaks 
     assert.equal([...first.messages, ...rest.messages], [{ type: 'hello', dialect: 2 }, { type: 'pid', pid: 12345 }], `cut at ${cut}`);
     assert.is(decoder.dialect, 2);
   }
-  assert.is(HELPER_DIALECT, 2);
+  assert.is(HELPER_DIALECT, 3, 'dialect 3: kept sessions (ATTACH, QUERY, DETACHED, STATE, PROGRAM_ENDED)');
   const older = new HelperDecoder();
   assert.equal(older.push(pid).messages, [{ type: 'pid', pid: 12345 }]);
   assert.is(older.dialect, 1, 'no HELLO: the message set before it');

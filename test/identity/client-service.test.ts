@@ -111,6 +111,22 @@ test('past half the freshness window the next read starts in the background; the
   assert.is(bus.service.reads, 2);
 });
 
+test('isMainPidNow answers only from a read begun after the call: a cached snapshot naming the peer is not enough', async () => {
+  const bus = scripted(100);
+  const first = bus.service.isMainPid(7, 50);
+  await bus.settle();
+  bus.pending.shift()!.resolve(live(7, 1));
+  assert.ok((await first).main);
+  // The cache (read at tick 100) names 7; the fresh look must still be made, and it decides.
+  bus.setTicks(130);
+  const fresh = bus.service.isMainPidNow(7);
+  await bus.settle();
+  assert.is(bus.pending.length, 1, 'a new read for the kept-session request');
+  bus.pending.shift()!.resolve(live(8, 2));
+  assert.not.ok((await fresh).main, 'the agent was replaced meanwhile');
+  assert.is(bus.service.reads, 2);
+});
+
 test('a restarted agent is admitted at once: a cached "not the MainPID" is looked at again', async () => {
   const bus = scripted(100);
   const first = bus.service.isMainPid(7, 50);

@@ -277,4 +277,27 @@ test('a write that fails because the peer left does not hide what the peer sent 
   socket.close();
 });
 
+test('peekByte looks at the next byte and leaves it, and the descriptor riding on it, for the next read', async () => {
+  const [ours, theirs] = native().socketpair();
+  const socket = new FdSocket(ours);
+  const before = openFds();
+  const peeked = socket.peekByte();
+  // Nothing queued yet: the peek waits for the byte (no busy loop, an event).
+  await new Promise((resolve) => setImmediate(resolve));
+  const dir = openSync('/', 'r');
+  sendRaw(theirs, Buffer.from('XYZ'), [dir]);
+  closeSync(dir);
+  assert.is(await peeked, 'X'.charCodeAt(0));
+  assert.is(openFds(), before, 'no descriptor was installed by the peek');
+  assert.is(await socket.peekByte(), 'X'.charCodeAt(0), 'peeked again: still queued');
+  const read = await socket.readExact(3, 1);
+  assert.is(read.data.toString(), 'XYZ');
+  assert.is(read.fds.length, 1, 'the descriptor came with the real read');
+  closeSync(read.fds[0]!);
+  closeSync(theirs);
+  const error = await rejection(socket.peekByte());
+  assert.is(error.code, 'EOF');
+  socket.close();
+});
+
 test.run();

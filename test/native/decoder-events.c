@@ -73,6 +73,20 @@ void end_with(struct session *s, int reason, uint16_t code, const char *fmt, ...
   append("end %d %u %s\n", reason, (unsigned)code, s->end.text);
 }
 
+// A connection's fault is the session's end here, as in a session that is not kept.
+void client_fault(struct session *s, struct client *c, int reason, uint16_t code, const char *fmt, ...) {
+  (void)c;
+  if (s->end.reason) return;
+  s->end.reason = reason;
+  s->end.code = code;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(s->end.text, sizeof s->end.text, fmt, ap);
+  va_end(ap);
+  flush_input();
+  append("end %d %u %s\n", reason, (unsigned)code, s->end.text);
+}
+
 void events_reset(struct session *s, struct client *c, unsigned version) {
   // What the decoder reads or writes, not the buffers it never touches (a fresh 300 KiB a run would
   // be most of the fuzzer's time).

@@ -5,7 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ErrorCode, FrameType, HEADER_SIZE, KEEP_VERSION, Limits } from '../../src/protocol/constants.ts';
 import { layoutOf } from '../../src/protocol/layout.ts';
-import { ALLOWED_SIGNALS, EndReasonCode, FIGURE_NAMES, HELPER_DIALECT, HelperLimits, HelperMessageType } from '../../src/control/helper-channel.ts';
+import { ALLOWED_SIGNALS, AttachRole, DetachReasonCode, EndReasonCode, FIGURE_NAMES, HELPER_DIALECT, HelperLimits, HelperMessageType } from '../../src/control/helper-channel.ts';
 import { GENERATED } from './helper-sources.ts';
 import { helperWireHeader } from '../../scripts/helper-wire.ts';
 
@@ -48,6 +48,9 @@ test('control channel: message types, end reasons, limits', () => {
   for (const name of ['END_FIXED_SIZE', 'FIGURES_SIZE', 'MAX_REMAINDER', 'MAX_REPORT_TEXT', 'MAX_LOG_TEXT', 'MAX_LOGS', 'MAX_ENV_ENTRIES', 'MAX_ENV_PAYLOAD'] as const) {
     assert.is(control.get(name), HelperLimits[name], name);
   }
+  for (const [name, value] of Object.entries(DetachReasonCode)) assert.is(control.get(`DETACH_${name.toUpperCase().replace('-', '_')}`), value, name);
+  for (const [name, value] of Object.entries(AttachRole)) assert.is(control.get(`ROLE_${name.toUpperCase()}`), value, name);
+  for (const name of ['ATTACH_SIZE', 'DETACHED_FIXED_SIZE', 'STATE_SIZE', 'PROGRAM_ENDED_SIZE', 'NO_CONTROLLER'] as const) assert.is(control.get(name), HelperLimits[name], name);
   assert.is(HelperLimits.MAX_CONTROL_PAYLOAD, HelperLimits.END_FIXED_SIZE + HelperLimits.MAX_REMAINDER + HelperLimits.MAX_REPORT_TEXT);
   // The helper writes STARTED too (GO's payload): the rest of any of its frames fits a report.
   assert.is(HelperLimits.MAX_REMAINDER, HEADER_SIZE + Limits.MAX_FRAME_PAYLOAD);

@@ -190,11 +190,11 @@ test('a SIGINT, SIGQUIT, SIGPIPE, SIGTERM to the helper leave it running; SIGHUP
 });
 
 test('misuse: exit 2 with an internal report for bad sizes, options or no program; 1 when fd 0 is not a directory', async () => {
-  for (const argv of [['0', '80', 'true'], ['24', '65536', 'true'], ['24', '+8', 'true'], ['24', '80'], ['--protocol=3', '24', '80', 'true'], ['--bogus', '24', '80', 'true']]) {
+  for (const argv of [['0', '80', 'true'], ['24', '65536', 'true'], ['24', '+8', 'true'], ['24', '80'], ['--protocol=4', '24', '80', 'true'], ['--bogus', '24', '80', 'true']]) {
     const ended = await new HelperRun(argv).ended;
     assert.is(ended.code, 2, argv.join(' '));
     assert.is(ended.report?.reason, 'internal');
-    assert.match(ended.report!.text, argv[0] === '--protocol=3' ? 'protocol version 3' : 'usage: opencode-pty-session');
+    assert.match(ended.report!.text, argv[0] === '--protocol=4' ? 'protocol version 4' : 'usage: opencode-pty-session');
   }
   const dir = mkdtempSync(join(tmpdir(), 'helper-file-'));
   try {

@@ -9,6 +9,7 @@
 //   {"run": argv, "background": bool}    a child process (inside the agent's cgroup)
 //   {"withholdCredit": {ms, count}}      no credit for ms while `seq 1 count` writes, then read it all
 //   {"stopReading": {ms, grant}}         credit granted, then the socket not read for ms while `yes` writes
+//   {"keep": KeepOrder}                 kept sessions through the client library (agent-keep.ts)
 //   {"release": true}                    closes held peers, ends background children (SIGTERM)
 // As `node AGENT once JSON` it runs one command and prints the answer (a child's view).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -20,6 +21,7 @@ import { FdSocket } from '../../src/io/fd-socket.ts';
 import { native } from '../../src/native/binding.ts';
 import { FrameDecoder, encodeFrame, type Frame } from '../../src/protocol/index.ts';
 import { runPeers } from './peer.mjs';
+import { keepCommand, type KeepOrder } from './agent-keep.ts';
 
 const HELLO = Buffer.from('01000000084f43505400010001', 'hex');
 const SESSION_LIMIT_MS = Number(process.env.TORTURE_SESSION_LIMIT_MS ?? 60_000);
@@ -424,6 +426,7 @@ export async function command(text: string, cwd: string): Promise<unknown> {
     const { count, argv } = order.sessions as { count: number; argv: string[] };
     return { results: await Promise.all(Array.from({ length: count }, () => oneSession(argv, cwd))) };
   }
+  if (order.keep) return keepCommand(order.keep as KeepOrder, cwd);
   if (order.raw) return rawCase(order.raw as RawCase, cwd);
   if (order.raws) {
     const results: RawResult[] = [];

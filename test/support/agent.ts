@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import type { Sandbox } from '../sandbox/index.ts';
 import { AGENT_SERVICE, INSTALL_DIR, SOCKET_PATH } from '../sandbox/deploy.ts';
 import type { RawCase, RawResult, SessionResult } from './agent-main.ts';
+import type { KeepAnswer, KeepOrder } from './agent-keep.ts';
 import { bundleForNode } from './bundle.ts';
 import { appeared } from './file-appeared.ts';
 import type { PeerReport } from './peer.mjs';
@@ -109,6 +110,18 @@ export class Agent {
   /** A CLI session run by a child of the agent (inside its cgroup). */
   session(argv: string[], background = false): Promise<RunResult & { pid?: number }> {
     return this.command({ run: ['/usr/bin/node', `${INSTALL_DIR}/cli.js`, 'run', '--socket', SOCKET_PATH, '--', ...argv], background });
+  }
+
+  /** A kept-session command from the agent's MainPID (agent-keep.ts). */
+  keep(order: KeepOrder): Promise<KeepAnswer> {
+    return this.command<KeepAnswer>({ keep: order });
+  }
+
+  /** The same from a child of the agent (inside its cgroup, not its MainPID). */
+  async childKeep(order: KeepOrder): Promise<KeepAnswer> {
+    const run = await this.command<RunResult>({ run: ['/usr/bin/node', AGENT_SCRIPT, 'once', JSON.stringify({ keep: order })] });
+    if (run.code !== 0) throw new Error(`child failed: ${run.stderr}`);
+    return JSON.parse(run.stdout) as KeepAnswer;
   }
 
   raw(spec: RawCase): Promise<RawResult> {

@@ -3,6 +3,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import {
   isSessionUnitName,
+  sessionIdOf,
   unitNameFor,
   unitObjectPath,
   validatePrefix,
@@ -51,6 +52,21 @@ test('unitObjectPath escapes as bus_label_escape: letters kept, digits kept exce
   assert.is(unitObjectPath('1a.service'), '/org/freedesktop/systemd1/unit/_31a_2eservice');
   assert.is(unitObjectPath('a@b\\x.service'), '/org/freedesktop/systemd1/unit/a_40b_5cx_2eservice');
   assert.is(unitObjectPath(''), '/org/freedesktop/systemd1/unit/_');
+});
+
+test('sessionIdOf: the first 13 hex digits of the random part, below 2^52, stable for a name', () => {
+  const name = unitNameFor(Buffer.from('0123456789abcdeffedcba9876543210', 'hex'));
+  assert.is(sessionIdOf(name), 0x0123456789abc);
+  assert.is(sessionIdOf(name), sessionIdOf(`${name}`));
+  const top = unitNameFor(Buffer.alloc(16, 0xff));
+  assert.is(sessionIdOf(top), 2 ** 52 - 1);
+  assert.ok(Number.isSafeInteger(sessionIdOf(top)));
+  assert.is(sessionIdOf(unitNameFor(Buffer.alloc(16))), undefined, 'the id 0 is never valid');
+  assert.is(sessionIdOf(unitNameFor(Buffer.alloc(16, 0xab), 'x-'), 'x-'), 0xababababababa);
+  assert.is(sessionIdOf(unitNameFor(Buffer.alloc(16, 0xab), 'x-')), undefined, 'another prefix');
+  for (const other of ['opencode-pty-session-0123.service', 'opencode-pty-supervisor@broker.service', 'opencode-pty-session-XYZXYZXYZXYZXYZX.service']) {
+    assert.is(sessionIdOf(other), undefined, other);
+  }
 });
 
 test.run();

@@ -29,8 +29,17 @@ const SAMPLE: Record<EventType, SessionEvent> = {
   'helper-lost': { type: 'helper-lost' },
   'unit-inactive': { type: 'unit-inactive', exit: EXIT },
   release: { type: 'release' },
+  keep: { type: 'keep' },
+  attach: { type: 'attach' },
+  detach: { type: 'detach' },
+  'keep-deadline': { type: 'keep-deadline' },
+  'program-ended': { type: 'program-ended', waitStatus: 7 << 8 },
+  'stop-session': { type: 'stop-session' },
   finished: { type: 'finished' },
 };
+
+/** Version 3's events, which change nothing of a session that is not kept. */
+const KEPT_EVENTS: EventType[] = ['keep', 'attach', 'detach', 'keep-deadline', 'program-ended', 'stop-session'];
 
 function run(events: SessionEvent[], from: SessionState = initialState()): { state: SessionState; actions: SessionAction[] } {
   let state = from;
@@ -60,7 +69,7 @@ const quiet = (phase: Phase, events: EventType[]): Partial<Record<EventType, Row
 /** phase → event → [the phase after it, the actions in order]; every cell is listed (checked below). */
 const TABLE: Record<Phase, Partial<Record<EventType, Row>>> = {
   handshake: {
-    ...quiet('handshake', ['started', 'watch-lost', 'helper-stop', 'helper-figures', 'helper-end', 'helper-lost', 'unit-inactive', 'release', 'finished']),
+    ...quiet('handshake', [...KEPT_EVENTS, 'started', 'watch-lost', 'helper-stop', 'helper-figures', 'helper-end', 'helper-lost', 'unit-inactive', 'release', 'finished']),
     launched: ['starting'],
     adopted: ['running'],
     'start-failed': ['final', 'report-finishing', 'finish'],
@@ -69,7 +78,7 @@ const TABLE: Record<Phase, Partial<Record<EventType, Row>>> = {
     'worker-end': ['final', 'abort-start', 'report-finishing', 'finish'],
   },
   starting: {
-    ...quiet('starting', ['launched', 'adopted', 'deadline', 'helper-figures', 'helper-lost', 'unit-inactive', 'release', 'finished']),
+    ...quiet('starting', [...KEPT_EVENTS, 'launched', 'adopted', 'deadline', 'helper-figures', 'helper-lost', 'unit-inactive', 'release', 'finished']),
     started: ['running', 'report-started'],
     'start-failed': ['draining', 'report-finishing', 'terminate', 'stop-unit'],
     'client-gone': ['draining', 'abort-start', 'report-finishing', 'terminate', 'stop-unit'],
@@ -79,7 +88,7 @@ const TABLE: Record<Phase, Partial<Record<EventType, Row>>> = {
     'helper-end': ['starting', 'read-figures', 'stop-unit'],
   },
   running: {
-    ...quiet('running', ['launched', 'started', 'adopted', 'start-failed', 'deadline', 'helper-figures', 'helper-lost', 'finished']),
+    ...quiet('running', [...KEPT_EVENTS, 'launched', 'started', 'adopted', 'start-failed', 'deadline', 'helper-figures', 'helper-lost', 'finished']),
     'client-gone': ['draining', 'report-finishing', 'stop-unit'],
     'worker-end': ['running', 'end-helper'],
     'watch-lost': ['running', 'terminate', 'stop-unit'],
@@ -89,14 +98,14 @@ const TABLE: Record<Phase, Partial<Record<EventType, Row>>> = {
     release: ['done', 'release'],
   },
   draining: {
-    ...quiet('draining', ['launched', 'started', 'adopted', 'start-failed', 'deadline', 'helper-stop', 'helper-figures', 'helper-end', 'helper-lost', 'release', 'finished']),
+    ...quiet('draining', [...KEPT_EVENTS, 'launched', 'started', 'adopted', 'start-failed', 'deadline', 'helper-stop', 'helper-figures', 'helper-end', 'helper-lost', 'release', 'finished']),
     'client-gone': ['draining', 'stop-unit'],
     'worker-end': ['draining', 'end-helper'],
     'watch-lost': ['draining', 'terminate', 'stop-unit'],
     'unit-inactive': ['final', 'finish'],
   },
   final: {
-    ...quiet('final', ['launched', 'started', 'adopted', 'start-failed', 'deadline', 'client-gone', 'worker-end', 'watch-lost', 'helper-stop', 'helper-figures', 'helper-end', 'helper-lost', 'unit-inactive', 'release']),
+    ...quiet('final', [...KEPT_EVENTS, 'launched', 'started', 'adopted', 'start-failed', 'deadline', 'client-gone', 'worker-end', 'watch-lost', 'helper-stop', 'helper-figures', 'helper-end', 'helper-lost', 'unit-inactive', 'release']),
     finished: ['done'],
   },
   done: quiet('done', [...EVENT_TYPES]),
@@ -122,6 +131,97 @@ for (const phase of PHASES) {
     }
   });
 }
+
+/** A kept session, each state as it is reached: its START's connection attached at STARTED. */
+const KEPT_AT = {
+  attached: [SAMPLE.keep, SAMPLE.launched, SAMPLE.started, SAMPLE.attach],
+  detached: [SAMPLE.keep, SAMPLE.launched, SAMPLE.started, SAMPLE.attach, SAMPLE.detach],
+  ended: [SAMPLE.keep, SAMPLE.launched, SAMPLE.started, SAMPLE.attach, SAMPLE.detach, SAMPLE['program-ended']],
+  expired: [SAMPLE.keep, SAMPLE.launched, SAMPLE.started, SAMPLE.attach, SAMPLE.detach, SAMPLE['keep-deadline']],
+} as const;
+
+/** state → event → [phase after, attached after, deadline armed after, the actions]: every event, for each kept state. */
+type KeptRow = [Phase, number, boolean, ...SessionAction['type'][]];
+const KEPT_TABLE: Record<keyof typeof KEPT_AT, Record<EventType, KeptRow>> = {
+  attached: {
+    launched: ['running', 1, false], started: ['running', 1, false], adopted: ['running', 1, false], 'start-failed': ['running', 1, false], deadline: ['running', 1, false],
+    'client-gone': ['draining', 1, false, 'report-finishing', 'stop-unit'],
+    'worker-end': ['running', 1, false, 'end-helper'],
+    'watch-lost': ['running', 1, false, 'terminate', 'stop-unit'],
+    'helper-stop': ['running', 1, false, 'report-finishing', 'stop-steps'],
+    'helper-figures': ['running', 1, false], 'helper-lost': ['running', 1, false],
+    'helper-end': ['draining', 1, false, 'report-finishing', 'read-figures', 'stop-unit'],
+    'unit-inactive': ['final', 1, false, 'report-finishing', 'finish'],
+    release: ['done', 1, false, 'release'],
+    keep: ['running', 1, false],
+    attach: ['running', 2, false],
+    detach: ['running', 0, true, 'arm-deadline'],
+    'keep-deadline': ['running', 1, false],
+    'program-ended': ['running', 1, false],
+    'stop-session': ['running', 1, false, 'report-finishing', 'end-helper'],
+    finished: ['running', 1, false],
+  },
+  detached: {
+    launched: ['running', 0, true], started: ['running', 0, true], adopted: ['running', 0, true], 'start-failed': ['running', 0, true], deadline: ['running', 0, true],
+    'client-gone': ['draining', 0, true, 'report-finishing', 'stop-unit'],
+    'worker-end': ['running', 0, true, 'end-helper'],
+    'watch-lost': ['running', 0, true, 'terminate', 'stop-unit'],
+    'helper-stop': ['running', 0, true, 'report-finishing', 'stop-steps'],
+    'helper-figures': ['running', 0, true], 'helper-lost': ['running', 0, true],
+    'helper-end': ['draining', 0, true, 'report-finishing', 'read-figures', 'stop-unit'],
+    'unit-inactive': ['final', 0, true, 'report-finishing', 'finish'],
+    release: ['done', 0, true, 'release'],
+    keep: ['running', 0, true],
+    attach: ['running', 1, false, 'disarm-deadline'],
+    detach: ['running', 0, true],
+    'keep-deadline': ['running', 0, false, 'report-finishing', 'end-helper'],
+    'program-ended': ['running', 0, true],
+    'stop-session': ['running', 0, false, 'disarm-deadline', 'report-finishing', 'end-helper'],
+    finished: ['running', 0, true],
+  },
+  ended: {} as Record<EventType, KeptRow>,
+  expired: {
+    launched: ['running', 0, false], started: ['running', 0, false], adopted: ['running', 0, false], 'start-failed': ['running', 0, false], deadline: ['running', 0, false],
+    'client-gone': ['draining', 0, false, 'stop-unit'],
+    'worker-end': ['running', 0, false, 'end-helper'],
+    'watch-lost': ['running', 0, false, 'terminate', 'stop-unit'],
+    'helper-stop': ['running', 0, false],
+    'helper-figures': ['running', 0, false], 'helper-lost': ['running', 0, false],
+    'helper-end': ['draining', 0, false, 'read-figures', 'stop-unit'],
+    'unit-inactive': ['final', 0, false, 'finish'],
+    release: ['done', 0, false, 'release'],
+    keep: ['running', 0, false],
+    attach: ['running', 1, false],
+    detach: ['running', 0, false],
+    'keep-deadline': ['running', 0, false],
+    'program-ended': ['running', 0, false],
+    'stop-session': ['running', 0, false],
+    finished: ['running', 0, false],
+  },
+};
+// A program that ended while detached waits as a detached one does: the same row for every event.
+KEPT_TABLE.ended = KEPT_TABLE.detached;
+
+for (const [name, events] of Object.entries(KEPT_AT)) {
+  test(`a kept session ${name}: every event`, () => {
+    const { state } = run([...events]);
+    assert.equal(Object.keys(KEPT_TABLE[name as keyof typeof KEPT_AT]).sort(), [...EVENT_TYPES].sort());
+    for (const type of EVENT_TYPES) {
+      const [phase, attached, armed, ...actions] = KEPT_TABLE[name as keyof typeof KEPT_AT][type];
+      const next = step(state, SAMPLE[type]);
+      assert.equal([next.state.phase, next.state.attached, next.state.deadlineArmed, ...next.actions.map((action) => action.type)], [phase, attached, armed, ...actions], `${name} + ${type}`);
+    }
+  });
+}
+
+test('a kept session: the program\'s end while detached is recorded once; STOP_SESSION ends it as a STOP', () => {
+  const ended = run([...KEPT_AT.ended, { type: 'program-ended', waitStatus: 9 }]).state;
+  assert.is(ended.programEnded, 7 << 8, 'the first report stands');
+  const stopped = run([...KEPT_AT.attached, SAMPLE['stop-session'], { type: 'helper-end', report: report('exit') }, SAMPLE['unit-inactive']]);
+  assert.is(stopped.state.phase, 'final');
+  assert.ok(stopped.state.stopSession);
+  assert.is(stopped.actions.filter((action) => action.type === 'report-finishing').length, 1, 'the broker told once');
+});
 
 test('done takes nothing: the state is returned as it was', () => {
   const { state } = run(AT.done);

@@ -1,0 +1,97 @@
+// Version 3's requests that are not START (LIST, ATTACH, STOP_SESSION): read whole by the broker (no
+// descriptor may travel with them), checked against the principals (principals.ts), then answered
+// (LIST) or routed by session id to the worker that runs the session, with the connection and the
+// peer's pidfd. docs/protocol.md "Version 3", docs/security.md "Who may list and attach".
+import type { FdSocket } from '../io/index.ts';
+import type { Logger } from '../log.ts';
+import { native } from '../native/index.ts';
+import { ErrorCode, FrameType, HEADER_SIZE, KEEP_VERSION, Role, SessionError, encodeFrame, isProtocolError, parseHeader, parsePayload, sessionsFrame, type FrameOf, type SessionEntry } from '../protocol/index.ts';
+import type { KeptPeer, BrokerMessage } from '../control/index.ts';
+import type { PeerAtAccept } from './accept-gate.ts';
+import { rejectFds } from './handshake.ts';
+import type { Found } from './kept-sessions.ts';
+import { decide, principalNeedsMainPid, type Request } from './principals.ts';
+
+export type KeptRequestFrame = FrameOf<'list'> | FrameOf<'attach'> | FrameOf<'stop-session'>;
+
+export interface KeptRequestDeps {
+  /** config client.uid: the one account served. */
+  clientUid: number;
+  /** Whether `pid` is the client service's MainPID by a look begun now (ClientService.isMainPidNow);
+   * false without a client service. */
+  isMainPid(pid: number): Promise<boolean>;
+  kept: {
+    list(): Promise<SessionEntry[]>;
+    find(id: number): Found<{ send(message: BrokerMessage, fds?: number[]): void; child: { pid?: number }; unit: string | undefined }>;
+  };
+  log: Logger;
+}
+
+const REQUEST_OF: Record<KeptRequestFrame['type'], Request> = { list: 'list', attach: 'attach', 'stop-session': 'stop-session' };
+
+/** Reads the request frame-exact: a descriptor riding on it, or any frame but these three, is PROTOCOL. */
+export async function readKeptRequest(socket: FdSocket): Promise<KeptRequestFrame> {
+  try {
+    const header = await socket.readExact(HEADER_SIZE, 1);
+    rejectFds(header.fds, header.controlTruncated || header.foreignControl);
+    const { type, length } = parseHeader(header.data, 'to-server', KEEP_VERSION);
+    if (type !== FrameType.LIST && type !== FrameType.ATTACH && type !== FrameType.STOP_SESSION) {
+      throw new SessionError(ErrorCode.PROTOCOL, 'protocol error: expected START, LIST, ATTACH or STOP_SESSION');
+    }
+    const payload = length > 0 ? await socket.readExact(length, 1) : undefined;
+    if (payload) rejectFds(payload.fds, payload.controlTruncated || payload.foreignControl);
+    return parsePayload(type, payload?.data ?? Buffer.alloc(0), KEEP_VERSION) as KeptRequestFrame;
+  } catch (error) {
+    if (isProtocolError(error)) throw new SessionError(error.wireCode === ErrorCode.BAD_OFFSET ? ErrorCode.BAD_OFFSET : ErrorCode.PROTOCOL, `protocol error: ${error.message}`);
+    throw error;
+  }
+}
+
+/**
+ * Serves one whole request. Returns the pidfd's fate: true when it went to a worker with the
+ * connection (the caller then only closes its own copy of the socket, never drained: the worker reads
+ * it now); false when the connection was answered here (SESSIONS), to be closed by the caller. Throws
+ * a SessionError for a refusal.
+ */
+export async function serveKeptRequest(socket: FdSocket, frame: KeptRequestFrame, peer: PeerAtAccept, pidfd: number, deps: KeptRequestDeps): Promise<boolean> {
+  const { credentials } = peer;
+  const request = REQUEST_OF[frame.type];
+  let mainPid = false;
+  if (principalNeedsMainPid(request, credentials.uid, deps.clientUid)) {
+    // The fresh look names the MainPID; the pidfd says the process that asked is the one alive with it.
+    mainPid = (await deps.isMainPid(credentials.pid)) && samePid(pidfd, credentials.pid);
+  }
+  const decision = decide(request, { uid: credentials.uid, clientUid: deps.clientUid, mainPid });
+  if (!decision.allowed) throw new SessionError(decision.code, decision.message);
+  const principal = decision.principal.name === 'root' ? 'root' : 'main-pid';
+  if (frame.type === 'list') {
+    const entries = await deps.kept.list();
+    entries.sort((a, b) => a.startedAtMs - b.startedAtMs || a.id - b.id);
+    socket.write(encodeFrame(sessionsFrame(entries), KEEP_VERSION));
+    return false;
+  }
+  const found = deps.kept.find(frame.id);
+  if ('code' in found) throw new SessionError(found.code, found.message);
+  const who: KeptPeer = { pid: credentials.pid, uid: credentials.uid, principal };
+  const message: BrokerMessage =
+    frame.type === 'attach'
+      ? { type: 'attach', role: frame.role === Role.CONTROL ? 'control' : 'observe', fromOffset: frame.fromOffset.toString(), rows: frame.rows, cols: frame.cols, peer: who }
+      : { type: 'stop-session', peer: who };
+  const handed = native().dupCloexec(socket.fd);
+  try {
+    found.worker.send(message, [handed, pidfd]);
+  } catch (error) {
+    throw new SessionError(ErrorCode.INTERNAL, `hand-off to worker ${found.worker.child.pid} failed: ${(error as Error).message}`, { cause: error });
+  }
+  const what = frame.type === 'attach' ? `ATTACH (${message.type === 'attach' ? message.role : ''}, from ${frame.fromOffset === 0xffff_ffff_ffff_ffffn ? 'now' : frame.fromOffset})` : 'STOP_SESSION';
+  deps.log('info', `${what} of kept session ${frame.id} by ${principal} pid ${credentials.pid} uid ${credentials.uid}`, { SESSION_UNIT: found.worker.unit, PEER_PID: credentials.pid, PEER_UID: credentials.uid });
+  return true;
+}
+
+function samePid(pidfd: number, pid: number): boolean {
+  try {
+    return native().pidfdPid(pidfd) === pid;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,143 @@
+// The broker's view of kept sessions (protocol version 3): which worker runs which session id, the
+// count against limits.maxKept, and LIST's answers gathered from the workers within a bound. The
+// session ids come from the unit names (sessionIdOf), so nothing here has to be kept in step.
+import type { DescribedEntry, KeptFacts, BrokerMessage } from '../control/index.ts';
+import { ErrorCode, SessionState, sessionsFrame, type ErrorCodeValue, type SessionEntry } from '../protocol/index.ts';
+import { sessionIdOf } from '../systemd/index.ts';
+
+/** How long LIST waits for every worker's answer (each worker bounds its helper at 250 ms). */
+export const LIST_BOUND_MS = 500;
+
+/** What this module needs of a worker (a WorkerHandle, or a fake in tests). */
+export interface KeptWorker {
+  unit: string | undefined;
+  /** The worker asked to keep its session and was granted it; until its session has ended. */
+  keepGranted: boolean;
+  /** Its 'kept' report: the session has started. */
+  kept: KeptFacts | undefined;
+  /** Its end is decided ('finishing'). */
+  isFinishing: boolean;
+  /** Its session has ended ('ended'). */
+  endReason: string | undefined;
+  send(message: BrokerMessage, fds?: number[]): void;
+}
+
+export type Found<W> = { worker: W } | { code: ErrorCodeValue; message: string };
+
+export interface KeptSessionsDeps<W extends KeptWorker> {
+  /** The workers that run sessions now. */
+  workers(): Iterable<W>;
+  maxKept(): number;
+  unitPrefix: string;
+  listBoundMs?: number;
+  now?(): number;
+}
+
+export class KeptSessions<W extends KeptWorker> {
+  #deps: KeptSessionsDeps<W>;
+  #nextRequest = 1;
+  #waiting = new Map<number, (entry: DescribedEntry) => void>();
+
+  constructor(deps: KeptSessionsDeps<W>) {
+    this.#deps = deps;
+  }
+
+  /** Kept sessions now, starting ones included (each holds its place from its grant). */
+  get count(): number {
+    let count = 0;
+    for (const worker of this.#deps.workers()) if (worker.keepGranted && worker.endReason === undefined) count += 1;
+    return count;
+  }
+
+  /** A worker's 'keep-request': granted while fewer than limits.maxKept are kept; answered at once. */
+  keepRequested(worker: W): boolean {
+    const granted = !worker.keepGranted && this.count < this.#deps.maxKept();
+    if (granted) worker.keepGranted = true;
+    worker.send({ type: 'keep-answer', granted: granted || worker.keepGranted });
+    return granted;
+  }
+
+  /** The worker whose kept session has this id, or why there is none to reach (docs/protocol.md "Version 3"). */
+  find(id: number): Found<W> {
+    for (const worker of this.#deps.workers()) {
+      if (!worker.keepGranted || worker.endReason !== undefined || !worker.unit) continue;
+      if (sessionIdOf(worker.unit, this.#deps.unitPrefix) !== id) continue;
+      if (!worker.kept) return { code: ErrorCode.SESSION_STATE, message: `session ${id} is still starting` };
+      if (worker.isFinishing) return { code: ErrorCode.SESSION_STATE, message: `session ${id} is ending` };
+      return { worker };
+    }
+    return { code: ErrorCode.NO_SESSION, message: `no kept session ${id}` };
+  }
+
+  /** A worker's 'described': the answer to one of LIST's requests (a late or unknown one is dropped). */
+  described(requestId: number, entry: DescribedEntry): void {
+    this.#waiting.get(requestId)?.(entry);
+  }
+
+  /** LIST: every started kept session, as its worker describes it within the bound, else as last known
+   * (state 6 unknown). The frame leaves out what would overflow 64 KiB (sessionsFrame). */
+  async list(): Promise<SessionEntry[]> {
+    const asked: Promise<SessionEntry>[] = [];
+    for (const worker of this.#deps.workers()) {
+      if (!worker.keepGranted || worker.endReason !== undefined || !worker.kept) continue;
+      asked.push(this.#describe(worker, worker.kept));
+    }
+    return Promise.all(asked);
+  }
+
+  #describe(worker: W, facts: KeptFacts): Promise<SessionEntry> {
+    const requestId = this.#nextRequest++;
+    const fallback = fallbackEntry(facts, worker.isFinishing ? SessionState.FINISHING : SessionState.UNKNOWN);
+    return new Promise<SessionEntry>((resolve) => {
+      const done = (entry: SessionEntry) => {
+        clearTimeout(timer);
+        this.#waiting.delete(requestId);
+        resolve(entry);
+      };
+      const timer = setTimeout(() => done(fallback), this.#deps.listBoundMs ?? LIST_BOUND_MS);
+      this.#waiting.set(requestId, (described) => done(checkedEntry(described, facts.sessionId) ?? fallback));
+      try {
+        worker.send({ type: 'describe', requestId });
+      } catch {
+        done(fallback);
+      }
+    });
+  }
+}
+
+/** What the broker knows of a session whose worker did not answer: its start, and no offsets. */
+export function fallbackEntry(facts: KeptFacts, state: SessionEntry['state']): SessionEntry {
+  return {
+    id: facts.sessionId,
+    state,
+    controllers: 0,
+    observers: 0,
+    rows: facts.rows,
+    cols: facts.cols,
+    programPid: facts.programPid,
+    mainPid: facts.mainPid,
+    startedAtMs: facts.startedAtMs,
+    keepMs: facts.keepMs,
+    deadlineMs: 0,
+    oldest: 0n,
+    next: 0n,
+    fresh: false,
+    endCode: 0,
+    endStatus: 0,
+    label: facts.label,
+    program: facts.program,
+    cwd: facts.cwd,
+  };
+}
+
+/** The worker's entry as the codec will encode it, or undefined for one it would refuse (or another id). */
+export function checkedEntry(described: DescribedEntry, id: number): SessionEntry | undefined {
+  try {
+    if (described.id !== id || !/^\d{1,20}$/.test(described.oldest) || !/^\d{1,20}$/.test(described.next)) return undefined;
+    const entry: SessionEntry = { ...described, oldest: BigInt(described.oldest), next: BigInt(described.next) };
+    // The codec's own checks: a field it would refuse is refused here, before the frame is built.
+    return sessionsFrame([entry]).sessions.length === 1 ? entry : undefined;
+  } catch {
+    return undefined;
+  }
+}

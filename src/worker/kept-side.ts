@@ -1,0 +1,158 @@
+// The worker's side of a kept session (protocol version 3), beside session.ts: its connections
+// (kept-connections.ts), root's keep deadline, LIST's QUERY to the helper with its 250 ms bound, and
+// the broker's ATTACH and STOP_SESSION checked before anything reaches the helper.
+import type { BrokerMessage, DescribedEntry, HelperState, KeptFacts } from '../control/index.ts';
+import { FdSocket, closeQuietly } from '../io/index.ts';
+import { ErrorCode, KEEP_VERSION } from '../protocol/index.ts';
+import { describedEntry } from './kept-describe.ts';
+import { KeptConnections, refuseConnection } from './kept-connections.ts';
+import type { HelperLink } from './helper-link.ts';
+
+/** How long LIST waits for the helper's STATE (the broker bounds the whole LIST at 500 ms). */
+export const DESCRIBE_BOUND_MS = 250;
+
+export interface KeptSideDeps {
+  facts: KeptFacts;
+  link: HelperLink | undefined;
+  writeTimeoutMs: number;
+  /** An attached connection left (session-state.ts `detach`), or one was attached (`attach`). */
+  detached(): void;
+  attached(): void;
+  log(message: string): void;
+}
+
+/** What the session's state says when an ATTACH or STOP_SESSION arrives. */
+export interface SessionNow {
+  running: boolean;
+  finishing: boolean;
+  attached: number;
+  programEnded: number | undefined;
+}
+
+export class KeptSide {
+  #deps: KeptSideDeps;
+  readonly connections: KeptConnections;
+  #deadline: NodeJS.Timeout | undefined;
+  #deadlineAt: number | undefined;
+  #lastState: HelperState | undefined;
+  #waitingState: ((state: HelperState | undefined) => void)[] = [];
+  /** STOP_SESSION's connection, held for its STOPPED once the unit is gone. */
+  #stopRequester: FdSocket | undefined;
+
+  constructor(client: FdSocket, deps: KeptSideDeps) {
+    this.#deps = deps;
+    this.connections = new KeptConnections({ detached: () => deps.detached() }, deps.writeTimeoutMs, KEEP_VERSION);
+    this.connections.add(0, client);
+  }
+
+  get facts(): KeptFacts {
+    return this.#deps.facts;
+  }
+
+  /** No connection left: the session ends `keepMs` from now unless one attaches (root's deadline). */
+  arm(onDeadline: () => void): void {
+    clearTimeout(this.#deadline);
+    this.#deadlineAt = Date.now() + this.#deps.facts.keepMs;
+    this.#deadline = setTimeout(onDeadline, this.#deps.facts.keepMs);
+  }
+
+  disarm(): void {
+    clearTimeout(this.#deadline);
+    this.#deadline = undefined;
+    this.#deadlineAt = undefined;
+  }
+
+  /** The broker's ATTACH: refused here while the session is not running or is ending (SESSION_STATE), or
+   * passed to the helper as the next conn (the helper may still refuse it: DETACHED refused). */
+  attach(message: Extract<BrokerMessage, { type: 'attach' }>, connectionFd: number, pidfd: number, now: SessionNow): void {
+    closeQuietly(pidfd);
+    let socket: FdSocket;
+    try {
+      socket = new FdSocket(connectionFd);
+    } catch (error) {
+      return this.#deps.log(`an ATTACH's connection could not be taken: ${(error as Error).message}`);
+    }
+    socket.on('error', () => undefined);
+    const conn = this.connections.nextConn();
+    const refuse = (text: string) => void refuseConnection(socket, ErrorCode.SESSION_STATE, text, this.#deps.writeTimeoutMs, KEEP_VERSION);
+    if (!now.running) return refuse('the session is still starting');
+    if (now.finishing) return refuse('the session is ending');
+    if (conn === undefined) return refuse('the session has taken all the connections it can (255)');
+    const fromOffset = BigInt(message.fromOffset);
+    if (!this.#deps.link?.sendAttach({ conn, role: message.role, fromOffset, rows: message.rows, cols: message.cols }, socket.fd)) {
+      return void refuseConnection(socket, ErrorCode.INTERNAL, 'the session helper could not be reached', this.#deps.writeTimeoutMs, KEEP_VERSION);
+    }
+    this.connections.add(conn, socket);
+    this.#deps.attached();
+    this.#deps.log(`ATTACH as conn ${conn} (${message.role}, from ${message.fromOffset}) by ${message.peer.principal} pid ${message.peer.pid} uid ${message.peer.uid}`);
+  }
+
+  /** The broker's STOP_SESSION: the connection waits for its STOPPED; false (and refused) when the session cannot be stopped now. */
+  stopSession(message: Extract<BrokerMessage, { type: 'stop-session' }>, connectionFd: number, pidfd: number, now: SessionNow): boolean {
+    closeQuietly(pidfd);
+    let socket: FdSocket;
+    try {
+      socket = new FdSocket(connectionFd);
+    } catch {
+      return false;
+    }
+    socket.on('error', () => undefined);
+    if (!now.running || now.finishing) {
+      void refuseConnection(socket, ErrorCode.SESSION_STATE, now.running ? 'the session is ending' : 'the session is still starting', this.#deps.writeTimeoutMs, KEEP_VERSION);
+      return false;
+    }
+    this.#stopRequester = socket;
+    this.#deps.log(`STOP_SESSION by ${message.peer.principal} pid ${message.peer.pid} uid ${message.peer.uid}`);
+    return true;
+  }
+
+  /** The helper's STATE (one per QUERY, checked by the decoder): LIST's waiting answers take it. */
+  stateArrived(state: HelperState): void {
+    this.#lastState = state;
+    this.#waitingState.shift()?.(state);
+  }
+
+  /** LIST: the helper asked (QUERY) with a 250 ms bound; what root knows otherwise, `fresh` false. */
+  async describe(now: SessionNow): Promise<DescribedEntry> {
+    const asked = !now.finishing && this.#deps.link?.sendQuery() === true;
+    let state: HelperState | undefined;
+    if (asked) {
+      state = await new Promise<HelperState | undefined>((resolve) => {
+        const timer = setTimeout(() => {
+          const at = this.#waitingState.indexOf(answer);
+          // A late STATE still answers this QUERY: keep its place, so the next answer is not mistaken for it.
+          if (at >= 0) this.#waitingState[at] = () => undefined;
+          resolve(undefined);
+        }, DESCRIBE_BOUND_MS);
+        const answer = (value: HelperState | undefined) => {
+          clearTimeout(timer);
+          resolve(value);
+        };
+        this.#waitingState.push(answer);
+      });
+    }
+    return describedEntry({
+      facts: this.#deps.facts,
+      finishing: now.finishing,
+      attached: now.attached,
+      deadlineAt: this.#deadlineAt,
+      programEnded: now.programEnded,
+      state: state ?? this.#lastState,
+      fresh: state !== undefined,
+    });
+  }
+
+  /** Where the session's last frame goes: every connection held for it, and STOP_SESSION's requester. */
+  recipients(): { socket: FdSocket; remainder: Buffer | undefined }[] {
+    const requester = this.#stopRequester;
+    return [...this.connections.recipients(), ...(requester ? [{ socket: requester, remainder: undefined }] : [])];
+  }
+
+  closeAll(): void {
+    this.disarm();
+    this.connections.closeAll();
+    this.#stopRequester?.closeDrained();
+    this.#stopRequester = undefined;
+    for (const waiting of this.#waitingState.splice(0)) waiting(undefined);
+  }
+}

@@ -1,0 +1,127 @@
+// Version 3's order at the broker (connection.ts, kept-request.ts) against fakes, over a real
+// socketpair: WELCOME without a slot; START takes one and goes to a worker; LIST, ATTACH and
+// STOP_SESSION are read whole, checked against the principals and answered or routed by id.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { closeSync, openSync } from 'node:fs';
+import { serveConnection } from '../../src/broker/connection.ts';
+import type { PeerAtAccept } from '../../src/broker/accept-gate.ts';
+import type { KeptRequestDeps } from '../../src/broker/kept-request.ts';
+import type { BrokerMessage } from '../../src/control/index.ts';
+import { FdSocket } from '../../src/io/fd-socket.ts';
+import { closeQuietly } from '../../src/io/fds.ts';
+import { native } from '../../src/native/binding.ts';
+import { ErrorCode, Limits, Role, SessionState, encodeFrame, type Frame, type SessionEntry } from '../../src/protocol/index.ts';
+import { RawClient } from '../support/frame-client.ts';
+import { CGROUP, fakeBroker, types } from './connection-fakes.ts';
+
+const entry: SessionEntry = {
+  id: 0x1234, state: SessionState.DETACHED, controllers: 0, observers: 0, rows: 24, cols: 80, programPid: 70, mainPid: 69,
+  startedAtMs: 1_700_000_000_000, keepMs: 60_000, deadlineMs: 1_700_000_060_000, oldest: 0n, next: 42n, fresh: true,
+  endCode: 0, endStatus: 0, label: 'build', program: 'make', cwd: '/src',
+};
+
+function kept(options: { mainPid?: boolean } = {}) {
+  const sent: { message: BrokerMessage; fds: number }[] = [];
+  const logs: string[] = [];
+  const worker = {
+    child: { pid: 4242 },
+    unit: 'opencode-pty-session-0000000000001234aaaa.service',
+    send(message: BrokerMessage, fds: number[] = []) {
+      sent.push({ message, fds: fds.length });
+      for (const fd of fds) closeQuietly(fd);
+    },
+  };
+  const deps: KeptRequestDeps = {
+    clientUid: 1500,
+    isMainPid: async () => options.mainPid ?? true,
+    kept: {
+      list: async () => [entry],
+      find: (id) => (id === entry.id ? { worker } : { code: ErrorCode.NO_SESSION, message: `no kept session ${id}` }),
+    },
+    log: (_level, message) => void logs.push(message),
+  };
+  return { deps, sent, logs };
+}
+
+/** A version 3 connection whose client sent HELLO 1..3 and then `request` (with `fd` riding on it). */
+function connect3(request: Frame, uid = 1500, fd?: number): { server: FdSocket; client: RawClient; peer: PeerAtAccept } {
+  const [clientFd, serverFd] = native().socketpair();
+  const hello = encodeFrame({ type: 'hello', minVersion: 1, maxVersion: 3 });
+  native().sendmsg(clientFd, hello, 0, hello.length);
+  const bytes = encodeFrame(request, 3);
+  native().sendmsg(clientFd, bytes, 0, bytes.length, fd === undefined ? undefined : [fd]);
+  const peer: PeerAtAccept = { credentials: { pid: process.pid, uid, gid: uid }, pidfd: native().pidfdOpen(process.pid), cgroup: CGROUP, startTicks: 1 };
+  return { server: new FdSocket(serverFd), client: new RawClient(clientFd, 3), peer };
+}
+
+async function serve(request: Frame, options: { uid?: number; mainPid?: boolean; fd?: number } = {}) {
+  const broker = fakeBroker(undefined);
+  const keptDeps = kept(options);
+  const { server, client, peer } = connect3(request, options.uid, options.fd);
+  try {
+    await serveConnection(server, peer, 'ordinary', Date.now(), { ...broker.deps, keptRequests: keptDeps.deps });
+    await client.closed();
+    return { frames: client.frames, seen: broker.seen, handed: broker.handed, ...keptDeps };
+  } finally {
+    client.close();
+  }
+}
+
+test('LIST from the MainPID: WELCOME, SESSIONS, closed; no session slot, no worker', async () => {
+  const { frames, seen } = await serve({ type: 'list' });
+  assert.equal(types(frames), ['welcome', 'sessions']);
+  assert.equal((frames[1] as Extract<Frame, { type: 'sessions' }>).sessions, [entry]);
+  assert.equal([seen.slotsTaken, seen.takes, seen.admissionReleased], [0, 0, 1]);
+});
+
+test('LIST, ATTACH and STOP_SESSION from another process of the unit: NOT_PERMITTED, nothing routed', async () => {
+  for (const request of [{ type: 'list' }, { type: 'attach', id: entry.id, fromOffset: 0n, role: Role.OBSERVE, rows: 24, cols: 80 }, { type: 'stop-session', id: entry.id }] as Frame[]) {
+    const { frames, sent, seen } = await serve(request, { mainPid: false });
+    assert.equal(types(frames), ['welcome', `error ${ErrorCode.NOT_PERMITTED}`], request.type);
+    assert.is(sent.length, 0);
+    assert.is(seen.slotsTaken, 0);
+  }
+});
+
+test('ATTACH is routed to the worker of its id with the connection and the pidfd, journaled; an unknown id is NO_SESSION', async () => {
+  const attach = await serve({ type: 'attach', id: entry.id, fromOffset: Limits.FROM_NOW, role: Role.CONTROL, rows: 30, cols: 100 });
+  assert.equal(types(attach.frames), ['welcome'], 'the worker answers from here on');
+  assert.equal(attach.sent, [{ message: { type: 'attach', role: 'control', fromOffset: '18446744073709551615', rows: 30, cols: 100, peer: { pid: process.pid, uid: 1500, principal: 'main-pid' } }, fds: 2 }]);
+  assert.ok(attach.logs.some((line) => line.includes(`kept session ${entry.id}`) && line.includes('main-pid')), 'one journal line per ATTACH');
+  assert.equal([attach.seen.slotsTaken, attach.seen.takes], [0, 0], 'an ATTACH takes no session slot');
+  const unknown = await serve({ type: 'attach', id: 99, fromOffset: 0n, role: Role.CONTROL, rows: 30, cols: 100 });
+  assert.equal(types(unknown.frames), ['welcome', `error ${ErrorCode.NO_SESSION}`]);
+  const stop = await serve({ type: 'stop-session', id: entry.id });
+  assert.equal(stop.sent.map((one) => one.message.type), ['stop-session']);
+});
+
+test('root: LIST and ATTACH of any session without the MainPID look; START refused NOT_PERMITTED', async () => {
+  const list = await serve({ type: 'list' }, { uid: 0, mainPid: false });
+  assert.equal(types(list.frames), ['welcome', 'sessions']);
+  const attach = await serve({ type: 'attach', id: entry.id, fromOffset: 0n, role: Role.OBSERVE, rows: 24, cols: 80 }, { uid: 0, mainPid: false });
+  assert.equal((attach.sent[0]!.message as { peer: unknown }).peer, { pid: process.pid, uid: 0, principal: 'root' });
+  const dir = openSync('/', 'r');
+  const start = await serve({ type: 'start', rows: 24, cols: 80, cwdDev: 1n, cwdIno: 2n, argv: ['sh'], env: [], keepMs: 0, retainBytes: 0, label: '' }, { uid: 0, fd: dir });
+  closeSync(dir);
+  assert.equal(types(start.frames), ['welcome', `error ${ErrorCode.NOT_PERMITTED}`]);
+  assert.is(start.seen.slotsTaken, 0);
+});
+
+test('START in version 3 takes its slot after WELCOME and goes to a worker with its descriptor still queued', async () => {
+  const dir = openSync('/', 'r');
+  const start = await serve({ type: 'start', rows: 24, cols: 80, cwdDev: 1n, cwdIno: 2n, argv: ['sh'], env: [], keepMs: 1000, retainBytes: 0, label: 'x' }, { fd: dir });
+  closeSync(dir);
+  assert.equal(types(start.frames), ['welcome']);
+  assert.equal([start.seen.slotsTaken, start.seen.takes, start.seen.adopted], [1, 1, 1]);
+  assert.equal(start.handed.map((one) => one.version), [3]);
+});
+
+test('a descriptor riding on LIST is PROTOCOL, and closed', async () => {
+  const dir = openSync('/', 'r');
+  const list = await serve({ type: 'list' }, { fd: dir });
+  closeSync(dir);
+  assert.equal(types(list.frames), ['welcome', `error ${ErrorCode.PROTOCOL}`]);
+});
+
+test.run();

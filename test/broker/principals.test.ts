@@ -1,0 +1,60 @@
+// Who may ask what: every request against every kind of peer (root, the MainPID, another process of
+// the client's unit), and the reasons a refused one reads.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ErrorCode } from '../../src/protocol/index.ts';
+import { KEPT_REFUSED, PRINCIPALS, ROOT_START_REFUSED, decide, principalNeedsMainPid, type Principal, type Request } from '../../src/broker/principals.ts';
+
+const CLIENT = 1500;
+const root = { uid: 0, clientUid: CLIENT, mainPid: false };
+const main = { uid: CLIENT, clientUid: CLIENT, mainPid: true };
+const child = { uid: CLIENT, clientUid: CLIENT, mainPid: false };
+const stranger = { uid: 1700, clientUid: CLIENT, mainPid: false };
+const REQUESTS: Request[] = ['start', 'list', 'attach', 'stop-session'];
+
+test('the table: root lists, attaches and stops but never starts; the MainPID does all; a child of the unit only starts', () => {
+  const expected: Record<string, Record<Request, boolean>> = {
+    root: { start: false, list: true, attach: true, 'stop-session': true },
+    main: { start: true, list: true, attach: true, 'stop-session': true },
+    child: { start: true, list: false, attach: false, 'stop-session': false },
+    stranger: { start: false, list: false, attach: false, 'stop-session': false },
+  };
+  const peers = { root, main, child, stranger };
+  for (const [name, facts] of Object.entries(peers)) {
+    for (const request of REQUESTS) assert.is(decide(request, facts).allowed, expected[name]![request], `${name} ${request}`);
+  }
+});
+
+test('refusals are NOT_PERMITTED with the reason a peer can act on', () => {
+  assert.equal(decide('start', root), { allowed: false, code: ErrorCode.NOT_PERMITTED, message: ROOT_START_REFUSED });
+  assert.equal(decide('attach', child), { allowed: false, code: ErrorCode.NOT_PERMITTED, message: KEPT_REFUSED });
+  assert.equal(decide('list', stranger), { allowed: false, code: ErrorCode.NOT_PERMITTED, message: KEPT_REFUSED });
+});
+
+test('root sees every kept session, the MainPID its service\'s', () => {
+  const seen = (facts: typeof root) => {
+    const decision = decide('list', facts);
+    return decision.allowed ? decision.principal.sees : undefined;
+  };
+  assert.is(seen(root), 'every');
+  assert.is(seen(main), 'service');
+});
+
+test('the MainPID look is asked for only where it decides: a client-account peer asking for a kept session', () => {
+  assert.not.ok(principalNeedsMainPid('start', CLIENT, CLIENT));
+  for (const request of ['list', 'attach', 'stop-session'] as const) {
+    assert.ok(principalNeedsMainPid(request, CLIENT, CLIENT));
+    assert.not.ok(principalNeedsMainPid(request, 0, CLIENT));
+    assert.not.ok(principalNeedsMainPid(request, 1700, CLIENT));
+  }
+});
+
+test('one more principal is one more entry (a front the supervisor starts, say)', () => {
+  const front: Principal = { name: 'unit-process', matches: (facts) => facts.uid === 1234, may: new Set(['list', 'attach']), sees: 'service' };
+  const principals = [front, ...PRINCIPALS];
+  assert.ok(decide('attach', { uid: 1234, clientUid: CLIENT, mainPid: false }, principals).allowed);
+  assert.not.ok(decide('stop-session', { uid: 1234, clientUid: CLIENT, mainPid: false }, principals).allowed);
+  assert.not.ok(decide('attach', { uid: 1234, clientUid: CLIENT, mainPid: false }).allowed);
+});
+
+test.run();
