@@ -95,10 +95,13 @@ void conn_pump(struct session *s, struct client *c, bool *blocked) {
   }
 }
 
-// Nothing of this connection waits but what its credit holds back.
+// Nothing of this connection waits: every byte up to the ring's next is sent. A connection out of
+// credit is not drained (v2's drain rule: the end waits while the client grants credit or reads; the
+// write timeout bounds one that has credit and does not read): otherwise an ATTACH to a program that
+// ended while detached got EXIT after its first window of replay.
 bool conn_drained(const struct session *s, const struct client *c) {
   return c->started_off == c->started_len && c->notice_len == 0 && c->out_len == 0 && c->urgent_off == 0 &&
-         (c->cursor == s->keep->ring.next || c->send_credit == 0);
+         c->cursor == s->keep->ring.next;
 }
 
 // The rest of the frame in progress (of the frames queued whole: started's ATTACHED and TRUNCATED, or
