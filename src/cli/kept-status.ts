@@ -20,6 +20,12 @@ export function gatherKept(run: Runner, bundleDir: string, socket: string): Kept
   }
 }
 
+/** Whether status's broker state ("active (running)", as systemctl shows ActiveState and SubState) is a running
+ * broker: only then can sessions be kept, and only then is it asked (asking would socket-activate one). */
+export function brokerRuns(state: string): boolean {
+  return /^(active|reloading)\b/.test(state);
+}
+
 /** "kept sessions N" and ls's table (attached or detached, retained bytes), or why they are unavailable. */
 export function formatKept(kept: KeptStatus, nowMs: number): string {
   if ('error' in kept) return `kept sessions unavailable (${kept.error})\n`;

@@ -5,7 +5,7 @@ import type { CommandContext } from './context.ts';
 import { EXIT, EXIT_HELP } from './exit-codes.ts';
 import { commandOptions, prefixLayout } from './options.ts';
 import { DEFAULT_SOCKET } from '../client/index.ts';
-import { formatKept, gatherKept } from './kept-status.ts';
+import { brokerRuns, formatKept, gatherKept } from './kept-status.ts';
 
 export const STATUS_USAGE = `Usage: opencode-ptyctl status [--json] [--prefix DIR]
 
@@ -34,7 +34,7 @@ export function runStatus(args: readonly string[], context: CommandContext): num
   // A unit or drop-in install wrote and someone removed: systemd may still run it from memory until a reload.
   const missing = record ? Object.keys(record.files).filter((path) => !existsSync(path)) : [];
   // Kept sessions live in the broker's workers: with no broker, none; asking would socket-activate one.
-  const kept = status.broker.state === 'active' ? gatherKept(context.run, context.bundleDir, status.socket.path ?? DEFAULT_SOCKET) : { sessions: [] };
+  const kept = brokerRuns(status.broker.state) ? gatherKept(context.run, context.bundleDir, status.socket.path ?? DEFAULT_SOCKET) : { sessions: [] };
   if (json) {
     const keptFields = 'error' in kept ? { kept: null, keptError: kept.error } : { kept: kept.sessions };
     context.stdout(`${JSON.stringify({ installed: Boolean(record), version: record?.current ?? null, missing, ...status, ...keptFields }, null, 2)}\n`);

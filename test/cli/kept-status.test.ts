@@ -1,7 +1,7 @@
 // status's kept sessions: gathered through `cli.js ls --json` (a fake runner here), shown as ls's table or the reason.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { formatKept, gatherKept } from '../../src/cli/kept-status.ts';
+import { brokerRuns, formatKept, gatherKept } from '../../src/cli/kept-status.ts';
 import type { KeptSession } from '../../src/client/index.ts';
 
 const SESSION: KeptSession = {
@@ -29,6 +29,10 @@ test('formatKept: the count and ls\'s table indented, attached or detached with 
   assert.match(lines[3]!, /^ {2}7 +detached .* +0\+0 +in 30s$/);
   assert.is(formatKept({ sessions: [] }, 0), 'kept sessions 0\n');
   assert.is(formatKept({ error: 'no broker' }, 0), 'kept sessions unavailable (no broker)\n');
+});
+
+test('the broker is asked only while it runs (a LIST would socket-activate a stopped one)', () => {
+  assert.equal(['active (running)', 'active', 'reloading', 'inactive (dead)', 'activating (start)', 'failed (Result: exit-code)', ''].map(brokerRuns), [true, true, true, false, false, false, false]);
 });
 
 test.run();
