@@ -24,7 +24,7 @@ const CLI = ['/usr/bin/node', `${INSTALL_DIR}/cli.js`];
 /** `seq 1 N` as the terminal gives it (ONLCR: \r\n). */
 const seq = (n: number) => Array.from({ length: n }, (_, i) => `${i + 1}\r\n`).join('');
 
-test("root's ls lists the agent's kept session; attach observes its replay from 0, and SIGTERM detaches it", async () => {
+test("root's ls lists the agent's kept session; attach observes its replay from 0, and SIGTERM detaches it; status shows it", async () => {
   const output = seq(300);
   const started = await agent.keep({ op: 'start', name: 'c1', argv: ['sh', '-c', 'seq 1 300; exec sleep 600'], keepMs: 60_000, label: 'cli view', read: { bytes: output.length } });
   assert.is(started.error, undefined, started.message);
@@ -54,6 +54,11 @@ test("root's ls lists the agent's kept session; attach observes its replay from 
   const after = await agent.keep({ op: 'list' });
   const still = (after.list as { id: number; state: string; observers: number }[]).find((one) => one.id === id);
   assert.equal(still && still.state, 'detached', 'the session goes on after the detach');
+
+  const status = await sandbox.exec([...CLI, 'status', '--json'], { timeoutMs: 30_000 });
+  const shown = JSON.parse(status.stdout) as { kept: { id: number; state: string; next: number }[] | null; keptError?: string };
+  const row = shown.kept?.find((one) => one.id === id);
+  assert.equal(row && [row.state, row.next], ['detached', output.length], `status shows it: ${JSON.stringify({ kept: shown.kept, keptError: shown.keptError })}`);
 
   const stopped = await agent.keep({ op: 'stop-session', id });
   assert.is(stopped.error, undefined, stopped.message);
