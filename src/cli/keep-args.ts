@@ -57,6 +57,12 @@ export function parseDuration(value: string): number | string {
   return ms;
 }
 
+/** Milliseconds as the largest whole unit that fits them exactly, as --keep takes it ("10m", "90s", "1500ms"). */
+export function durationText(ms: number): string {
+  for (const [unit, size] of Object.entries(UNITS).reverse()) if (ms % size === 0) return `${ms / size}${unit}`;
+  return `${ms}ms`;
+}
+
 /** A label as the protocol takes it: at most 256 bytes of UTF-8 without control characters. */
 export function checkLabelText(value: string): string | undefined {
   if (Buffer.byteLength(value, 'utf8') > 256) return '--label takes at most 256 bytes';

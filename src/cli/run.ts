@@ -7,6 +7,7 @@ import { connect, exitStatus, isClientError, type Session, type SessionEnd } fro
 import { readResizeFd, unusableFd } from './resize-fd.ts';
 import { enterRawMode, terminalSize } from './terminal.ts';
 import { DetachKeyFilter } from './detach-key.ts';
+import { durationText } from './keep-args.ts';
 
 export interface Stdio {
   stdin: NodeJS.ReadStream;
@@ -77,7 +78,7 @@ class Run {
     this.#session = session;
     if (session.kept) {
       this.#stdio.stderr.write(
-        `opencode-ptyctl: session ${session.id} is kept ${this.#command.keep!.keepMs} ms after this command ends (detach: C-b d; attach with: opencode-ptyctl attach ${session.id})\r\n`,
+        `opencode-ptyctl: session ${session.id} is kept ${durationText(this.#command.keep!.keepMs)} after this command ends (detach: C-b d; attach with: opencode-ptyctl attach ${session.id})\r\n`,
       );
     }
     const outputEnded = once(session.output, 'end');

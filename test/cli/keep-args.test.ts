@@ -2,7 +2,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { DEFAULT_SOCKET, parseCommandLine } from '../../src/cli/run-args.ts';
-import { parseDuration } from '../../src/cli/keep-args.ts';
+import { durationText, parseDuration } from '../../src/cli/keep-args.ts';
 import { DetachKeyFilter } from '../../src/cli/detach-key.ts';
 import { bytesText, deadlineText, formatSessionTable } from '../../src/cli/session-table.ts';
 import type { KeptSession } from '../../src/client/index.ts';
@@ -18,6 +18,7 @@ test('run --keep DURATION in every unit, with --label; without --keep no keep fi
   for (const [text, ms] of [['500ms', 500], ['1.5h', 5_400_000], ['2d', 172_800_000], ['0.5s', 500], ['49d', 4_233_600_000]] as const) {
     assert.is(parseDuration(text), ms, text);
   }
+  assert.equal([600_000, 90_000, 1500, 86_400_000, 5_400_000].map(durationText), ['10m', '90s', '1500ms', '1d', '90m']);
   for (const bad of ['', '10x', '-1s', '0', '0ms', '50d', '1e3', 'm']) assert.type(parseDuration(bad), 'string', bad);
 });
 

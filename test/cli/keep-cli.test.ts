@@ -50,7 +50,7 @@ test('run --keep sends keepMs and the label, and names the session id on stderr'
   const { status, stdout, stderr } = await outcome;
   assert.is(status, 4);
   assert.is(stdout, 'done\n');
-  assert.match(stderr, `session ${ID} is kept 600000 ms`);
+  assert.match(stderr, `session ${ID} is kept 10m after this command ends`);
   assert.match(stderr, `opencode-ptyctl attach ${ID}`);
   server.close();
 });
