@@ -103,7 +103,7 @@ const files = findTests(join(root, 'test')).filter(
 // The client side (library, CLI, node-pty face) runs on Bun too: its suites run once per runtime. Bun
 // comes from the npm registry as a dev dependency (its package ships the binary).
 const BUN = join(root, 'node_modules/@oven/bun-linux-x64/bin/bun');
-const BOTH_RUNTIMES = /^test\/(client|node-pty)\/|^test\/cli\/(run|run-args|resize-lines)\.test\.ts$/;
+const BOTH_RUNTIMES = /^test\/(client|node-pty)\/|^test\/cli\/(run|run-args|resize-lines|keep-args|keep-cli)\.test\.ts$/;
 const runs = files.flatMap((file) => {
   const name = relative(root, file);
   const node = { name, argv: [process.execPath, '--import', 'tsx', file] };
