@@ -135,7 +135,10 @@ test('the write timeout ends that connection only (DETACHED flow), never the ses
     await run.until('ready', () => c0.output.toString() === 'ready');
     const stuck = run.attach(1, 'observe', FROM_NOW);
     await run.until('ATTACHED', () => stuck.attached !== undefined);
-    stuck.socket.pauseReading(); // it has credit, and does not read
+    // It has credit, more than its socket holds, and does not read: withholding credit alone would
+    // never be a fault (docs/protocol.md "Flow control").
+    stuck.socket.pauseReading();
+    stuck.grant(4 << 20);
     c0.send(input('\n'));
     await run.until('the stuck one let go', () => run.detachedOf(1) !== undefined);
     assert.equal([run.detachedOf(1)!.reason, run.detachedOf(1)!.code], ['flow', 9]);
