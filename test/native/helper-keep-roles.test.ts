@@ -165,6 +165,24 @@ test('TERMINATE with connections attached: DETACHED(ending) for each, then END t
   assert.equal(types.slice(-4), ['detached', 'detached', 'figures', 'end']);
 });
 
+test('ATTACH before GO (the session still starting) is refused SESSION_STATE; STOP from the controller is the worker\'s to act on, and the end then says stop', async () => {
+  const run = new KeptRun(sh(LOOP), { go: false });
+  await run.until('PID', () => run.messages.some((m) => m.type === 'pid'));
+  run.attach(1, 'observe', 0n);
+  await run.until('refused', () => run.detachedOf(1) !== undefined);
+  assert.equal([run.detachedOf(1)!.reason, run.detachedOf(1)!.code], ['refused', 18]);
+  run.go();
+  const c0 = run.conn(0);
+  await run.until('ready', () => c0.output.toString() === 'ready');
+  c0.send(Buffer.from([0x09, 0, 0, 0, 0])); // STOP
+  await run.until('STOP to the worker', () => run.messages.some((m) => m.type === 'stop'));
+  // As the worker's stop would: the program is ended from outside.
+  process.kill(c0.started!.readUInt32BE(0), 'SIGKILL');
+  const ended = await run.ended;
+  assert.is(ended.end?.reason, 'stop');
+  assert.equal(run.detachedOf(0)?.reason, 'ending');
+});
+
 test('offsets: past next, at 2^63 and just below FROM_NOW are refused BAD_OFFSET; next itself and FROM_NOW start with the next byte', async () => {
   const run = new KeptRun(sh(LOOP));
   const c0 = run.conn(0);
