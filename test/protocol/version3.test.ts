@@ -1,5 +1,6 @@
 // Version 3 of the codec (kept sessions): hand-written bytes for every frame it changes or adds, split at every
 // offset; versions 1 and 2 do not know its frames; each field is checked as strictly as version 2's.
+import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ErrorCode, FrameType, Limits } from '../../src/protocol/constants.ts';
@@ -228,6 +229,38 @@ test('sessionsFrame cuts program and cwd at a character boundary and leaves out 
   assert.ok(fitted.sessions.length >= 40 && fitted.sessions.length < 50, `${fitted.sessions.length} of 50 fit`);
   const [decoded] = new FrameDecoder('to-client', 3).push(wire);
   assert.is((decoded as { sessions: SessionEntry[] }).sessions.length, fitted.sessions.length, 'the count says how many are in');
+});
+
+/** The byte examples of docs/protocol.md's "Version 3": fenced blocks and inline `TT LLLLLLLL …` spans. */
+function docExamples(): string[] {
+  const doc = readFileSync(new URL('../../docs/protocol.md', import.meta.url), 'utf8');
+  const section = doc.slice(doc.indexOf('## Version 3'), doc.indexOf('## Receiver checklist'));
+  const hexOf = (line: string) => {
+    const tokens: string[] = [];
+    for (const token of line.trim().split(/\s+/)) {
+      if (!/^[0-9a-f]+$/.test(token)) break;
+      tokens.push(token);
+    }
+    return tokens.join('');
+  };
+  const blocks = [...section.matchAll(/```\n([\s\S]*?)```/g)].map((m) => m[1]!.split('\n').map(hexOf).join('')).filter((hex) => /^[0-9a-f]{10}/.test(hex));
+  const inline = [...section.matchAll(/`([0-9a-f]{2} [0-9a-f]{8}(?: +[0-9a-f]+)*)`/g)].map((m) => m[1]!.replace(/\s+/g, ''));
+  return [...blocks, ...inline];
+}
+
+test("docs/protocol.md's version 3 examples are each one whole frame a version 3 decoder accepts", () => {
+  const examples = docExamples();
+  assert.ok(examples.length >= 13, `${examples.length} examples found`);
+  const toServer = new Set([FrameType.HELLO, FrameType.START, FrameType.LIST, FrameType.ATTACH, FrameType.STOP_SESSION]);
+  for (const hex of examples) {
+    const wire = bytes(hex);
+    const decoder = new FrameDecoder(toServer.has(wire[0]! as never) ? 'to-server' : 'to-client', 3);
+    const frames = decoder.push(wire);
+    assert.is(frames.length, 1, hex);
+    assert.ok(decoder.atBoundary, `${hex}: the header's length is the payload's`);
+  }
+  const hexes = examples.join(' ');
+  for (const fixture of V3_FIXTURES.slice(1)) assert.ok(hexes.includes(bytes(fixture.hex).toString('hex')), `the doc shows ${fixture.name}`);
 });
 
 test.run();
