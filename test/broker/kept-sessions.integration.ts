@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import type { Sandbox } from '../sandbox/index.ts';
 import type { Agent } from '../support/agent.ts';
 import { Agent as AgentStandIn } from '../support/agent.ts';
-import { bootSupervisor, sessionUnits } from '../support/supervisor.ts';
+import { bootSupervisor, brokerProperty, sessionUnits } from '../support/supervisor.ts';
 import { until } from '../support/wait.ts';
 import { AGENT_SERVICE, BROKER_UNIT } from '../sandbox/deploy.ts';
 
@@ -138,6 +138,7 @@ test('limits: a kept START beyond limits.maxKept is KEEP_LIMIT; an ATTACH is nev
   }
   const fourth = await agent.keep({ op: 'start', name: 'k3', argv: ['sleep', '600'], keepMs: 60_000, read: {} });
   assert.is(fourth.error, 'KEEP_LIMIT');
+  await until(async () => (await brokerProperty(sandbox, 'StatusText')).startsWith('3 sessions, 0 handshakes, 3 kept'), 5000, 'the broker\'s status naming them');
   const attached = await agent.keep({ op: 'attach', name: 'k0b', id: ids[0]!, read: {} });
   assert.is(attached.error, undefined, attached.message);
   await agent.keep({ op: 'detach', name: 'k0b' });
