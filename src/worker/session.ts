@@ -310,7 +310,8 @@ export class Session {
     const state = this.#state;
     const accounting = await this.#measure(state);
     const last = lastWriteFor({ ...state, version: this.#version, accounting }, this.#programPid.known);
-    const { remainder, reason } = last;
+    const { remainder } = last;
+    const reason = state.stopSession && state.report ? 'stop' : last.reason;
     // STOP_SESSION ends a kept session as a STOP: STOPPED, with how the program ended.
     const frame = state.stopSession ? stoppedFor(state.report !== undefined, state.exit, accounting) : last.frame;
     // A kept session's last frame goes to every connection held for it (DETACHED ending), each after its own rest.
