@@ -9,6 +9,7 @@ import { AGENT_SERVICE } from '../sandbox/deploy.ts';
 import { Agent } from '../support/agent.ts';
 import type { KeepAnswer } from '../support/agent-keep.ts';
 import { until } from '../support/wait.ts';
+import { brokerRss } from './harness.ts';
 import type { TortureContext } from './report.ts';
 
 /** Each session's ring: small, so that it is full from the first seconds and its memory is the bound's. */
@@ -115,6 +116,8 @@ export async function runAgentRestarts(ctx: TortureContext): Promise<{ cases: nu
   let passed = 0;
   const figures: RestartFigures = { restarts, sessions: count, sessionsLost: 0, bytesLost: 0, bytesTruncated: 0, truncatedConnections: 0, bytesChecked: 0, helperRssKb: { first: 0, max: 0, ring: RESTART_RING_BYTES / 1024 } };
   const streams = new Map<number, Stream>();
+  /** The broker's RSS (MB) every 10 restarts: 1,600 attaches and 100 LISTs go through it at full scale. */
+  const brokerMb: number[] = [];
   const tracked: Tracked[] = [];
   const check = (what: string, ok: boolean) => {
     if (ok) passed += 1;
@@ -173,6 +176,7 @@ export async function runAgentRestarts(ctx: TortureContext): Promise<{ cases: nu
         t.name = `w${t.id}-${round}`;
       }
       await sample();
+      if (round % 10 === 0 || round === 1) brokerMb.push(Math.round((await brokerRss(sandbox)) / 2 ** 17) / 8);
       if (round % 10 === 0) ctx.note(`agent restarts: ${round} of ${restarts}, ${figures.bytesChecked} bytes checked, helper RSS max ${figures.helperRssKb.max} kB`);
       // Every session lost stays lost: the rest go on.
       tracked.splice(0, tracked.length, ...tracked.filter((t) => byId.has(t.id)));
@@ -185,6 +189,7 @@ export async function runAgentRestarts(ctx: TortureContext): Promise<{ cases: nu
   const notes = [
     `${restarts} agent restarts (SIGKILL, then a new agent) with ${count} kept sessions writing: ${figures.sessionsLost} sessions lost, ${figures.bytesLost} bytes lost of ${figures.bytesChecked} checked, ${figures.bytesTruncated} let go by the rings (TRUNCATED on ${figures.truncatedConnections} connections: the first burst is twice a ring, the agent's first word was at its first KiB, and a burst may overtake a replaying controller)`,
     `helper RSS per kept session with a full ${figures.helperRssKb.ring} KiB ring: ${figures.helperRssKb.first} kB at the first restart, at most ${figures.helperRssKb.max} kB (bound asserted: ring + ${HELPER_OVERHEAD_KB} kB)`,
+    `broker RSS (MB) after restart 1 and every 10th: ${brokerMb.join(', ')}`,
   ];
   return { cases: passed + unexpected.length, passed, unexpected, notes, driver, figures };
 }
