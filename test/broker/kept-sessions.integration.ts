@@ -180,13 +180,37 @@ test('the proof: the agent killed (SIGKILL) while a kept program writes, restart
   await sandbox.systemctl('reset-failed', AGENT_SERVICE);
   agent = await AgentStandIn.start(sandbox);
   await until(async () => (await listed(started.id!))?.state === 'ended', 20_000, 'the program done, detached');
+  const replayBegan = performance.now();
   const rest = await agent.keep({ op: 'attach', name: 'p2', id: started.id!, from: seen, read: { untilEnd: true, ms: 30_000 } });
+  console.log(`# the proof: ${expected.length - seen} bytes replayed from offset ${seen} to EXIT in ${(performance.now() - replayBegan).toFixed(0)} ms`);
   assert.is(rest.error, undefined, rest.message);
   assert.equal(rest.truncated, [], 'the ring held it all');
   assert.is(rest.first, seen);
   assert.is(rest.bytes, expected.length - seen, `no byte repeated or lost: ${JSON.stringify({ ...rest, sha256: undefined })}`);
   assert.is(rest.sha256, sha(expected.slice(seen)), 'the rest is exactly the program\'s output after what the dead agent saw');
   assert.equal((rest.end as { reason: string; status: number }), { ...(rest.end as object), reason: 'exit', status: 0 });
+});
+
+test('rapid attach and detach, 60 cycles: the session goes on, root\'s counts come back to none attached, the deadline re-armed each time', async () => {
+  const started = await agent.keep({ op: 'start', name: 'r0', argv: ['sh', '-c', 'seq 1 2000; exec sleep 600'], keepMs: 60_000, read: { bytes: seq(2000).length } });
+  await agent.keep({ op: 'detach', name: 'r0' });
+  const times: number[] = [];
+  for (let i = 0; i < 60; i += 1) {
+    const began = performance.now();
+    const one = await agent.keep({ op: 'attach', name: `r${i + 1}`, id: started.id!, from: 0, role: i % 2 ? 'observe' : 'control', read: { bytes: seq(2000).length } });
+    times.push(performance.now() - began);
+    assert.is(one.error, undefined, `cycle ${i}: ${one.message}`);
+    assert.is(one.sha256, sha(seq(2000)), `cycle ${i}: the whole replay`);
+    await agent.keep({ op: 'detach', name: `r${i + 1}` });
+  }
+  await until(async () => {
+    const entry = await listed(started.id!);
+    return entry?.state === 'detached' && entry.controllers === 0 && entry.observers === 0;
+  }, 10_000, 'none attached after the cycles');
+  times.sort((a, b) => a - b);
+  console.log(`# ATTACH from 0 with a ${seq(2000).length}-byte replay, through the agent stand-in (its command round trip included): p50 ${times[30]!.toFixed(1)} ms, max ${times.at(-1)!.toFixed(1)} ms`);
+  assert.is((await agent.keep({ op: 'stop-session', id: started.id! })).error, undefined);
+  await until(async () => (await sessionUnits(sandbox)).length === 0, 20_000, 'its unit gone');
 });
 
 test.run();
