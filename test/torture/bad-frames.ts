@@ -141,8 +141,8 @@ function helloCases(runs: number, seed: number): FrameCase[] {
     expect: { code: PROTOCOL },
   }));
   const versions = fc.tuple(fc.integer({ min: 0, max: 0xffff }), fc.integer({ min: 0, max: 0xffff })).map(([min, max]) => {
-    // The supervisor speaks versions 1 and 2: any range that meets 1..2 is welcomed.
-    const expect: Expect = min === 0 || max < min ? { code: PROTOCOL } : min <= 2 && 1 <= max ? { welcome: true } : { code: VERSION };
+    // The supervisor speaks versions 1 to 3 (3 since kept sessions, issue 29): any range that meets 1..3 is welcomed.
+    const expect: Expect = min === 0 || max < min ? { code: PROTOCOL } : min <= 3 && 1 <= max ? { welcome: true } : { code: VERSION };
     return { where: 'hello' as const, what: `versions ${min}..${max}`, spec: { first: hex(hello(min, max)), halfClose: true }, expect };
   });
   return fc.sample(fc.oneof(truncated, otherType, wrongLength, oversize, magic, versions), { numRuns: runs, seed });
