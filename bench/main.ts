@@ -1,4 +1,5 @@
-// npm run bench [-- --quick] [--json PATH] [--only SECTION,…]: boots the sandbox once, deploys the
+// npm run bench [-- --quick] [--json PATH] [--only SECTION,…] (sections: warm, cold, held,
+// throughput, echo, interrupt, attach, flood): boots the sandbox once, deploys the
 // supervisor, and measures opencode-pty against its anchors (systemd-run --pty, script -qc) in the
 // same run, samples alternated and the order rotated each round. Prints Markdown tables (min /
 // median / max, ratios against the anchor named per section) and writes the figures as JSON.
@@ -13,6 +14,7 @@ import { AGENT_SERVICE, CONFIG_PATH, INSTALL_DIR, SOCKET_PATH, deploy, deployCon
 import { brokerPid, sessionsGone, stopBroker } from '../test/support/supervisor.ts';
 import { IDLE_SPARE_MS } from '../src/broker/index.ts';
 import { SOCKET_GROUP } from '../test/sandbox/seed.ts';
+import { attachBench } from './attach.ts';
 import { buildProbe } from './build-probe.ts';
 import { Probe } from './rpc.ts';
 import { formatSections, rotation, summarize, withRatios, type Figure, type Section } from './stats.ts';
@@ -450,6 +452,15 @@ async function main(): Promise<void> {
       if (want('interrupt')) {
         say('^C during a flood of output');
         await attempt('^C during output', () => interrupt(ctx, quick ? 2 : 5));
+      }
+      if (want('attach')) {
+        say('attach: replay from 0 beside tmux attach and dtach -a');
+        // Rings up to 64 MiB (session.maxRetainedBytes); the other sections keep the defaults.
+        await writeConfig(sandbox, { ...BENCH_LIMITS, session: { maxRetainedBytes: 64 * MiB } });
+        await attempt('attach', () =>
+          attachBench({ ...ctx, brokerPid: () => brokerPid(sandbox), say }, rounds ?? (quick ? 3 : 10), [2 * MiB, 64 * MiB]),
+        );
+        await writeConfig(sandbox, BENCH_LIMITS);
       }
       if (want('flood')) {
         say('connection flood');

@@ -8,6 +8,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { once } from 'node:events';
 import { connect, type Session } from '../src/client/index.ts';
+import { attachOp } from './probe-attach.ts';
 
 type Command = Record<string, any> & { op: string };
 const now = () => performance.now();
@@ -344,8 +345,12 @@ async function handle(command: Command): Promise<unknown> {
         anchors: (command.anchors as number[]).map(memory),
       };
     }
-    default:
-      throw new Error(`unknown op ${command.op}`);
+    default: {
+      // The attach section's commands (probe-attach.ts).
+      const answer = await attachOp(command, supervisorSocket!);
+      if (answer === undefined) throw new Error(`unknown op ${command.op}`);
+      return answer;
+    }
   }
 }
 

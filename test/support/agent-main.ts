@@ -91,6 +91,11 @@ export interface RawCase {
    * session that never ends by itself; under load its STARTED can take seconds, so a fixed short
    * wait read a slow start as a server that closed without answering. */
   untilStarted?: boolean;
+  /** Stop once a frame of this type came (e.g. "attached": a request answered as it should be, held
+   * no longer than that). */
+  untilFrame?: string;
+  /** Version 3: bytes sent (hex, each its own write) once ATTACHED came, e.g. an observer's INPUT. */
+  thenAfterAttached?: string[];
 }
 
 export type FdKind = 'cwd' | 'file' | 'pipe' | 'socket' | 'opath' | 'opathfile' | 'otherdir' | 'none';
@@ -149,6 +154,10 @@ async function rawCase(spec: RawCase, cwd: string): Promise<RawResult> {
   const welcome = new Promise<void>((resolve) => (welcomed = resolve));
   let startedSeen: () => void = () => undefined;
   const started = new Promise<void>((resolve) => (startedSeen = resolve));
+  let attachedSeen: () => void = () => undefined;
+  const attached = new Promise<void>((resolve) => (attachedSeen = resolve));
+  let wantedSeen: () => void = () => undefined;
+  const wanted = new Promise<void>((resolve) => (wantedSeen = resolve));
   const done = new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, spec.waitMs ?? 8000);
     const finish = () => {
@@ -173,8 +182,14 @@ async function rawCase(spec: RawCase, cwd: string): Promise<RawResult> {
           result.code = frame.code;
           result.message = frame.message;
         }
-        if (frame.type === 'welcome') welcomed();
+        if (frame.type === 'welcome') {
+          // The frames after WELCOME follow the version it chose (version 3's SESSIONS, ATTACHED…).
+          decoder.version = frame.version;
+          welcomed();
+        }
         if (frame.type === 'started') startedSeen();
+        if (frame.type === 'attached') attachedSeen();
+        if (frame.type === spec.untilFrame) wantedSeen();
       }
     });
   });
@@ -211,6 +226,15 @@ async function rawCase(spec: RawCase, cwd: string): Promise<RawResult> {
   for (const [i, hex] of (spec.then ?? []).entries()) {
     if (result.closed) break;
     send(Buffer.from(hex, 'hex'), i === 0 && spec.fdOnThen ? openFd(spec.fdOnThen, cwd) : []);
+  }
+  if (spec.thenAfterAttached) {
+    await Promise.race([attached, done]);
+    for (const hex of spec.thenAfterAttached) if (!result.closed) send(Buffer.from(hex, 'hex'));
+  }
+  if (spec.untilFrame) {
+    await Promise.race([wanted, done]);
+    socket.close();
+    return result;
   }
   if (spec.halfClose && !result.closed) {
     // Let queued bytes reach the kernel first.

@@ -12,22 +12,27 @@ const BAD_START = 7;
 const FLOW = 9;
 
 /** What a case must get back. */
-type Expect =
+export type Expect =
   | { code: number }
   | { welcome: true }
   /** The session may start (a mutation that left START valid) or be refused with this code. */
   | { codeOrStarted: number }
   /** The peer hung up mid-frame: the session ends without a last frame. */
-  | { closedQuietly: true };
+  | { closedQuietly: true }
+  /** Version 3: the request is answered as asked, with no ERROR (SESSIONS, or ATTACHED then what follows). */
+  | { answered: 'sessions' | 'attached' }
+  /** Version 3: answered `answered` first, then exactly one ERROR with this code, last (an attached
+   * connection's own fault: the session goes on). */
+  | { answered: 'attached'; thenCode: number };
 
 export interface FrameCase {
-  where: 'hello' | 'start' | 'data';
+  where: 'hello' | 'start' | 'data' | 'kept';
   what: string;
   spec: RawCase;
   expect: Expect;
 }
 
-function frame(type: number, payload: Buffer | number[] = []): Buffer {
+export function frame(type: number, payload: Buffer | number[] = []): Buffer {
   const body = Buffer.from(payload);
   const header = Buffer.alloc(5);
   header[0] = type;
@@ -35,14 +40,14 @@ function frame(type: number, payload: Buffer | number[] = []): Buffer {
   return Buffer.concat([header, body]);
 }
 
-function header(type: number, length: number): Buffer {
+export function header(type: number, length: number): Buffer {
   const bytes = Buffer.alloc(5);
   bytes[0] = type;
   bytes.writeUInt32BE(length >>> 0, 1);
   return bytes;
 }
 
-function hello(min = 1, max = 1, magic = 0x4f435054): Buffer {
+export function hello(min = 1, max = 1, magic = 0x4f435054): Buffer {
   const payload = Buffer.alloc(8);
   payload.writeUInt32BE(magic >>> 0, 0);
   payload.writeUInt16BE(min, 4);
@@ -136,8 +141,8 @@ function helloCases(runs: number, seed: number): FrameCase[] {
     expect: { code: PROTOCOL },
   }));
   const versions = fc.tuple(fc.integer({ min: 0, max: 0xffff }), fc.integer({ min: 0, max: 0xffff })).map(([min, max]) => {
-    // The supervisor speaks versions 1 and 2: any range that meets 1..2 is welcomed.
-    const expect: Expect = min === 0 || max < min ? { code: PROTOCOL } : min <= 2 && 1 <= max ? { welcome: true } : { code: VERSION };
+    // The supervisor speaks versions 1 to 3 (3 since kept sessions, issue 29): any range that meets 1..3 is welcomed.
+    const expect: Expect = min === 0 || max < min ? { code: PROTOCOL } : min <= 3 && 1 <= max ? { welcome: true } : { code: VERSION };
     return { where: 'hello' as const, what: `versions ${min}..${max}`, spec: { first: hex(hello(min, max)), halfClose: true }, expect };
   });
   return fc.sample(fc.oneof(truncated, otherType, wrongLength, oversize, magic, versions), { numRuns: runs, seed });
@@ -205,6 +210,12 @@ export function judge(expect: Expect, result: RawResult): boolean {
   const errors = result.frames.filter((f) => f.startsWith('error:'));
   if ('welcome' in expect) return result.frames[0] === 'welcome';
   if ('closedQuietly' in expect) return result.closed && errors.length === 0;
+  if ('answered' in expect) {
+    // The answer after WELCOME.
+    if (result.frames[result.frames[0] === 'welcome' ? 1 : 0] !== expect.answered) return false;
+    if (!('thenCode' in expect)) return errors.length === 0;
+    return result.closed && errors.length === 1 && result.frames.at(-1) === `error:${expect.thenCode}`;
+  }
   if (!result.closed) return false;
   if ('codeOrStarted' in expect) return result.frames.includes('started') ? errors.length <= 1 : errors.length === 1 && result.code === expect.codeOrStarted;
   // Exactly one ERROR, the last frame, with the documented code.

@@ -80,12 +80,17 @@ export async function runPeerCases(ctx: TortureContext, assertFloods: boolean): 
   const wrong = [
     { what: 'wrong uid', who: { as: 'other' as const, groups: socketGroup } },
     { what: 'wrong gid', who: { uid: sandbox.client.uid, gid: sandbox.other.gid, groups: socketGroup } },
-    { what: 'root', who: {} },
   ];
   for (const { what, who } of wrong) {
     const result = await outside(ctx, who, { raw: { silent: true } });
     check(what, result.code === AUTHENTICATION, result);
   }
+  // Root is admitted for version 3's kept-session requests (principals.ts, issue 29): refused at its
+  // HELLO when it offers only versions 1 and 2; silent, it meets the handshake deadline like anyone.
+  const rootV2 = await outside(ctx, {}, { raw: { first: '01000000084f43505400010002', halfClose: true } });
+  check('root offering versions 1..2', rootV2.code === AUTHENTICATION, rootV2);
+  const rootSilent = await outside(ctx, {}, { raw: { silent: true, waitMs: 10_000 } });
+  check('root, silent', rootSilent.code === HANDSHAKE_TIMEOUT, rootSilent);
   const stranger = await outside(ctx, asClient, { raw: {} });
   check('the client account outside the agent unit', stranger.code === AUTHENTICATION, stranger);
   // A unit whose name only looks like the agent's.

@@ -11,8 +11,11 @@ import { measure, settle } from '../support/supervisor.ts';
 import { brokerRss } from './harness.ts';
 import { brokerLife, type ClassResult, type Scale, type TortureContext } from './report.ts';
 import { runSoak } from './soak.ts';
+import { RESTARTS_LIMITS, runAgentRestarts } from './agent-restarts.ts';
+import { runKeptFrameCases } from './bad-kept-frames.ts';
+import { runKeptPeerCases } from './bad-kept-peers.ts';
 
-export const CLASSES = ['bad-frames', 'bad-fds', 'bad-peers', 'faults', 'soak'] as const;
+export const CLASSES = ['bad-frames', 'bad-fds', 'bad-peers', 'faults', 'soak', 'agent-restarts'] as const;
 export type ClassName = (typeof CLASSES)[number];
 
 /** Config the torture deployment runs with: the frame classes open thousands of connections a minute. */
@@ -22,6 +25,8 @@ const CLASS_CONFIG: Partial<Record<ClassName, Record<string, unknown>>> = {
   'bad-peers': { limits: { idleExitMs: 600_000 } },
   // A short write timeout, so the held-back clients outlast it many times over in seconds.
   faults: { limits: { ...TORTURE_CONFIG.limits, writeTimeoutMs: FAULTS_WRITE_TIMEOUT_MS } },
+  // 16 kept sessions at once (limits.maxKept), and a slot beside them for the warm-up session.
+  'agent-restarts': { limits: { ...TORTURE_CONFIG.limits, ...RESTARTS_LIMITS } },
 };
 
 /** Whether the agent's starts under the peer floods are asserted (they are: no start may fail). */
@@ -103,7 +108,9 @@ export class Torture {
       case 'bad-frames': {
         const cases = frameCases(ctx.scale, 20261201);
         const { passed, unexpected } = await runFrameCases(ctx, cases, ctx.scale === 'full' ? 8 : 4);
-        return { cases: cases.length, passed, unexpected };
+        // Version 3's requests, against one live kept session (one after another: see bad-kept-frames.ts).
+        const kept = await runKeptFrameCases(ctx, ctx.scale === 'full' ? 1000 : 24, 20261207);
+        return { cases: cases.length + kept.cases, passed: passed + kept.passed, unexpected: [...unexpected, ...kept.unexpected], notes: kept.notes };
       }
       case 'bad-fds': {
         const rounds = ctx.scale === 'full' ? 20 : 1;
@@ -111,7 +118,12 @@ export class Torture {
         return { cases: passed + unexpected.length, passed, unexpected, notes };
       }
       case 'bad-peers': {
-        const { passed, unexpected, notes, floods } = await runPeerCases(ctx, FLOOD_GOALS_ASSERTED);
+        const peers = await runPeerCases(ctx, FLOOD_GOALS_ASSERTED);
+        const kept = await runKeptPeerCases(ctx);
+        const { floods } = peers;
+        const passed = peers.passed + kept.passed;
+        const unexpected = [...peers.unexpected, ...kept.unexpected];
+        const notes = [...peers.notes, ...kept.notes];
         const worst = floods.reduce((a, b) => (b.p99Ms > a.p99Ms || b.failures > a.failures ? b : a), floods[0]!);
         const all = floods.reduce((sum, f) => ({ starts: sum.starts + f.starts, failures: sum.failures + f.failures }), { starts: 0, failures: 0 });
         return { cases: passed + unexpected.length, passed, unexpected, notes, flood: { ...worst, ...all } };
@@ -119,6 +131,10 @@ export class Torture {
       case 'faults': {
         const { passed, unexpected, notes, driver } = await runFaults(ctx);
         return { cases: passed + unexpected.length, passed, unexpected, notes, driver };
+      }
+      case 'agent-restarts': {
+        const { cases, passed, unexpected, notes, driver } = await runAgentRestarts(ctx);
+        return { cases, passed, unexpected, notes, driver };
       }
       case 'soak': {
         const soak = await runSoak(ctx);
