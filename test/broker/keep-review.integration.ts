@@ -49,6 +49,34 @@ test('REVIEW-2: an ATTACH connection refuses descriptors in its data phase, as a
   assert.is(probe.sendFd, 'EPERM', `a descriptor sent on an attached connection: ${JSON.stringify(probe)}`);
 });
 
+test('REVIEW-6: a child of the agent unit (a plugin, a tool) cannot plant a kept session that outlives it in the agent\'s LIST', async () => {
+  const planted = await agent.childKeep({ op: 'start', name: 'planted', argv: ['sleep', '600'], keepMs: 60_000, label: 'dev server', read: {} });
+  let listed: Listed[] = [];
+  if (planted.error === undefined) {
+    await until(async () => (listed = (await list()).filter((one) => one.label === 'dev server')).length > 0, 10_000, 'the planted session in the agent\'s LIST');
+  }
+  for (const one of listed) await agent.keep({ op: 'stop-session', id: one.id });
+  assert.is(planted.error, 'NOT_PERMITTED', `a child's kept START: ${JSON.stringify(planted)}; the agent then lists ${JSON.stringify(listed)}`);
+});
+
+test('REVIEW-8: a uid-0 process without capabilities (a sandboxed root service) is not the operator: it may not list or attach', async () => {
+  const started = await agent.keep({ op: 'start', name: 'cap1', argv: ['sleep', '600'], keepMs: 60_000, read: {} });
+  const order = JSON.stringify({ keep: { op: 'list' } });
+  const run = await sandbox.exec(['setpriv', '--bounding-set=-all', '--inh-caps=-all', '--', '/usr/bin/node', '/opt/opencode-pty/test-agent.js', 'once', order], { timeoutMs: 20_000 });
+  await agent.keep({ op: 'stop-session', id: started.id! });
+  const answer = JSON.parse(run.stdout || '{}') as { list?: { id: number }[]; error?: string };
+  const capabilities = (await sandbox.exec(['setpriv', '--bounding-set=-all', '--inh-caps=-all', '--', 'grep', 'CapEff', '/proc/self/status'])).stdout.trim();
+  assert.is(answer.error, 'NOT_PERMITTED', `root with ${capabilities}: ${run.stdout} ${run.stderr}`);
+});
+
+test('REVIEW-9: the agent polling LIST (twice a second for a minute) does not spend the admissions its own tools need to START', async () => {
+  const polled = await agent.keep({ op: 'list-cycles', count: 125 });
+  assert.is(polled.cycles, 125, JSON.stringify(polled));
+  const tool = await agent.childKeep({ op: 'start', name: 'tool', argv: ['true'], keepMs: 0, read: { untilEnd: true } });
+  assert.is(tool.error, undefined, `a tool's START after the agent's LISTs: ${JSON.stringify(tool)}`);
+});
+
+// Last: its 300 connections spend the account's admissions of the minute (120), which would refuse the tests after it.
 test('REVIEW-3: a kept session can be attached to and detached from more than 255 times in its life', async () => {
   const started = await agent.keep({ op: 'start', name: 'cy1', argv: ['sleep', '600'], keepMs: 60_000, read: {} });
   assert.is(started.error, undefined, started.message);

@@ -18,7 +18,9 @@ export type KeepOrder =
   | { op: 'raw-start-close'; argv: string[]; keepMs: number; label: string }
   | { op: 'raw-attach-fd'; id: number }
   /** Attach (observe, from now) and detach, `count` times in a row: how many went, and the first refusal. */
-  | { op: 'attach-cycles'; id: number; count: number };
+  | { op: 'attach-cycles'; id: number; count: number }
+  /** LIST `count` times in a row (an agent polling its kept sessions): how many were answered. */
+  | { op: 'list-cycles'; count: number };
 
 /** Read until this many bytes in total on the connection, or its end (EXIT/STOPPED/ERROR), within ms. */
 export interface Read {
@@ -158,6 +160,18 @@ export async function keepCommand(order: KeepOrder, cwd: string): Promise<KeepAn
             const client = await connect(SOCKET);
             const session = await client.attach(order.id, { role: 'observe', from: 'now' });
             session.detach();
+          } catch (error) {
+            const { code, message } = error as { code?: string; message?: string };
+            return { cycles, error: code ?? 'failed', message };
+          }
+        }
+        return { cycles };
+      }
+      case 'list-cycles': {
+        let cycles = 0;
+        for (; cycles < order.count; cycles += 1) {
+          try {
+            await (await connect(SOCKET)).list();
           } catch (error) {
             const { code, message } = error as { code?: string; message?: string };
             return { cycles, error: code ?? 'failed', message };
