@@ -1,6 +1,7 @@
 // The opencode-pty command: parses the command line and runs it; all diagnostics go to stderr.
 import { USAGE, USAGE_EXIT, parseCommandLine } from './run-args.ts';
 import { runCommand } from './run.ts';
+import { runAttach, runList } from './attach.ts';
 import { packageVersion } from '../version.ts';
 import { defaultContext } from './context.ts';
 import { OPERATOR_COMMANDS, OPERATOR_USAGE } from './operate.ts';
@@ -21,6 +22,10 @@ async function main(args: string[]): Promise<number> {
       return USAGE_EXIT;
     case 'run':
       return runCommand(command, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+    case 'ls':
+      return runList(command, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+    case 'attach':
+      return runAttach(command, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
   }
 }
 

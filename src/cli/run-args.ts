@@ -1,5 +1,6 @@
 // The CLI's command line as a pure function: arguments and environment in, a command or a usage error out.
 import { DEFAULT_SOCKET, defaultSocketPath } from '../client/index.ts';
+import { KEEP_USAGE, checkLabelText, parseDuration, parseKeepCommand, type KeepCommand } from './keep-args.ts';
 
 export { DEFAULT_SOCKET };
 
@@ -11,7 +12,9 @@ export const FAILURE_EXIT = 125;
 
 export const USAGE = `Usage:
   opencode-ptyctl run [--socket PATH] [--cwd DIR] [--env NAME=VALUE]... [--timeout SECONDS]
-                   [--rows N] [--cols N] [--resize-fd FD] [--] COMMAND [ARG]...
+                   [--rows N] [--cols N] [--resize-fd FD] [--keep DURATION [--label TEXT]]
+                   [--] COMMAND [ARG]...
+${KEEP_USAGE.split('\n\n')[0]}
   opencode-ptyctl --help
   opencode-ptyctl --version
 
@@ -47,6 +50,7 @@ Options of run:
   -h, --help         Show this help.
   --version          Print the version of this command and exit.
 
+${KEEP_USAGE.split('\n\n').slice(1).join('\n\n')}
 Signals: SIGINT and SIGQUIT are forwarded to the session; SIGTERM and SIGHUP stop it.
 
 Exit status: COMMAND's own status, or 128+N when it was killed by signal N (as a shell reports it);
@@ -68,13 +72,15 @@ export interface RunCommand {
   cols: number | undefined;
   /** An inherited fd to read "ROWS COLS" lines from (resize-lines.ts). */
   resizeFd: number | undefined;
+  /** --keep DURATION (and --label): present only when given. */
+  keep?: { keepMs: number; label: string };
 }
 
-const VALUE_OPTIONS = new Set(['--socket', '--cwd', '--env', '--timeout', '--rows', '--cols', '--resize-fd']);
+const VALUE_OPTIONS = new Set(['--socket', '--cwd', '--env', '--timeout', '--rows', '--cols', '--resize-fd', '--keep', '--label']);
 /** Sizes as the protocol carries them (docs/protocol.md, START and RESIZE: u16, not 0). */
 const SIZE_MAX = 0xffff;
 
-export type CliCommand = RunCommand | { kind: 'help' } | { kind: 'version' } | { kind: 'usage'; message: string };
+export type CliCommand = RunCommand | KeepCommand | { kind: 'help' } | { kind: 'version' } | { kind: 'usage'; message: string };
 
 /** Parses `args` (without node and the script); `env` supplies OPENCODE_PTY_SOCKET and TERM. */
 export function parseCommandLine(args: readonly string[], env: Readonly<Record<string, string | undefined>>): CliCommand {
@@ -82,6 +88,7 @@ export function parseCommandLine(args: readonly string[], env: Readonly<Record<s
   if (command === undefined) return usage('missing command');
   if (command === '-h' || command === '--help' || command === 'help') return { kind: 'help' };
   if (command === '--version' || command === '-V') return { kind: 'version' };
+  if (command === 'ls' || command === 'attach') return parseKeepCommand(command, rest, env);
   if (command !== 'run') return usage(`unknown command ${JSON.stringify(command)}`);
   return parseRun(rest, env);
 }
@@ -93,6 +100,8 @@ function parseRun(args: readonly string[], env: Readonly<Record<string, string |
   let rows: number | undefined;
   let cols: number | undefined;
   let resizeFd: number | undefined;
+  let keepMs: number | undefined;
+  let label: string | undefined;
   const sessionEnv: Record<string, string> = {};
   if (env.TERM !== undefined && env.TERM !== '') sessionEnv.TERM = env.TERM;
   let index = 0;
@@ -131,6 +140,14 @@ function parseRun(args: readonly string[], env: Readonly<Record<string, string |
       if (!(size >= 1 && size <= SIZE_MAX)) return usage(`${name} needs a whole number from 1 to ${SIZE_MAX}, got ${JSON.stringify(value)}`);
       if (name === '--rows') rows = size;
       else cols = size;
+    } else if (name === '--keep') {
+      const ms = parseDuration(value);
+      if (typeof ms === 'string') return usage(ms);
+      keepMs = ms;
+    } else if (name === '--label') {
+      const refused = checkLabelText(value);
+      if (refused !== undefined) return usage(refused);
+      label = value;
     } else if (name === '--resize-fd') {
       const fd = wholeNumber(value);
       // 0-2 are the session's own input and output.
@@ -144,7 +161,9 @@ function parseRun(args: readonly string[], env: Readonly<Record<string, string |
   }
   const argv = args.slice(index);
   if (argv.length === 0) return usage('missing COMMAND to run');
-  return { kind: 'run', socket, cwd, env: sessionEnv, argv, timeoutMs, rows, cols, resizeFd };
+  if (label !== undefined && keepMs === undefined) return usage('--label names a kept session: give --keep DURATION too');
+  const keep = keepMs === undefined ? {} : { keep: { keepMs, label: label ?? '' } };
+  return { kind: 'run', socket, cwd, env: sessionEnv, argv, timeoutMs, rows, cols, resizeFd, ...keep };
 }
 
 function wholeNumber(value: string): number {

@@ -6,6 +6,7 @@ import { FAILURE_EXIT, USAGE_EXIT, type RunCommand } from './run-args.ts';
 import { connect, exitStatus, isClientError, type Session, type SessionEnd } from '../client/index.ts';
 import { readResizeFd, unusableFd } from './resize-fd.ts';
 import { enterRawMode, terminalSize } from './terminal.ts';
+import { DetachKeyFilter } from './detach-key.ts';
 
 export interface Stdio {
   stdin: NodeJS.ReadStream;
@@ -64,6 +65,7 @@ class Run {
         argv: this.#command.argv,
         ...(this.#command.cwd === undefined ? {} : { cwd: this.#command.cwd }),
         env: this.#command.env,
+        ...(this.#command.keep ?? {}),
         ...this.#initialSize(),
         signal: this.#abort.signal,
         ...timeout,
@@ -73,6 +75,11 @@ class Run {
       throw error;
     }
     this.#session = session;
+    if (session.kept) {
+      this.#stdio.stderr.write(
+        `opencode-ptyctl: session ${session.id} is kept ${this.#command.keep!.keepMs} ms after this command ends (detach: C-b d; attach with: opencode-ptyctl attach ${session.id})\r\n`,
+      );
+    }
     const outputEnded = once(session.output, 'end');
     let brokenPipe = false;
     const onStdoutError = () => {
@@ -95,6 +102,10 @@ class Run {
       throw error;
     }
     await outputEnded;
+    if (end.reason === 'detached') {
+      this.#stdio.stderr.write(`\r\nopencode-ptyctl: detached from session ${session.id} at offset ${session.offset}\r\n`);
+      return this.#signalStatus ?? 0;
+    }
     return this.#signalStatus ?? exitStatus(end);
   }
 
@@ -127,11 +138,27 @@ class Run {
       process.on('SIGWINCH', onResize);
       this.#cleanups.push(() => process.off('SIGWINCH', onResize));
     }
+    if (stdin.isTTY && session.kept) return this.#attachKeys(session, stdin);
     // Not a terminal: pass bytes through until stdin ends; then END_INPUT lets the program see end of file
     // (protocol version 2; a version 1 server cannot be told, so input just stops).
     stdin.pipe(session.input, { end: !stdin.isTTY && session.canEndInput });
     this.#cleanups.push(() => {
       stdin.unpipe(session.input);
+      stdin.pause();
+    });
+  }
+
+  /** A kept session's keys go through the detach-key filter (tmux's C-b d leaves the session running). */
+  #attachKeys(session: Session, stdin: NodeJS.ReadStream): void {
+    const keys = new DetachKeyFilter();
+    const onData = (chunk: Buffer) => {
+      const { forward, detach } = keys.feed(chunk);
+      if (forward.length > 0 && !session.ended && session.role === 'control') session.write(forward);
+      if (detach && !session.ended) session.detach();
+    };
+    stdin.on('data', onData);
+    this.#cleanups.push(() => {
+      stdin.off('data', onData);
       stdin.pause();
     });
   }

@@ -1,44 +1,22 @@
 // One running session seen from the client: output as a stream with credit, input with backpressure, one end;
 // in version 3 also its id, this connection's role and the offsets of its output.
-import { EventEmitter } from 'node:events';
 import { Readable, Writable } from 'node:stream';
-import { Limits, type Accounting, type Frame, type FrameOf } from '../protocol/index.ts';
+import { Limits, type Frame, type FrameOf } from '../protocol/index.ts';
+import type { SessionEnd } from './session-end.ts';
 import { ClientError } from './client-error.ts';
 import { InputWindow, OutputWindow } from './credit.ts';
 import type { ChannelHandler, FrameChannel } from './frame-channel.ts';
 import { KeepState, type SessionOpening, type SessionRole } from './keep-state.ts';
 import { OutputStream } from './output-stream.ts';
+import { HeldEventEmitter } from './session-events.ts';
 
-/**
- * How a session ended. `reason: 'exit'`: the program ended; code/status/result are systemd's
- * ExecMainCode (1 exited, 2 killed, 3 dumped), ExecMainStatus and Result. `reason: 'stopped'`: ended on
- * a STOP (ours, another controller's, or a STOP_SESSION); with protocol version 2 code/status/result say
- * how the program ended then, with version 1 code and status are 0 and result is 'stopped' (the server
- * does not say). `reason: 'detached'`: this connection left a kept session with detach(), which goes
- * on; code and status are 0 and result is 'detached'.
- */
-export interface SessionEnd {
-  reason: 'exit' | 'stopped' | 'detached';
-  code: number;
-  status: number;
-  result: string;
-  /** Version 2's end record (each figure null when the server could not measure it); absent with version 1. */
-  accounting?: Accounting;
-}
+export type { SessionEnd } from './session-end.ts';
 
 /** INPUT frames are encoded only while the socket holds less than this, so input waits in the stream. */
 const SOCKET_INPUT_HIGH_WATER = 256 * 1024;
 
-/** Version 3 events, besides the streams and `exit`. */
 export type { SessionOpening, SessionRole } from './keep-state.ts';
-
-export interface SessionEvents {
-  /** Bytes this connection asked for are gone (the ring wrapped past them): output goes on from `oldest`.
-   * Emitted when the frame arrives, in order with the output pushed before it. */
-  truncated: [{ oldest: number; dropped: number }];
-  /** Another connection took control (or this one was given it): this connection's role from now on. */
-  'controller-changed': [{ generation: number; role: SessionRole }];
-}
+export type { SessionEvents } from './session-events.ts';
 
 interface PendingInput {
   data: Buffer;
@@ -46,7 +24,7 @@ interface PendingInput {
   done: (error?: Error | null) => void;
 }
 
-export class Session extends EventEmitter<SessionEvents> {
+export class Session extends HeldEventEmitter {
   readonly unit: string;
   /** The session's id (protocol version 3: for LIST, ATTACH, STOP_SESSION); undefined with versions 1 and 2. */
   readonly id: number | undefined;
@@ -80,7 +58,6 @@ export class Session extends EventEmitter<SessionEvents> {
   #endInput = false;
   #endInputSent = false;
   #keep: KeepState;
-
   /** Made by the client when STARTED or ATTACHED arrives; takes over the channel. A Session from STARTED alone
    * (the form before version 3) is a started one, not kept. */
   constructor(channel: FrameChannel, opening: SessionOpening | FrameOf<'started'>, droppedEnv: readonly string[] = []) {
@@ -249,28 +226,27 @@ export class Session extends EventEmitter<SessionEvents> {
   }
 
   #onTruncated(frame: FrameOf<'truncated'>): void {
-    let event;
-    try {
-      event = this.#keep.truncate(frame);
-    } catch (error) {
-      return this.#fail(error as ClientError);
-    }
-    this.emit('truncated', event);
+    const event = this.#checked(() => this.#keep.truncate(frame));
+    if (event) this.emitHeld('truncated', event);
   }
 
   #onControllerChanged(frame: FrameOf<'controller-changed'>): void {
-    let event;
+    const event = this.#checked(() => this.#keep.changeController(frame));
+    if (!event) return;
+    // Input not yet sent was typed for a terminal this connection no longer controls: the server would
+    // refuse it (NOT_CONTROLLER) and close the connection. It is dropped, and its writers released.
+    if (event.role === 'observe') for (const pending of this.#pending.splice(0)) pending.done();
+    this.emitHeld('controller-changed', event);
+  }
+
+  /** `apply()`'s result, or undefined once its ClientError has failed the session. */
+  #checked<T>(apply: () => T): T | undefined {
     try {
-      event = this.#keep.changeController(frame);
+      return apply();
     } catch (error) {
-      return this.#fail(error as ClientError);
+      this.#fail(error as ClientError);
+      return undefined;
     }
-    if (event.role === 'observe') {
-      // Input not yet sent was typed for a terminal this connection no longer controls: the server would
-      // refuse it (NOT_CONTROLLER) and close the connection. It is dropped, and its writers released.
-      for (const pending of this.#pending.splice(0)) pending.done();
-    }
-    this.emit('controller-changed', event);
   }
 
   #grantCredit(): void {

@@ -1,7 +1,8 @@
 // Feeds the session helper's decoder (native/session/decode.c) in-process: stdin's bytes whole, then
 // cut at every offset, then one byte at a time; prints the log of the whole feed (decoder-events.c)
 // and fails (exit 3) if any other feed logs anything else. argv[1]: the protocol version; argv[2],
-// optional: the client's INPUT credit (INITIAL_WINDOW when absent).
+// optional: the client's INPUT credit (INITIAL_WINDOW when absent, or "-"); argv[3], optional: "observe"
+// for a kept session's observer.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,15 +14,19 @@ static struct client c;
 static unsigned char input[1 << 20];
 static char whole[sizeof events.log];
 
+static bool observer;
+
 static void start(unsigned version, long credit) {
   events_reset(&s, &c, version);
   if (credit >= 0) c.recv_remaining = (uint32_t)credit;
+  c.role = observer ? ROLE_OBSERVE : 0;
 }
 
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   unsigned version = (unsigned)atoi(argv[1]);
-  long credit = argc > 2 ? atol(argv[2]) : -1;
+  long credit = argc > 2 && strcmp(argv[2], "-") != 0 ? atol(argv[2]) : -1;
+  observer = argc > 3 && strcmp(argv[3], "observe") == 0;
   if (!frame_rules(version)) return 2;
   size_t len = fread(input, 1, sizeof input, stdin);
   start(version, credit);

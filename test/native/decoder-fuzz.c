@@ -19,14 +19,17 @@ static char whole[sizeof events.log];
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 3) return 0;
-  unsigned version = 1 + data[0] % WIRE_VERSIONS;
+  unsigned version = 1 + (data[0] & 0x7f) % WIRE_VERSIONS;
+  bool observer = data[0] & 0x80; // a kept session's observer: everything but CREDIT is refused NOT_CONTROLLER
   size_t cut = ((size_t)data[1] << 8 | data[2]);
   data += 3, size -= 3;
   if (size > 0) cut %= size;
   events_reset(&s, &c, version);
+  c.role = observer ? ROLE_OBSERVE : 0;
   events_feed(&s, &c, data, size, NULL, 0);
   memcpy(whole, events.log, events.len + 1);
   events_reset(&s, &c, version);
+  c.role = observer ? ROLE_OBSERVE : 0;
   events_feed(&s, &c, data, size, &cut, 1);
   if (strcmp(whole, events.log) != 0) {
     fprintf(stderr, "version %u, cut at %zu: the logs differ\n--- whole\n%s--- cut\n%s", version, cut, whole, events.log);
@@ -50,13 +53,14 @@ static size_t below(size_t n) {
 // A frame the client could send, or nearly: a type from the client's set (or any), a length in or
 // near its range, and a payload of plausible or random bytes.
 static size_t frame(uint8_t *out, size_t room) {
-  static const uint8_t types[] = {FRAME_INPUT, FRAME_RESIZE, FRAME_SIGNAL, FRAME_STOP, FRAME_CREDIT, FRAME_END_INPUT};
+  static const uint8_t types[] = {FRAME_INPUT, FRAME_RESIZE, FRAME_SIGNAL, FRAME_STOP, FRAME_CREDIT, FRAME_END_INPUT, FRAME_LIST, FRAME_ATTACH, FRAME_STOP_SESSION};
   uint8_t type = below(8) == 0 ? (uint8_t)next() : types[below(sizeof types)];
   uint32_t len;
   switch (type) {
   case FRAME_INPUT: len = 1 + (uint32_t)below(64); break;
   case FRAME_RESIZE: case FRAME_CREDIT: len = 4; break;
   case FRAME_SIGNAL: len = 1; break;
+  case FRAME_ATTACH: len = 21; break;
   default: len = 0;
   }
   if (below(16) == 0) len = (uint32_t)next(); // a length no rule allows

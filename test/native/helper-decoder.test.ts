@@ -46,8 +46,9 @@ const T = { HELLO: 0x01, START: 0x03, INPUT: 0x05, OUTPUT: 0x06, RESIZE: 0x07, S
 const u32 = (n: number) => [n >>> 24, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff];
 
 /** The driver's log of `bytes` (every cut logs the same, or it fails); lines. */
-function decoded(version: number, bytes: Buffer, credit?: number): string[] {
-  const run = spawnSync(driver, [String(version), ...(credit === undefined ? [] : [String(credit)])], { input: bytes, env: SANITIZER_ENV, encoding: 'utf8' });
+function decoded(version: number, bytes: Buffer, credit?: number, role?: 'observe'): string[] {
+  const args = [String(version), credit === undefined ? '-' : String(credit), ...(role ? [role] : [])];
+  const run = spawnSync(driver, args, { input: bytes, env: SANITIZER_ENV, encoding: 'utf8' });
   assert.is(run.status, 0, `driver: ${run.stderr}`);
   assert.is(run.stderr, '', 'no sanitizer report');
   return run.stdout.split('\n').filter(Boolean);
@@ -113,6 +114,19 @@ test('fuzz: generated and random bytes, a fixed budget, sanitizers clean and the
   assert.is(run.stderr, '', 'no sanitizer report');
   const inputs = Number(/(\d+) inputs/.exec(run.stdout)?.[1]);
   assert.ok(inputs >= 20_000, `${inputs} inputs in the budget`);
+});
+
+test('version 3: LIST, ATTACH and STOP_SESSION are requests, refused on their header during a session', () => {
+  assert.equal(decoded(3, Buffer.concat([frame(T.INPUT, 'a'), frame(0x0f)])), ['input 61', 'end 5 1 protocol error: unexpected LIST frame during a session']);
+  assert.equal(decoded(3, header(0x11, 21)), ['end 5 1 protocol error: unexpected ATTACH frame during a session']);
+  assert.equal(decoded(3, header(0x15, 8)), ['end 5 1 protocol error: unexpected STOP_SESSION frame during a session']);
+});
+
+test('a kept session\'s observer: CREDIT is taken, INPUT, RESIZE, SIGNAL, END_INPUT and STOP are refused NOT_CONTROLLER on their header', () => {
+  assert.equal(decoded(3, Buffer.concat([frame(T.CREDIT, u32(10)), header(T.INPUT, 3)]), undefined, 'observe'), ['end 5 14 INPUT from a connection that is not the controller']);
+  for (const [type, payload, name] of [[T.RESIZE, [0, 1, 0, 1], 'RESIZE'], [T.SIGNAL, [2], 'SIGNAL'], [T.END_INPUT, [], 'END_INPUT'], [T.STOP, [], 'STOP']] as const) {
+    assert.equal(decoded(3, frame(type, [...payload]), undefined, 'observe'), [`end 5 14 ${name} from a connection that is not the controller`], name);
+  }
 });
 
 test.run();

@@ -140,6 +140,32 @@ test('the program ends while detached: the helper lives on with the ring (PROGRA
   }
 });
 
+test('an ATTACH to a program that ended while detached gets the whole replay, window after window, before the end', async () => {
+  await withData(900_000, async (path, data) => {
+    const run = new KeptRun(sh(`stty raw -echo -opost; read x; cat ${path}`));
+    const c0 = run.conn(0);
+    c0.close();
+    await run.until('conn 0 let go', () => run.detachedOf(0) !== undefined);
+    const c1 = run.attach(1, 'control', 0n);
+    await run.until('ATTACHED', () => c1.attached !== undefined);
+    c1.close(); // one connection more that came and went
+    await run.until('conn 1 let go', () => run.detachedOf(1) !== undefined);
+    // The program still waits in read: a controller types and leaves at once.
+    const typist = run.attach(2, 'control', FROM_NOW);
+    await run.until('ATTACHED', () => typist.attached !== undefined);
+    typist.send(input('\n'));
+    typist.close();
+    await run.until('PROGRAM_ENDED', () => run.messages.some((m) => m.type === 'program-ended'));
+    const late = run.attach(3, 'observe', 0n);
+    const ended = await run.ended;
+    assert.is(ended.end?.reason, 'exit');
+    // All the ring held when it came (the program had ended): more than the first window of 256 KiB.
+    assert.is(BigInt(late.received), late.attached!.next);
+    assert.ok(late.received >= data.length);
+    assert.is(sha(late.output.subarray(late.received - data.length)), sha(data));
+  });
+});
+
 test('a detached program asking its terminal a question (\\e[6n) does not hang the helper; a flood while detached stays within the ring', async () => {
   const flood = 20_000_000;
   const run = new KeptRun(sh(`stty raw -echo -opost; printf '\\033[6n'; head -c ${flood} /dev/zero; read x`), { retainBytes: 65536 });

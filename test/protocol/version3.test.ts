@@ -1,6 +1,8 @@
 // Version 3 of the codec (kept sessions): hand-written bytes for every frame it changes or adds, split at every
 // offset; versions 1 and 2 do not know its frames; each field is checked as strictly as version 2's.
+import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
+import fc from 'fast-check';
 import * as assert from 'uvu/assert';
 import { ErrorCode, FrameType, Limits } from '../../src/protocol/constants.ts';
 import { FrameDecoder } from '../../src/protocol/decode.ts';
@@ -8,6 +10,7 @@ import { encodeFrame } from '../../src/protocol/encode.ts';
 import { sessionsFrame } from '../../src/protocol/encode-keep.ts';
 import type { Direction, Frame, SessionEntry } from '../../src/protocol/frames.ts';
 import { layoutOf } from '../../src/protocol/layout.ts';
+import { ProtocolError } from '../../src/protocol/errors.ts';
 import { be, bytes, frameHex } from './fixtures.ts';
 import { plain, throwsCode } from './helpers.ts';
 
@@ -228,6 +231,89 @@ test('sessionsFrame cuts program and cwd at a character boundary and leaves out 
   assert.ok(fitted.sessions.length >= 40 && fitted.sessions.length < 50, `${fitted.sessions.length} of 50 fit`);
   const [decoded] = new FrameDecoder('to-client', 3).push(wire);
   assert.is((decoded as { sessions: SessionEntry[] }).sessions.length, fitted.sessions.length, 'the count says how many are in');
+});
+
+test('property: version 3 frames from arbitrary bytes in arbitrary chunks throw nothing but ProtocolError', () => {
+  // Biased towards version 3's type bytes and lengths around their layouts, so every parser is reached.
+  const header = fc.tuple(fc.integer({ min: 0x03, max: 0x16 }), fc.integer({ min: 0, max: 140 })).map(([type, length]) => Buffer.from([type, 0, 0, 0, length]));
+  const piece = fc.oneof(fc.uint8Array({ maxLength: 96 }).map((b) => Buffer.from(b)), header);
+  for (const direction of ['to-server', 'to-client'] as const) {
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 12 }), fc.array(fc.integer({ min: 1, max: 40 }), { minLength: 1 }), (pieces, sizes) => {
+        const stream = Buffer.concat(pieces);
+        const decoder = new FrameDecoder(direction, 3);
+        let offset = 0;
+        try {
+          for (let i = 0; offset < stream.length; i++) {
+            decoder.push(stream.subarray(offset, offset + sizes[i % sizes.length]!));
+            offset += sizes[i % sizes.length]!;
+          }
+        } catch (error) {
+          if (!(error instanceof ProtocolError)) throw error;
+        }
+      }),
+      { numRuns: 3000 },
+    );
+  }
+});
+
+test('property: any valid SESSIONS entry, ATTACH and ATTACHED encode and decode to themselves', () => {
+  const u32 = fc.integer({ min: 0, max: 0xffff_ffff });
+  const size = fc.integer({ min: 1, max: 0xffff });
+  const id = fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER });
+  const offsets = fc.tuple(fc.bigInt({ min: 0n, max: (1n << 63n) - 1n }), fc.bigInt({ min: 0n, max: (1n << 63n) - 1n })).map(([a, b]) => (a <= b ? [a, b] : [b, a]) as [bigint, bigint]);
+  const label = fc.string({ maxLength: 60 }).map((text) => text.replace(/[\u0000-\u001f\u007f-\u009f]/gu, '').replace(/\p{Cs}/gu, ''));
+  const entry = fc.record({
+    id, state: fc.integer({ min: 1, max: 6 }), controllers: fc.integer({ min: 0, max: 1 }), observers: fc.integer({ min: 0, max: 255 }),
+    rows: size, cols: size, programPid: u32, mainPid: u32, startedAtMs: fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }), keepMs: u32,
+    deadlineMs: fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }), offsets, fresh: fc.boolean(), end: fc.integer({ min: 0, max: 3 }),
+    endStatus: fc.integer({ min: -0x8000_0000, max: 0x7fff_ffff }), label, program: label, cwd: fc.string({ maxLength: 300 }).map((t) => t.replace(/\p{Cs}/gu, '')),
+  }).map(({ offsets: [oldest, next], end, ...rest }) => ({ ...rest, oldest, next, endCode: end }) as SessionEntry);
+  fc.assert(
+    fc.property(fc.array(entry, { maxLength: 5 }), (entries) => {
+      const unique = [...new Map(entries.map((one) => [one.id, one])).values()];
+      const frame = sessionsFrame(unique);
+      assert.equal(new FrameDecoder('to-client', 3).push(encodeFrame(frame, 3)), [frame]);
+    }),
+  );
+  fc.assert(
+    fc.property(id, fc.oneof(fc.bigInt({ min: 0n, max: (1n << 63n) - 1n }), fc.constant(Limits.FROM_NOW)), fc.integer({ min: 1, max: 2 }), size, size, (sid, fromOffset, role, rows, cols) => {
+      const frame = { type: 'attach' as const, id: sid, fromOffset, role: role as 1 | 2, rows, cols };
+      assert.equal(new FrameDecoder('to-server', 3).push(encodeFrame(frame, 3)), [frame]);
+    }),
+  );
+});
+
+/** The byte examples of docs/protocol.md's "Version 3": fenced blocks and inline `TT LLLLLLLL …` spans. */
+function docExamples(): string[] {
+  const doc = readFileSync(new URL('../../docs/protocol.md', import.meta.url), 'utf8');
+  const section = doc.slice(doc.indexOf('## Version 3'), doc.indexOf('## Receiver checklist'));
+  const hexOf = (line: string) => {
+    const tokens: string[] = [];
+    for (const token of line.trim().split(/\s+/)) {
+      if (!/^[0-9a-f]+$/.test(token)) break;
+      tokens.push(token);
+    }
+    return tokens.join('');
+  };
+  const blocks = [...section.matchAll(/```\n([\s\S]*?)```/g)].map((m) => m[1]!.split('\n').map(hexOf).join('')).filter((hex) => /^[0-9a-f]{10}/.test(hex));
+  const inline = [...section.matchAll(/`([0-9a-f]{2} [0-9a-f]{8}(?: +[0-9a-f]+)*)`/g)].map((m) => m[1]!.replace(/\s+/g, ''));
+  return [...blocks, ...inline];
+}
+
+test("docs/protocol.md's version 3 examples are each one whole frame a version 3 decoder accepts", () => {
+  const examples = docExamples();
+  assert.ok(examples.length >= 13, `${examples.length} examples found`);
+  const toServer = new Set([FrameType.HELLO, FrameType.START, FrameType.LIST, FrameType.ATTACH, FrameType.STOP_SESSION]);
+  for (const hex of examples) {
+    const wire = bytes(hex);
+    const decoder = new FrameDecoder(toServer.has(wire[0]! as never) ? 'to-server' : 'to-client', 3);
+    const frames = decoder.push(wire);
+    assert.is(frames.length, 1, hex);
+    assert.ok(decoder.atBoundary, `${hex}: the header's length is the payload's`);
+  }
+  const hexes = examples.join(' ');
+  for (const fixture of V3_FIXTURES.slice(1)) assert.ok(hexes.includes(bytes(fixture.hex).toString('hex')), `the doc shows ${fixture.name}`);
 });
 
 test.run();
