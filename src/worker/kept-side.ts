@@ -9,6 +9,7 @@ import { ErrorCode, KEEP_VERSION } from '../protocol/index.ts';
 import { describedEntry } from './kept-describe.ts';
 import { KeptConnections, refuseConnection } from './kept-connections.ts';
 import type { HelperLink } from './helper-link.ts';
+import { KeepDeadline } from './keep-deadline.ts';
 
 /** How long LIST waits for the helper's STATE (the broker bounds the whole LIST at 500 ms). */
 export const DESCRIBE_BOUND_MS = 250;
@@ -66,8 +67,7 @@ export function refuseUnkept(fds: number[], keptAsked: boolean, writeTimeoutMs: 
 export class KeptSide {
   #deps: KeptSideDeps;
   readonly connections: KeptConnections;
-  #deadline: NodeJS.Timeout | undefined;
-  #deadlineAt: number | undefined;
+  #deadline = new KeepDeadline();
   #lastState: HelperState | undefined;
   #waitingState: ((state: HelperState | undefined) => void)[] = [];
   /** STOP_SESSION's connection, held for its STOPPED once the unit is gone. */
@@ -85,15 +85,11 @@ export class KeptSide {
 
   /** No connection left: the session ends `keepMs` from now unless one attaches (root's deadline). */
   arm(onDeadline: () => void): void {
-    clearTimeout(this.#deadline);
-    this.#deadlineAt = Date.now() + this.#deps.facts.keepMs;
-    this.#deadline = setTimeout(onDeadline, this.#deps.facts.keepMs);
+    this.#deadline.arm(this.#deps.facts.keepMs, onDeadline);
   }
 
   disarm(): void {
-    clearTimeout(this.#deadline);
-    this.#deadline = undefined;
-    this.#deadlineAt = undefined;
+    this.#deadline.disarm();
   }
 
   /** A broker message for this kept session; `stopSession` tells the state machine, `described` answers LIST. */
@@ -179,7 +175,7 @@ export class KeptSide {
       facts: this.#deps.facts,
       finishing: now.finishing,
       attached: now.attached,
-      deadlineAt: this.#deadlineAt,
+      deadlineAt: this.#deadline.at,
       programEnded: now.programEnded,
       state: state ?? this.#lastState,
       fresh: state !== undefined,
