@@ -73,10 +73,11 @@ export class KeptSide {
   /** STOP_SESSION's connection, held for its STOPPED once the unit is gone. */
   #stopRequester: FdSocket | undefined;
 
-  constructor(client: FdSocket, deps: KeptSideDeps) {
+  /** Holds no connection yet: the session adds the START's as conn 0 once it counts it attached
+   * (Session#keepStarted), so a hang-up seen at once is a detach counted after that attach. */
+  constructor(deps: KeptSideDeps) {
     this.#deps = deps;
     this.connections = new KeptConnections({ detached: () => deps.detached() }, deps.writeTimeoutMs, KEEP_VERSION);
-    this.connections.add(0, client);
   }
 
   get facts(): KeptFacts {

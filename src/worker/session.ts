@@ -8,7 +8,7 @@ import type { Config } from '../config/index.ts';
 import { FdSocket, closeQuietly } from '../io/index.ts';
 import { ErrorCode, PROTOCOL_VERSION, type ErrorCodeValue, SessionError } from '../protocol/index.ts';
 import type { Units } from '../systemd/index.ts';
-import type { BrokerMessage, PeerIdentity, WorkerMessage, HelperMessage } from '../control/index.ts';
+import type { BrokerMessage, DetachReport, PeerIdentity, WorkerMessage, HelperMessage } from '../control/index.ts';
 import { figuresFrom } from './accounting.ts';
 import { lastWriteFor, writeFinalFrame, type EndReason } from './final-frame.ts';
 import { HelperLink, type HelperLinkEvents } from './helper-link.ts';
@@ -56,6 +56,8 @@ export class Session {
   /** Version 3: the START's keep plan, and the kept session's side once it has started. */
   #keepPlan: KeepPlan | undefined;
   #kept: KeptSide | undefined;
+  /** A DETACHED for conn 0 that came before #kept (the helper wrote STARTED, then lost the client). */
+  #earlyDetached: DetachReport[] = [];
   /** Ends the start's waits (the START read, the unit's start). */
   #abort: (error: SessionError | undefined) => void = () => undefined;
   #aborted = new Promise<SessionError | undefined>((resolve) => (this.#abort = resolve));
@@ -241,7 +243,7 @@ export class Session {
   /** A kept session has started: its START's connection is conn 0, attached; the broker routes its id here. */
   #keepStarted(started: Started): void {
     const facts = keptFacts(started, this.#keepPlan!);
-    this.#kept = new KeptSide(this.#client, {
+    this.#kept = new KeptSide({
       facts,
       link: this.#helper,
       writeTimeoutMs: this.#deps.config.limits.writeTimeoutMs,
@@ -249,10 +251,12 @@ export class Session {
       detached: () => this.#dispatch({ type: 'detach' }),
       log: (line) => this.#deps.log(`${this.unit}: ${line}`),
     });
+    // Counted attached first, then watched: a connection gone already (its hang-up came while the start
+    // finished, or the helper's DETACHED did) is a detach after that attach, which arms the deadline.
     this.#dispatch({ type: 'attach' });
     this.#deps.report({ type: 'kept', ...facts });
-    // Gone already (its hang-up came while the start finished): detached at once.
-    if (this.#client.hungUp) this.#kept.connections.detached({ conn: 0, reason: 'client-gone', code: 0, remainder: Buffer.alloc(0), text: '' });
+    this.#kept.connections.add(0, this.#client);
+    for (const report of this.#earlyDetached.splice(0)) this.#kept.connections.detached(report);
   }
 
   /** A broker message for this session (version 3: attach, stop-session, describe); the descriptors are
@@ -280,7 +284,9 @@ export class Session {
         // The helper's word, for its client's end record only (root's journal takes systemd's).
         return this.#dispatch({ type: 'helper-figures', figures: figuresFrom(message.figures) });
       case 'detached':
-        return this.#kept?.connections.detached(message.report);
+        // Before the start is seen through, only the START's conn 0 can be let go of: held until then.
+        if (!this.#kept) return void (this.#earlyDetached.length === 0 && this.#earlyDetached.push(message.report));
+        return this.#kept.connections.detached(message.report);
       case 'state':
         return this.#kept?.stateArrived(message.state);
       case 'program-ended':
