@@ -163,8 +163,10 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
       const type = await socket.peekByte();
       if (type !== FrameType.START) {
         const frame = await readKeptRequest(socket);
-        // The request is whole: the client's deadline is over.
+        // The request is whole: the client's deadline is over, and no descriptor belongs on this
+        // connection any more (a worker takes it over for its data phase, which takes none).
         clearTimeout(deadline);
+        passRights(socket.fd, false);
         if (!deps.keptRequests) throw new SessionError(ErrorCode.INTERNAL, 'kept sessions are not served here');
         const handed = await serveKeptRequest(socket, frame, peer, pidfd, deps.keptRequests);
         if (handed) {
