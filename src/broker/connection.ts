@@ -168,11 +168,12 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
         clearTimeout(deadline);
         passRights(socket.fd, false);
         if (!deps.keptRequests) throw new SessionError(ErrorCode.INTERNAL, 'kept sessions are not served here');
-        const handed = await serveKeptRequest(socket, frame, peer, pidfd, deps.keptRequests);
-        if (handed) {
-          pidfd = -1;
-          socket.close();
-        } else await closeAfterAnswer(socket, deps.handshakeTimeoutMs);
+        // The pidfd is serveKeptRequest's from here, whatever happens (handed to a worker, or closed).
+        const owned = pidfd;
+        pidfd = -1;
+        const handed = await serveKeptRequest(socket, frame, peer, owned, deps.keptRequests);
+        if (handed) socket.close();
+        else await closeAfterAnswer(socket, deps.handshakeTimeoutMs);
         return;
       }
       if (root) throw new SessionError(ErrorCode.NOT_PERMITTED, ROOT_START_REFUSED);

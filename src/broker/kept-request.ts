@@ -2,7 +2,7 @@
 // descriptor may travel with them), checked against the principals (principals.ts), then answered
 // (LIST) or routed by session id to the worker that runs the session, with the connection and the
 // peer's pidfd. docs/protocol.md "Version 3", docs/security.md "Who may list and attach".
-import type { FdSocket } from '../io/index.ts';
+import { closeQuietly, type FdSocket } from '../io/index.ts';
 import type { Logger } from '../log.ts';
 import { native } from '../native/index.ts';
 import { ErrorCode, FrameType, HEADER_SIZE, KEEP_VERSION, Role, SessionError, encodeFrame, isProtocolError, parseHeader, parsePayload, sessionsFrame, type FrameOf, type SessionEntry } from '../protocol/index.ts';
@@ -48,12 +48,21 @@ export async function readKeptRequest(socket: FdSocket): Promise<KeptRequestFram
 }
 
 /**
- * Serves one whole request. Returns the pidfd's fate: true when it went to a worker with the
- * connection (the caller then only closes its own copy of the socket, never drained: the worker reads
- * it now); false when the connection was answered here (SESSIONS), to be closed by the caller. Throws
- * a SessionError for a refusal.
+ * Serves one whole request; takes the peer's pidfd whatever happens (handed to a worker with the
+ * connection, or closed here). Returns true when the connection went to a worker (the caller then
+ * only closes its own copy of the socket, never drained: the worker reads it now); false when it was
+ * answered here (SESSIONS), to be closed by the caller. Throws a SessionError for a refusal.
  */
 export async function serveKeptRequest(socket: FdSocket, frame: KeptRequestFrame, peer: PeerAtAccept, pidfd: number, deps: KeptRequestDeps): Promise<boolean> {
+  let pidfdHanded = false;
+  try {
+    return await serve(socket, frame, peer, pidfd, deps, () => (pidfdHanded = true));
+  } finally {
+    if (!pidfdHanded) closeQuietly(pidfd);
+  }
+}
+
+async function serve(socket: FdSocket, frame: KeptRequestFrame, peer: PeerAtAccept, pidfd: number, deps: KeptRequestDeps, handing: () => void): Promise<boolean> {
   const { credentials } = peer;
   const request = REQUEST_OF[frame.type];
   let mainPid = false;
@@ -78,6 +87,9 @@ export async function serveKeptRequest(socket: FdSocket, frame: KeptRequestFrame
       ? { type: 'attach', role: frame.role === Role.CONTROL ? 'control' : 'observe', fromOffset: frame.fromOffset.toString(), rows: frame.rows, cols: frame.cols, peer: who }
       : { type: 'stop-session', peer: who };
   const handed = native().dupCloexec(socket.fd);
+  // WorkerHandle.send takes both descriptors, sent or not (it closes them when it throws): closed
+  // again here, the pidfd's number could be another owner's by then.
+  handing();
   try {
     found.worker.send(message, [handed, pidfd]);
   } catch (error) {

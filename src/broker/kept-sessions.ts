@@ -19,6 +19,8 @@ export interface KeptWorker {
   isFinishing: boolean;
   /** Its session has ended ('ended'). */
   endReason: string | undefined;
+  /** Its process has exited (its session with it: nothing more can reach it). */
+  gone?: boolean;
   send(message: BrokerMessage, fds?: number[]): void;
 }
 
@@ -60,7 +62,7 @@ export class KeptSessions<W extends KeptWorker> {
   /** The worker whose kept session has this id, or why there is none to reach (docs/protocol.md "Version 3"). */
   find(id: number): Found<W> {
     for (const worker of this.#deps.workers()) {
-      if (!worker.keepGranted || worker.endReason !== undefined || !worker.unit) continue;
+      if (!worker.keepGranted || worker.endReason !== undefined || worker.gone || !worker.unit) continue;
       if (sessionIdOf(worker.unit, this.#deps.unitPrefix) !== id) continue;
       if (!worker.kept) return { code: ErrorCode.SESSION_STATE, message: `session ${id} is still starting` };
       if (worker.isFinishing) return { code: ErrorCode.SESSION_STATE, message: `session ${id} is ending` };

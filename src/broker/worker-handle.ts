@@ -153,6 +153,11 @@ export class WorkerHandle {
     return true;
   }
 
+  /** Its process has exited. */
+  get gone(): boolean {
+    return this.#gone;
+  }
+
   onMessage(listener: (message: WorkerMessage) => void): void {
     this.#onMessage = listener;
   }

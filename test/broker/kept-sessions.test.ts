@@ -42,6 +42,10 @@ test('find: the worker by its unit\'s id; starting or finishing is SESSION_STATE
   assert.is((kept.find(sessionIdOf(finishing.unit!)!) as { code: number }).code, ErrorCode.SESSION_STATE);
   assert.is((kept.find(sessionIdOf(notKept.unit!)!) as { code: number }).code, ErrorCode.NO_SESSION);
   assert.is((kept.find(12345) as { code: number }).code, ErrorCode.NO_SESSION);
+  // A worker that exited (its 'ended' never came) runs nothing any more: nothing is routed to it.
+  const exited = worker(5, { gone: true });
+  const withExited = new KeptSessions({ workers: () => [exited], maxKept: () => 8, unitPrefix: 'opencode-pty-' });
+  assert.is((withExited.find(sessionIdOf(exited.unit!)!) as { code: number }).code, ErrorCode.NO_SESSION);
 });
 
 test('LIST: each worker\'s answer, or within the bound what the broker knows as unknown; a wrong answer is not taken', async () => {
