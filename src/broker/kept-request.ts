@@ -10,7 +10,8 @@ import type { KeptPeer, BrokerMessage } from '../control/index.ts';
 import type { PeerAtAccept } from './accept-gate.ts';
 import { rejectFds } from './handshake.ts';
 import type { Found } from './kept-sessions.ts';
-import { decide, principalNeedsMainPid, type Request } from './principals.ts';
+import { decide, principalNeedsMainPid, principalNeedsPtrace, type Request } from './principals.ts';
+import { CAP_SYS_PTRACE, pidfdHasCapability } from '../identity/index.ts';
 
 export type KeptRequestFrame = FrameOf<'list'> | FrameOf<'attach'> | FrameOf<'stop-session'>;
 
@@ -25,6 +26,8 @@ export interface KeptRequestDeps {
     find(id: number): Found<{ send(message: BrokerMessage, fds?: number[]): void; child: { pid?: number }; unit: string | undefined }>;
   };
   log: Logger;
+  /** Whether the process the pidfd names holds CAP_SYS_PTRACE now (default: read through the pidfd). */
+  hasPtrace?(pidfd: number): boolean;
 }
 
 const REQUEST_OF: Record<KeptRequestFrame['type'], Request> = { list: 'list', attach: 'attach', 'stop-session': 'stop-session' };
@@ -70,7 +73,8 @@ async function serve(socket: FdSocket, frame: KeptRequestFrame, peer: PeerAtAcce
     // The fresh look names the MainPID; the pidfd says the process that asked is the one alive with it.
     mainPid = (await deps.isMainPid(credentials.pid)) && samePid(pidfd, credentials.pid);
   }
-  const decision = decide(request, { uid: credentials.uid, clientUid: deps.clientUid, mainPid });
+  const ptrace = principalNeedsPtrace(request, credentials.uid) && (deps.hasPtrace ?? ((fd) => pidfdHasCapability(fd, CAP_SYS_PTRACE)))(pidfd);
+  const decision = decide(request, { uid: credentials.uid, clientUid: deps.clientUid, mainPid, ptrace });
   if (!decision.allowed) throw new SessionError(decision.code, decision.message);
   const principal = decision.principal.name === 'root' ? 'root' : 'main-pid';
   if (frame.type === 'list') {

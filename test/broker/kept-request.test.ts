@@ -10,6 +10,7 @@ import type { KeptRequestDeps } from '../../src/broker/kept-request.ts';
 import type { BrokerMessage } from '../../src/control/index.ts';
 import { FdSocket } from '../../src/io/fd-socket.ts';
 import { IoError } from '../../src/io/index.ts';
+import { CAP_SYS_PTRACE, effectiveCapabilities, pidfdHasCapability } from '../../src/identity/index.ts';
 import { closeQuietly } from '../../src/io/fds.ts';
 import { native } from '../../src/native/binding.ts';
 import { ErrorCode, Limits, Role, SessionState, encodeFrame, type Frame, type SessionEntry } from '../../src/protocol/index.ts';
@@ -22,7 +23,7 @@ const entry: SessionEntry = {
   endCode: 0, endStatus: 0, label: 'build', program: 'make', cwd: '/src',
 };
 
-function kept(options: { mainPid?: boolean } = {}) {
+function kept(options: { mainPid?: boolean; ptrace?: boolean } = {}) {
   const sent: { message: BrokerMessage; fds: number }[] = [];
   const logs: string[] = [];
   const worker = {
@@ -41,6 +42,7 @@ function kept(options: { mainPid?: boolean } = {}) {
       find: (id) => (id === entry.id ? { worker } : { code: ErrorCode.NO_SESSION, message: `no kept session ${id}` }),
     },
     log: (_level, message) => void logs.push(message),
+    ...(options.ptrace === undefined ? {} : { hasPtrace: () => options.ptrace! }),
   };
   return { deps, sent, logs };
 }
@@ -56,7 +58,7 @@ function connect3(request: Frame, uid = 1500, fd?: number): { server: FdSocket; 
   return { server: new FdSocket(serverFd), client: new RawClient(clientFd, 3), peer };
 }
 
-async function serve(request: Frame, options: { uid?: number; mainPid?: boolean; fd?: number } = {}) {
+async function serve(request: Frame, options: { uid?: number; mainPid?: boolean; ptrace?: boolean; fd?: number } = {}) {
   const broker = fakeBroker(undefined);
   const keptDeps = kept(options);
   const { server, client, peer } = connect3(request, options.uid, options.fd);
@@ -107,6 +109,29 @@ test('root: LIST and ATTACH of any session without the MainPID look; START refus
   closeSync(dir);
   assert.equal(types(start.frames), ['welcome', `error ${ErrorCode.NOT_PERMITTED}`]);
   assert.is(start.seen.slotsTaken, 0);
+});
+
+test('a uid-0 peer without CAP_SYS_PTRACE is no operator: LIST, ATTACH and STOP_SESSION are NOT_PERMITTED, saying why, and nothing is routed', async () => {
+  for (const request of [{ type: 'list' }, { type: 'attach', id: entry.id, fromOffset: 0n, role: Role.OBSERVE, rows: 24, cols: 80 }, { type: 'stop-session', id: entry.id }] as Frame[]) {
+    const refused = await serve(request, { uid: 0, ptrace: false });
+    assert.equal(types(refused.frames), ['welcome', `error ${ErrorCode.NOT_PERMITTED}`], request.type);
+    assert.match((refused.frames[1] as Extract<Frame, { type: 'error' }>).message, /CAP_SYS_PTRACE/);
+    assert.equal(refused.sent, []);
+  }
+});
+
+test('the capability is read from the process the pidfd names: this one (root, every capability) holds CAP_SYS_PTRACE; a CapEff without it, or an exited process, does not', () => {
+  const pidfd = native().pidfdOpen(process.pid);
+  try {
+    assert.ok(pidfdHasCapability(pidfd, CAP_SYS_PTRACE));
+    assert.not.ok(pidfdHasCapability(pidfd, CAP_SYS_PTRACE, native(), () => 'Name:\tx\nCapEff:\t0000000000000000\n'));
+    assert.ok(pidfdHasCapability(pidfd, CAP_SYS_PTRACE, native(), () => 'CapEff:\t0000000000080000\n'));
+    assert.not.ok(pidfdHasCapability(pidfd, CAP_SYS_PTRACE, { pidfdPid: () => -1 }));
+  } finally {
+    closeQuietly(pidfd);
+  }
+  assert.is(effectiveCapabilities('CapInh:\t0\nCapEff:\t000001ffffffffff\n'), 0x1ffffffffffn);
+  assert.is(effectiveCapabilities('no such line'), undefined);
 });
 
 test('START in version 3 takes its slot after WELCOME and goes to a worker with its descriptor still queued', async () => {
