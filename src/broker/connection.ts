@@ -34,7 +34,7 @@ export interface ConnectionDeps<W extends HandOffWorker = WorkerHandle> {
   clientService: Pick<ClientService, 'service' | 'containsProvisionally'> | undefined;
   /** The peer's cgroup now, through its pidfd (pidfdCgroupNow). */
   cgroupOf(pidfd: number): string;
-  admission: Pick<Admission, 'release'>;
+  admission: Pick<Admission, 'release' | 'refund'>;
   slots: Pick<SessionSlots, 'tryTake' | 'take' | 'max'>;
   refusals: Pick<RefusalReporter, 'note'>;
   takeWorker(): Promise<W>;
@@ -171,7 +171,9 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
         // The pidfd is serveKeptRequest's from here, whatever happens (handed to a worker, or closed).
         const owned = pidfd;
         pidfd = -1;
-        const handed = await serveKeptRequest(socket, frame, peer, owned, deps.keptRequests);
+        // The agent's own (or root's) request spends no admission of the minute: the agent polling LIST
+        // must not lock its tools' STARTs out.
+        const handed = await serveKeptRequest(socket, frame, peer, owned, deps.keptRequests, () => deps.admission.refund(slot, acceptedAt));
         if (handed) socket.close();
         else await closeAfterAnswer(socket, deps.handshakeTimeoutMs);
         return;

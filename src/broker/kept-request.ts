@@ -52,20 +52,21 @@ export async function readKeptRequest(socket: FdSocket): Promise<KeptRequestFram
 
 /**
  * Serves one whole request; takes the peer's pidfd whatever happens (handed to a worker with the
- * connection, or closed here). Returns true when the connection went to a worker (the caller then
+ * connection, or closed here). `confirmed` is called once the peer is known as a principal that may
+ * make it (the MainPID, root): its admission's rate token goes back (admission.ts refund). Returns true when the connection went to a worker (the caller then
  * only closes its own copy of the socket, never drained: the worker reads it now); false when it was
  * answered here (SESSIONS), to be closed by the caller. Throws a SessionError for a refusal.
  */
-export async function serveKeptRequest(socket: FdSocket, frame: KeptRequestFrame, peer: PeerAtAccept, pidfd: number, deps: KeptRequestDeps): Promise<boolean> {
+export async function serveKeptRequest(socket: FdSocket, frame: KeptRequestFrame, peer: PeerAtAccept, pidfd: number, deps: KeptRequestDeps, confirmed: () => void = () => undefined): Promise<boolean> {
   let pidfdHanded = false;
   try {
-    return await serve(socket, frame, peer, pidfd, deps, () => (pidfdHanded = true));
+    return await serve(socket, frame, peer, pidfd, deps, { confirmed, handing: () => (pidfdHanded = true) });
   } finally {
     if (!pidfdHanded) closeQuietly(pidfd);
   }
 }
 
-async function serve(socket: FdSocket, frame: KeptRequestFrame, peer: PeerAtAccept, pidfd: number, deps: KeptRequestDeps, handing: () => void): Promise<boolean> {
+async function serve(socket: FdSocket, frame: KeptRequestFrame, peer: PeerAtAccept, pidfd: number, deps: KeptRequestDeps, to: { confirmed(): void; handing(): void }): Promise<boolean> {
   const { credentials } = peer;
   const request = REQUEST_OF[frame.type];
   let mainPid = false;
@@ -76,6 +77,7 @@ async function serve(socket: FdSocket, frame: KeptRequestFrame, peer: PeerAtAcce
   const ptrace = principalNeedsPtrace(request, credentials.uid) && (deps.hasPtrace ?? ((fd) => pidfdHasCapability(fd, CAP_SYS_PTRACE)))(pidfd);
   const decision = decide(request, { uid: credentials.uid, clientUid: deps.clientUid, mainPid, ptrace });
   if (!decision.allowed) throw new SessionError(decision.code, decision.message);
+  to.confirmed();
   const principal = decision.principal.name === 'root' ? 'root' : 'main-pid';
   if (frame.type === 'list') {
     const entries = await deps.kept.list();
@@ -93,7 +95,7 @@ async function serve(socket: FdSocket, frame: KeptRequestFrame, peer: PeerAtAcce
   const handed = native().dupCloexec(socket.fd);
   // WorkerHandle.send takes both descriptors, sent or not (it closes them when it throws): closed
   // again here, the pidfd's number could be another owner's by then.
-  handing();
+  to.handing();
   try {
     found.worker.send(message, [handed, pidfd]);
   } catch (error) {

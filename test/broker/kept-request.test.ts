@@ -99,6 +99,13 @@ test('ATTACH is routed to the worker of its id with the connection and the pidfd
   assert.equal(stop.sent.map((one) => one.message.type), ['stop-session']);
 });
 
+test('the MainPID\'s LIST, ATTACH and STOP_SESSION give their admission\'s rate token back; a refused child\'s LIST does not', async () => {
+  for (const request of [{ type: 'list' }, { type: 'attach', id: entry.id, fromOffset: 0n, role: Role.OBSERVE, rows: 24, cols: 80 }, { type: 'stop-session', id: entry.id }] as Frame[]) {
+    assert.is((await serve(request)).seen.refunds, 1, request.type);
+  }
+  assert.is((await serve({ type: 'list' }, { mainPid: false })).seen.refunds, 0);
+});
+
 test('root: LIST and ATTACH of any session without the MainPID look; START refused NOT_PERMITTED', async () => {
   const list = await serve({ type: 'list' }, { uid: 0, mainPid: false });
   assert.equal(types(list.frames), ['welcome', 'sessions']);
