@@ -14,6 +14,7 @@ import { ClientService, pidfdCgroupNow } from '../identity/index.ts';
 import { AcceptGate, type PeerAtAccept } from './accept-gate.ts';
 import { RefusalReporter } from './refusal-reporter.ts';
 import { serveConnection, type ConnectionDeps } from './connection.ts';
+import { mainPidLook } from './kept-request.ts';
 import type { WorkerPool } from './worker-pool.ts';
 import { AcceptLoop } from './accept-loop.ts';
 import { LiveSessions } from './live-sessions.ts';
@@ -99,7 +100,7 @@ export class Broker {
       log: deps.log,
       keptRequests: {
         clientUid: client.uid,
-        isMainPid: async (pid) => (this.#service ? (await this.#service.isMainPidNow(pid)).main : false),
+        isMainPid: mainPidLook(this.#service),
         kept: this.#sessions.kept,
         log: deps.log,
       },

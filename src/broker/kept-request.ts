@@ -11,7 +11,7 @@ import type { PeerAtAccept } from './accept-gate.ts';
 import { rejectFds } from './handshake.ts';
 import type { Found } from './kept-sessions.ts';
 import { decide, principalNeedsMainPid, principalNeedsPtrace, type Request } from './principals.ts';
-import { CAP_SYS_PTRACE, pidfdHasCapability } from '../identity/index.ts';
+import { CAP_SYS_PTRACE, pidfdHasCapability, type ClientService } from '../identity/index.ts';
 
 export type KeptRequestFrame = FrameOf<'list'> | FrameOf<'attach'> | FrameOf<'stop-session'>;
 
@@ -28,6 +28,20 @@ export interface KeptRequestDeps {
   log: Logger;
   /** Whether the process the pidfd names holds CAP_SYS_PTRACE now (default: read through the pidfd). */
   hasPtrace?(pidfd: number): boolean;
+}
+
+/**
+ * KeptRequestDeps.isMainPid from the client service (none: nobody is its MainPID). A look that failed
+ * (the bus did not answer) is no "no": it throws INTERNAL, which a client may retry, rather than
+ * telling the agent itself NOT_PERMITTED.
+ */
+export function mainPidLook(service: Pick<ClientService, 'isMainPidNow'> | undefined): (pid: number) => Promise<boolean> {
+  return async (pid) => {
+    if (!service) return false;
+    const { main, snapshot } = await service.isMainPidNow(pid);
+    if (snapshot.error) throw new SessionError(ErrorCode.INTERNAL, `the client service's state could not be read: ${snapshot.error.message}`, { cause: snapshot.error });
+    return main;
+  };
 }
 
 const REQUEST_OF: Record<KeptRequestFrame['type'], Request> = { list: 'list', attach: 'attach', 'stop-session': 'stop-session' };

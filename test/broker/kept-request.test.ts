@@ -6,14 +6,14 @@ import * as assert from 'uvu/assert';
 import { closeSync, fstatSync, openSync } from 'node:fs';
 import { serveConnection } from '../../src/broker/connection.ts';
 import type { PeerAtAccept } from '../../src/broker/accept-gate.ts';
-import type { KeptRequestDeps } from '../../src/broker/kept-request.ts';
+import { mainPidLook, type KeptRequestDeps } from '../../src/broker/kept-request.ts';
 import type { BrokerMessage } from '../../src/control/index.ts';
 import { FdSocket } from '../../src/io/fd-socket.ts';
 import { IoError } from '../../src/io/index.ts';
 import { CAP_SYS_PTRACE, effectiveCapabilities, pidfdHasCapability } from '../../src/identity/index.ts';
 import { closeQuietly } from '../../src/io/fds.ts';
 import { native } from '../../src/native/binding.ts';
-import { ErrorCode, Limits, Role, SessionState, encodeFrame, type Frame, type SessionEntry } from '../../src/protocol/index.ts';
+import { ErrorCode, Limits, Role, SessionError, SessionState, encodeFrame, type Frame, type SessionEntry } from '../../src/protocol/index.ts';
 import { RawClient } from '../support/frame-client.ts';
 import { CGROUP, fakeBroker, types } from './connection-fakes.ts';
 
@@ -104,6 +104,32 @@ test('the MainPID\'s LIST, ATTACH and STOP_SESSION give their admission\'s rate 
     assert.is((await serve(request)).seen.refunds, 1, request.type);
   }
   assert.is((await serve({ type: 'list' }, { mainPid: false })).seen.refunds, 0);
+});
+
+test('the MainPID look that fails (the bus does not answer) is INTERNAL, which the agent may retry, not NOT_PERMITTED', async () => {
+  const snapshot = (error?: Error) => ({ state: undefined, error, readStartTicks: 0, readAt: 0 });
+  const failing = mainPidLook({ isMainPidNow: async () => ({ main: false, snapshot: snapshot(new Error('bus gone')) }) });
+  await failing(42).then(
+    () => assert.unreachable('a failed look answered'),
+    (error: unknown) => {
+      assert.instance(error, SessionError);
+      assert.is((error as SessionError).wireCode, ErrorCode.INTERNAL);
+      assert.match((error as Error).message, /bus gone/);
+    },
+  );
+  assert.is(await mainPidLook({ isMainPidNow: async () => ({ main: true, snapshot: snapshot() }) })(42), true);
+  assert.is(await mainPidLook(undefined)(42), false);
+  // Through the connection: the agent reads INTERNAL.
+  const broker = fakeBroker(undefined);
+  const keptDeps = kept();
+  const { server, client, peer } = connect3({ type: 'list' });
+  try {
+    await serveConnection(server, peer, 'ordinary', Date.now(), { ...broker.deps, keptRequests: { ...keptDeps.deps, isMainPid: failing } });
+    await client.closed();
+    assert.equal(types(client.frames), ['welcome', `error ${ErrorCode.INTERNAL}`]);
+  } finally {
+    client.close();
+  }
 });
 
 test('root: LIST and ATTACH of any session without the MainPID look; START refused NOT_PERMITTED', async () => {
