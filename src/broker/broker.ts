@@ -101,7 +101,7 @@ export class Broker {
       keptRequests: {
         clientUid: client.uid,
         isMainPid: mainPidLook(this.#service),
-        kept: this.#sessions.kept,
+        kept: { list: () => this.#sessions.kept.list(), find: (id) => this.#sessions.kept.reach(id) },
         log: deps.log,
       },
     };

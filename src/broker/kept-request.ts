@@ -13,6 +13,9 @@ import type { Found } from './kept-sessions.ts';
 import { decide, principalNeedsMainPid, principalNeedsPtrace, type Request } from './principals.ts';
 import { CAP_SYS_PTRACE, pidfdHasCapability, type ClientService } from '../identity/index.ts';
 
+/** What routing needs of a worker. */
+export type KeptRoute = { send(message: BrokerMessage, fds?: number[]): void; child: { pid?: number }; unit: string | undefined };
+
 export type KeptRequestFrame = FrameOf<'list'> | FrameOf<'attach'> | FrameOf<'stop-session'>;
 
 export interface KeptRequestDeps {
@@ -23,7 +26,8 @@ export interface KeptRequestDeps {
   isMainPid(pid: number): Promise<boolean>;
   kept: {
     list(): Promise<SessionEntry[]>;
-    find(id: number): Found<{ send(message: BrokerMessage, fds?: number[]): void; child: { pid?: number }; unit: string | undefined }>;
+    /** The session's worker; one still starting may be waited for (KeptSessions.reach). */
+    find(id: number): Found<KeptRoute> | Promise<Found<KeptRoute>>;
   };
   log: Logger;
   /** Whether the process the pidfd names holds CAP_SYS_PTRACE now (default: read through the pidfd). */
@@ -99,7 +103,7 @@ async function serve(socket: FdSocket, frame: KeptRequestFrame, peer: PeerAtAcce
     socket.write(encodeFrame(sessionsFrame(entries), KEEP_VERSION));
     return false;
   }
-  const found = deps.kept.find(frame.id);
+  const found = await deps.kept.find(frame.id);
   if ('code' in found) throw new SessionError(found.code, found.message);
   const who: KeptPeer = { pid: credentials.pid, uid: credentials.uid, principal };
   const message: BrokerMessage =

@@ -7,6 +7,9 @@ import { sessionIdOf } from '../systemd/index.ts';
 
 /** How long LIST waits for every worker's answer (each worker bounds its helper at 250 ms). */
 export const LIST_BOUND_MS = 500;
+/** How long an ATTACH or STOP_SESSION waits for a session whose STARTED is out but whose worker has not
+ * yet seen its start through ('kept'): a client that attaches right after STARTED is served, not refused. */
+export const STARTING_WAIT_MS = 1000;
 
 /** What this module needs of a worker (a WorkerHandle, or a fake in tests). */
 export interface KeptWorker {
@@ -22,6 +25,8 @@ export interface KeptWorker {
   /** Its process has exited (its session with it: nothing more can reach it). */
   gone?: boolean;
   send(message: BrokerMessage, fds?: number[]): void;
+  /** Resolves once its session is kept, finishing or ended, or the worker is gone (reach's wait). */
+  keptSettled?: Promise<void>;
 }
 
 export type Found<W> = { worker: W } | { code: ErrorCodeValue; message: string };
@@ -61,14 +66,30 @@ export class KeptSessions<W extends KeptWorker> {
 
   /** The worker whose kept session has this id, or why there is none to reach (docs/protocol.md "Version 3"). */
   find(id: number): Found<W> {
+    const worker = this.#locate(id);
+    if (!worker) return { code: ErrorCode.NO_SESSION, message: `no kept session ${id}` };
+    if (!worker.kept) return { code: ErrorCode.SESSION_STATE, message: `session ${id} is still starting` };
+    if (worker.isFinishing) return { code: ErrorCode.SESSION_STATE, message: `session ${id} is ending` };
+    return { worker };
+  }
+
+  /** find, but a session still starting is waited for (at most `boundMs`) until its worker reports it
+   * kept, finishing or ended: its STARTED may be out before the worker has seen the start through. */
+  async reach(id: number, boundMs = STARTING_WAIT_MS): Promise<Found<W>> {
+    const worker = this.#locate(id);
+    if (!worker || worker.kept || worker.isFinishing || !worker.keptSettled) return this.find(id);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([worker.keptSettled, new Promise<void>((resolve) => (timer = setTimeout(resolve, boundMs)))]);
+    clearTimeout(timer);
+    return this.find(id);
+  }
+
+  #locate(id: number): W | undefined {
     for (const worker of this.#deps.workers()) {
       if (!worker.keepGranted || worker.endReason !== undefined || worker.gone || !worker.unit) continue;
-      if (sessionIdOf(worker.unit, this.#deps.unitPrefix) !== id) continue;
-      if (!worker.kept) return { code: ErrorCode.SESSION_STATE, message: `session ${id} is still starting` };
-      if (worker.isFinishing) return { code: ErrorCode.SESSION_STATE, message: `session ${id} is ending` };
-      return { worker };
+      if (sessionIdOf(worker.unit, this.#deps.unitPrefix) === id) return worker;
     }
-    return { code: ErrorCode.NO_SESSION, message: `no kept session ${id}` };
+    return undefined;
   }
 
   /** A worker's 'described': the answer to one of LIST's requests (a late or unknown one is dropped). */

@@ -32,6 +32,9 @@ export class WorkerHandle {
   settled!: Promise<void>;
   /** Resolves when the worker says its session is finishing (its end decided, its last frame and unit going). */
   finishing!: Promise<void>;
+  /** Version 3: resolves once its session is kept (its 'kept' report), finishing or ended, or the worker is gone. */
+  keptSettled!: Promise<void>;
+  #keptSettle: () => void = () => undefined;
   #readyResolve: () => void = () => undefined;
   #readyReject: (error: Error) => void = () => undefined;
   #endedResolve: (reason: string) => void = () => undefined;
@@ -57,12 +60,14 @@ export class WorkerHandle {
     this.ended = new Promise((resolve) => (this.#endedResolve = resolve));
     this.settled = new Promise((resolve) => (this.#settle = resolve));
     this.finishing = new Promise((resolve) => (this.#finish = resolve));
+    this.keptSettled = new Promise((resolve) => (this.#keptSettle = resolve));
     this.exited = new Promise((resolve) => {
       const gone = (why: string) => {
         this.#gone = true;
         this.#readyReject(new Error(`worker ${this.child.pid ?? '(not started)'} ${why} before it was ready`));
         this.control.close();
         this.#settle();
+        this.#keptSettle();
         resolve();
       };
       void started.gone.then(({ why, error }) => {
@@ -110,6 +115,7 @@ export class WorkerHandle {
           this.#endedResolve(message.reason);
         }
         if (message.type === 'started' || message.type === 'ended') this.#settle();
+        if (message.type === 'kept' || message.type === 'finishing' || message.type === 'ended') this.#keptSettle();
         this.#onMessage(message);
       }
     });
@@ -149,6 +155,7 @@ export class WorkerHandle {
     this.ended = new Promise((resolve) => (this.#endedResolve = resolve));
     this.settled = new Promise((resolve) => (this.#settle = resolve));
     this.finishing = new Promise((resolve) => (this.#finish = resolve));
+    this.keptSettled = new Promise((resolve) => (this.#keptSettle = resolve));
     this.#onMessage = () => undefined;
     return true;
   }

@@ -48,6 +48,24 @@ test('find: the worker by its unit\'s id; starting or finishing is SESSION_STATE
   assert.is((withExited.find(sessionIdOf(exited.unit!)!) as { code: number }).code, ErrorCode.NO_SESSION);
 });
 
+test('reach: an ATTACH right after STARTED waits (bounded) for the worker\'s kept report, then is routed; one never reported is SESSION_STATE at the bound', async () => {
+  let report: () => void = () => undefined;
+  const starting = worker(6, { kept: undefined, keptSettled: new Promise<void>((resolve) => (report = resolve)) });
+  const stuck = worker(7, { kept: undefined, keptSettled: new Promise<void>(() => undefined) });
+  const kept = new KeptSessions({ workers: () => [starting, stuck], maxKept: () => 8, unitPrefix: 'opencode-pty-' });
+  const reached = kept.reach(sessionIdOf(starting.unit!)!, 5_000);
+  setTimeout(() => {
+    starting.kept = facts(sessionIdOf(starting.unit!)!);
+    report();
+  }, 20);
+  assert.equal(await reached, { worker: starting });
+  const began = Date.now();
+  assert.is(((await kept.reach(sessionIdOf(stuck.unit!)!, 50)) as { code: number }).code, ErrorCode.SESSION_STATE);
+  assert.ok(Date.now() - began >= 45, 'waited for the bound');
+  // Nothing to wait for: answered at once.
+  assert.is(((await kept.reach(12345, 5_000)) as { code: number }).code, ErrorCode.NO_SESSION);
+});
+
 test('LIST: each worker\'s answer, or within the bound what the broker knows as unknown; a wrong answer is not taken', async () => {
   const answering = worker(1);
   const silent = worker(2);
