@@ -4,6 +4,7 @@
 import type { BrokerMessage, DescribedEntry, HelperState, KeptFacts } from '../control/index.ts';
 import type { KeepPlan } from './keep-plan.ts';
 import type { Started } from './session-start.ts';
+import type { SessionState } from './session-state.ts';
 import { FdSocket, closeQuietly } from '../io/index.ts';
 import { ErrorCode, KEEP_VERSION } from '../protocol/index.ts';
 import { describedEntry } from './kept-describe.ts';
@@ -30,6 +31,11 @@ export interface SessionNow {
   finishing: boolean;
   attached: number;
   programEnded: number | undefined;
+}
+
+/** The session's state as an ATTACH or STOP_SESSION is judged against it. */
+export function sessionNow(state: Pick<SessionState, 'phase' | 'stopping' | 'report' | 'attached' | 'programEnded'>): SessionNow {
+  return { running: state.phase === 'running', finishing: state.phase !== 'running' || state.stopping || state.report !== undefined, attached: state.attached, programEnded: state.programEnded };
 }
 
 /** What the broker learns of a kept session once it has started (its 'kept' report, LIST's fallback). */
