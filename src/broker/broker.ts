@@ -95,13 +95,14 @@ export class Broker {
       slots: this.#slots,
       refusals: this.#refusals,
       takeWorker: () => deps.pool.take(),
-      adopt: (worker, slot) => this.#sessions.adopt(worker, slot),
+      adopt: (worker, slot, service) => this.#sessions.adopt(worker, slot, service),
       nextId: () => this.#nextId++,
       log: deps.log,
       keptRequests: {
         clientUid: client.uid,
         isMainPid: mainPidLook(this.#service),
-        kept: { list: () => this.#sessions.kept.list(), find: (id) => this.#sessions.kept.reach(id) },
+        kept: { list: (scope) => this.#sessions.kept.list(scope), find: (id, scope) => this.#sessions.kept.reach(id, scope) },
+        service: client.service ?? undefined,
         log: deps.log,
       },
     };

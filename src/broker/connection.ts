@@ -38,8 +38,9 @@ export interface ConnectionDeps<W extends HandOffWorker = WorkerHandle> {
   slots: Pick<SessionSlots, 'tryTake' | 'take' | 'max'>;
   refusals: Pick<RefusalReporter, 'note'>;
   takeWorker(): Promise<W>;
-  /** The worker now runs the session, which holds `slot` from now on (LiveSessions.adopt). */
-  adopt(worker: W, slot: SessionSlot): void;
+  /** The worker now runs the session, which holds `slot` from now on (LiveSessions.adopt); `service`: the
+   * client service its peer was confirmed inside, if one was asked. */
+  adopt(worker: W, slot: SessionSlot, service?: string): void;
   /** The next session's id. */
   nextId(): number;
   log: Logger;
@@ -210,7 +211,7 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
       pidfd = -1;
     }
     handedOff = true;
-    deps.adopt(worker, sessionSlot);
+    deps.adopt(worker, sessionSlot, cgroup !== null ? clientService?.service : undefined);
     socket.close();
   } catch (error) {
     const refusal = handshakeRefusal(error);

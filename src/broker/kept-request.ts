@@ -9,7 +9,7 @@ import { ErrorCode, FrameType, HEADER_SIZE, KEEP_VERSION, Role, SessionError, en
 import type { KeptPeer, BrokerMessage } from '../control/index.ts';
 import type { PeerAtAccept } from './accept-gate.ts';
 import { rejectFds } from './handshake.ts';
-import type { Found } from './kept-sessions.ts';
+import { EVERY, type Found, type KeptScope } from './kept-sessions.ts';
 import { decide, principalNeedsMainPid, principalNeedsPtrace, type Request } from './principals.ts';
 import { CAP_SYS_PTRACE, pidfdHasCapability, type ClientService } from '../identity/index.ts';
 
@@ -25,11 +25,14 @@ export interface KeptRequestDeps {
    * false without a client service. */
   isMainPid(pid: number): Promise<boolean>;
   kept: {
-    list(): Promise<SessionEntry[]>;
-    /** The session's worker; one still starting may be waited for (KeptSessions.reach). */
-    find(id: number): Found<KeptRoute> | Promise<Found<KeptRoute>>;
+    /** The kept sessions `scope` reaches (the principal's `sees`). */
+    list(scope: KeptScope): Promise<SessionEntry[]>;
+    /** The session's worker within `scope`; one still starting may be waited for (KeptSessions.reach). */
+    find(id: number, scope: KeptScope): Found<KeptRoute> | Promise<Found<KeptRoute>>;
   };
   log: Logger;
+  /** The client service (config client.service) whose sessions a principal that `sees: 'service'` reaches. */
+  service?: string;
   /** Whether the process the pidfd names holds CAP_SYS_PTRACE now (default: read through the pidfd). */
   hasPtrace?(pidfd: number): boolean;
 }
@@ -96,14 +99,15 @@ async function serve(socket: FdSocket, frame: KeptRequestFrame, peer: PeerAtAcce
   const decision = decide(request, { uid: credentials.uid, clientUid: deps.clientUid, mainPid, ptrace });
   if (!decision.allowed) throw new SessionError(decision.code, decision.message);
   to.confirmed();
+  const scope: KeptScope = decision.principal.sees === 'every' ? EVERY : { sees: 'service', service: deps.service };
   const principal = decision.principal.name === 'root' ? 'root' : 'main-pid';
   if (frame.type === 'list') {
-    const entries = await deps.kept.list();
+    const entries = await deps.kept.list(scope);
     entries.sort((a, b) => a.startedAtMs - b.startedAtMs || a.id - b.id);
     socket.write(encodeFrame(sessionsFrame(entries), KEEP_VERSION));
     return false;
   }
-  const found = await deps.kept.find(frame.id);
+  const found = await deps.kept.find(frame.id, scope);
   if ('code' in found) throw new SessionError(found.code, found.message);
   const who: KeptPeer = { pid: credentials.pid, uid: credentials.uid, principal };
   const message: BrokerMessage =

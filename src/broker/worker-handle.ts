@@ -19,6 +19,8 @@ export class WorkerHandle {
   reusable = false;
   /** Version 3: its session asked to be kept and was granted it (kept-sessions.ts). */
   keepGranted = false;
+  /** The client service whose process started its session (LiveSessions.adopt; kept-sessions.ts scope). */
+  service: string | undefined;
   /** Version 3: its kept session has started ('kept'). */
   kept: KeptFacts | undefined;
   /** Its session's end is decided ('finishing'). */
@@ -151,6 +153,7 @@ export class WorkerHandle {
     this.endReason = undefined;
     this.keepGranted = false;
     this.kept = undefined;
+    this.service = undefined;
     this.isFinishing = false;
     this.ended = new Promise((resolve) => (this.#endedResolve = resolve));
     this.settled = new Promise((resolve) => (this.#settle = resolve));

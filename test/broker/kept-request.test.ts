@@ -7,6 +7,7 @@ import { closeSync, fstatSync, openSync } from 'node:fs';
 import { serveConnection } from '../../src/broker/connection.ts';
 import type { PeerAtAccept } from '../../src/broker/accept-gate.ts';
 import { mainPidLook, type KeptRequestDeps } from '../../src/broker/kept-request.ts';
+import type { KeptScope } from '../../src/broker/kept-sessions.ts';
 import type { BrokerMessage } from '../../src/control/index.ts';
 import { FdSocket } from '../../src/io/fd-socket.ts';
 import { IoError } from '../../src/io/index.ts';
@@ -34,17 +35,19 @@ function kept(options: { mainPid?: boolean; ptrace?: boolean } = {}) {
       for (const fd of fds) closeQuietly(fd);
     },
   };
+  const scopes: KeptScope[] = [];
   const deps: KeptRequestDeps = {
     clientUid: 1500,
+    service: 'agent.service',
     isMainPid: async () => options.mainPid ?? true,
     kept: {
-      list: async () => [entry],
-      find: (id) => (id === entry.id ? { worker } : { code: ErrorCode.NO_SESSION, message: `no kept session ${id}` }),
+      list: async (scope) => (scopes.push(scope), [entry]),
+      find: (id, scope) => (scopes.push(scope), id === entry.id ? { worker } : { code: ErrorCode.NO_SESSION, message: `no kept session ${id}` }),
     },
     log: (_level, message) => void logs.push(message),
     ...(options.ptrace === undefined ? {} : { hasPtrace: () => options.ptrace! }),
   };
-  return { deps, sent, logs };
+  return { deps, sent, logs, scopes };
 }
 
 /** A version 3 connection whose client sent HELLO 1..3 and then `request` (with `fd` riding on it). */
@@ -130,6 +133,15 @@ test('the MainPID look that fails (the bus does not answer) is INTERNAL, which t
   } finally {
     client.close();
   }
+});
+
+test('each principal reaches what it sees: the MainPID its service\'s sessions, root every one', async () => {
+  const agent = await serve({ type: 'list' });
+  assert.equal(agent.scopes, [{ sees: 'service', service: 'agent.service' }]);
+  const attach = await serve({ type: 'attach', id: entry.id, fromOffset: 0n, role: Role.OBSERVE, rows: 24, cols: 80 });
+  assert.equal(attach.scopes, [{ sees: 'service', service: 'agent.service' }]);
+  const root = await serve({ type: 'list' }, { uid: 0 });
+  assert.equal(root.scopes, [{ sees: 'every' }]);
 });
 
 test('root: LIST and ATTACH of any session without the MainPID look; START refused NOT_PERMITTED', async () => {
