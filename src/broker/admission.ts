@@ -61,6 +61,19 @@ export class Admission {
     else if (this.#ordinary > 0) this.#ordinary -= 1;
   }
 
+  /**
+   * Gives back the rate token of an ordinary admission made at or after `since` (its accept): the
+   * request turned out to be the agent's own (its MainPID's) or root's kept-session request, which
+   * must not spend the minute's admissions its tools need to START (docs/security.md "The agent must
+   * never be locked out"). The token taken first from `since` on is given back: this one's, or one
+   * taken between its accept and its admission, equal but for those few milliseconds.
+   */
+  refund(slot: Slot, since: number): void {
+    if (slot !== 'ordinary') return;
+    const at = this.#recent.findIndex((time) => time >= since);
+    if (at >= 0) this.#recent.splice(at, 1);
+  }
+
   /** Whether an ordinary slot and a rate token are free now: if so, nobody needs to ask whether a
    * peer is the MainPID (the reserved slot is only for when they are not). */
   ordinaryAvailable(now: number): boolean {

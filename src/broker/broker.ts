@@ -14,6 +14,7 @@ import { ClientService, pidfdCgroupNow } from '../identity/index.ts';
 import { AcceptGate, type PeerAtAccept } from './accept-gate.ts';
 import { RefusalReporter } from './refusal-reporter.ts';
 import { serveConnection, type ConnectionDeps } from './connection.ts';
+import { mainPidLook } from './kept-request.ts';
 import type { WorkerPool } from './worker-pool.ts';
 import { AcceptLoop } from './accept-loop.ts';
 import { LiveSessions } from './live-sessions.ts';
@@ -94,13 +95,14 @@ export class Broker {
       slots: this.#slots,
       refusals: this.#refusals,
       takeWorker: () => deps.pool.take(),
-      adopt: (worker, slot) => this.#sessions.adopt(worker, slot),
+      adopt: (worker, slot, service) => this.#sessions.adopt(worker, slot, service),
       nextId: () => this.#nextId++,
       log: deps.log,
       keptRequests: {
         clientUid: client.uid,
-        isMainPid: async (pid) => (this.#service ? (await this.#service.isMainPidNow(pid)).main : false),
-        kept: this.#sessions.kept,
+        isMainPid: mainPidLook(this.#service),
+        kept: { list: (scope) => this.#sessions.kept.list(scope), find: (id, scope) => this.#sessions.kept.reach(id, scope) },
+        service: client.service ?? undefined,
         log: deps.log,
       },
     };

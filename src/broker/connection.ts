@@ -34,12 +34,13 @@ export interface ConnectionDeps<W extends HandOffWorker = WorkerHandle> {
   clientService: Pick<ClientService, 'service' | 'containsProvisionally'> | undefined;
   /** The peer's cgroup now, through its pidfd (pidfdCgroupNow). */
   cgroupOf(pidfd: number): string;
-  admission: Pick<Admission, 'release'>;
+  admission: Pick<Admission, 'release' | 'refund'>;
   slots: Pick<SessionSlots, 'tryTake' | 'take' | 'max'>;
   refusals: Pick<RefusalReporter, 'note'>;
   takeWorker(): Promise<W>;
-  /** The worker now runs the session, which holds `slot` from now on (LiveSessions.adopt). */
-  adopt(worker: W, slot: SessionSlot): void;
+  /** The worker now runs the session, which holds `slot` from now on (LiveSessions.adopt); `service`: the
+   * client service its peer was confirmed inside, if one was asked. */
+  adopt(worker: W, slot: SessionSlot, service?: string): void;
   /** The next session's id. */
   nextId(): number;
   log: Logger;
@@ -163,14 +164,19 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
       const type = await socket.peekByte();
       if (type !== FrameType.START) {
         const frame = await readKeptRequest(socket);
-        // The request is whole: the client's deadline is over.
+        // The request is whole: the client's deadline is over, and no descriptor belongs on this
+        // connection any more (a worker takes it over for its data phase, which takes none).
         clearTimeout(deadline);
+        passRights(socket.fd, false);
         if (!deps.keptRequests) throw new SessionError(ErrorCode.INTERNAL, 'kept sessions are not served here');
-        const handed = await serveKeptRequest(socket, frame, peer, pidfd, deps.keptRequests);
-        if (handed) {
-          pidfd = -1;
-          socket.close();
-        } else await closeAfterAnswer(socket, deps.handshakeTimeoutMs);
+        // The pidfd is serveKeptRequest's from here, whatever happens (handed to a worker, or closed).
+        const owned = pidfd;
+        pidfd = -1;
+        // The agent's own (or root's) request spends no admission of the minute: the agent polling LIST
+        // must not lock its tools' STARTs out.
+        const handed = await serveKeptRequest(socket, frame, peer, owned, deps.keptRequests, () => deps.admission.refund(slot, acceptedAt));
+        if (handed) socket.close();
+        else await closeAfterAnswer(socket, deps.handshakeTimeoutMs);
         return;
       }
       if (root) throw new SessionError(ErrorCode.NOT_PERMITTED, ROOT_START_REFUSED);
@@ -205,7 +211,7 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
       pidfd = -1;
     }
     handedOff = true;
-    deps.adopt(worker, sessionSlot);
+    deps.adopt(worker, sessionSlot, cgroup !== null ? clientService?.service : undefined);
     socket.close();
   } catch (error) {
     const refusal = handshakeRefusal(error);

@@ -2,15 +2,19 @@
 // descriptor may travel with them), checked against the principals (principals.ts), then answered
 // (LIST) or routed by session id to the worker that runs the session, with the connection and the
 // peer's pidfd. docs/protocol.md "Version 3", docs/security.md "Who may list and attach".
-import type { FdSocket } from '../io/index.ts';
+import { closeQuietly, type FdSocket } from '../io/index.ts';
 import type { Logger } from '../log.ts';
 import { native } from '../native/index.ts';
 import { ErrorCode, FrameType, HEADER_SIZE, KEEP_VERSION, Role, SessionError, encodeFrame, isProtocolError, parseHeader, parsePayload, sessionsFrame, type FrameOf, type SessionEntry } from '../protocol/index.ts';
 import type { KeptPeer, BrokerMessage } from '../control/index.ts';
 import type { PeerAtAccept } from './accept-gate.ts';
 import { rejectFds } from './handshake.ts';
-import type { Found } from './kept-sessions.ts';
-import { decide, principalNeedsMainPid, type Request } from './principals.ts';
+import { EVERY, type Found, type KeptScope } from './kept-sessions.ts';
+import { decide, principalNeedsMainPid, principalNeedsPtrace, type Request } from './principals.ts';
+import { CAP_SYS_PTRACE, pidfdHasCapability, type ClientService } from '../identity/index.ts';
+
+/** What routing needs of a worker. */
+export type KeptRoute = { send(message: BrokerMessage, fds?: number[]): void; child: { pid?: number }; unit: string | undefined };
 
 export type KeptRequestFrame = FrameOf<'list'> | FrameOf<'attach'> | FrameOf<'stop-session'>;
 
@@ -21,10 +25,30 @@ export interface KeptRequestDeps {
    * false without a client service. */
   isMainPid(pid: number): Promise<boolean>;
   kept: {
-    list(): Promise<SessionEntry[]>;
-    find(id: number): Found<{ send(message: BrokerMessage, fds?: number[]): void; child: { pid?: number }; unit: string | undefined }>;
+    /** The kept sessions `scope` reaches (the principal's `sees`). */
+    list(scope: KeptScope): Promise<SessionEntry[]>;
+    /** The session's worker within `scope`; one still starting may be waited for (KeptSessions.reach). */
+    find(id: number, scope: KeptScope): Found<KeptRoute> | Promise<Found<KeptRoute>>;
   };
   log: Logger;
+  /** The client service (config client.service) whose sessions a principal that `sees: 'service'` reaches. */
+  service?: string;
+  /** Whether the process the pidfd names holds CAP_SYS_PTRACE now (default: read through the pidfd). */
+  hasPtrace?(pidfd: number): boolean;
+}
+
+/**
+ * KeptRequestDeps.isMainPid from the client service (none: nobody is its MainPID). A look that failed
+ * (the bus did not answer) is no "no": it throws INTERNAL, which a client may retry, rather than
+ * telling the agent itself NOT_PERMITTED.
+ */
+export function mainPidLook(service: Pick<ClientService, 'isMainPidNow'> | undefined): (pid: number) => Promise<boolean> {
+  return async (pid) => {
+    if (!service) return false;
+    const { main, snapshot } = await service.isMainPidNow(pid);
+    if (snapshot.error) throw new SessionError(ErrorCode.INTERNAL, `the client service's state could not be read: ${snapshot.error.message}`, { cause: snapshot.error });
+    return main;
+  };
 }
 
 const REQUEST_OF: Record<KeptRequestFrame['type'], Request> = { list: 'list', attach: 'attach', 'stop-session': 'stop-session' };
@@ -48,12 +72,22 @@ export async function readKeptRequest(socket: FdSocket): Promise<KeptRequestFram
 }
 
 /**
- * Serves one whole request. Returns the pidfd's fate: true when it went to a worker with the
- * connection (the caller then only closes its own copy of the socket, never drained: the worker reads
- * it now); false when the connection was answered here (SESSIONS), to be closed by the caller. Throws
- * a SessionError for a refusal.
+ * Serves one whole request; takes the peer's pidfd whatever happens (handed to a worker with the
+ * connection, or closed here). `confirmed` is called once the peer is known as a principal that may
+ * make it (the MainPID, root): its admission's rate token goes back (admission.ts refund). Returns true when the connection went to a worker (the caller then
+ * only closes its own copy of the socket, never drained: the worker reads it now); false when it was
+ * answered here (SESSIONS), to be closed by the caller. Throws a SessionError for a refusal.
  */
-export async function serveKeptRequest(socket: FdSocket, frame: KeptRequestFrame, peer: PeerAtAccept, pidfd: number, deps: KeptRequestDeps): Promise<boolean> {
+export async function serveKeptRequest(socket: FdSocket, frame: KeptRequestFrame, peer: PeerAtAccept, pidfd: number, deps: KeptRequestDeps, confirmed: () => void = () => undefined): Promise<boolean> {
+  let pidfdHanded = false;
+  try {
+    return await serve(socket, frame, peer, pidfd, deps, { confirmed, handing: () => (pidfdHanded = true) });
+  } finally {
+    if (!pidfdHanded) closeQuietly(pidfd);
+  }
+}
+
+async function serve(socket: FdSocket, frame: KeptRequestFrame, peer: PeerAtAccept, pidfd: number, deps: KeptRequestDeps, to: { confirmed(): void; handing(): void }): Promise<boolean> {
   const { credentials } = peer;
   const request = REQUEST_OF[frame.type];
   let mainPid = false;
@@ -61,16 +95,19 @@ export async function serveKeptRequest(socket: FdSocket, frame: KeptRequestFrame
     // The fresh look names the MainPID; the pidfd says the process that asked is the one alive with it.
     mainPid = (await deps.isMainPid(credentials.pid)) && samePid(pidfd, credentials.pid);
   }
-  const decision = decide(request, { uid: credentials.uid, clientUid: deps.clientUid, mainPid });
+  const ptrace = principalNeedsPtrace(request, credentials.uid) && (deps.hasPtrace ?? ((fd) => pidfdHasCapability(fd, CAP_SYS_PTRACE)))(pidfd);
+  const decision = decide(request, { uid: credentials.uid, clientUid: deps.clientUid, mainPid, ptrace });
   if (!decision.allowed) throw new SessionError(decision.code, decision.message);
+  to.confirmed();
+  const scope: KeptScope = decision.principal.sees === 'every' ? EVERY : { sees: 'service', service: deps.service };
   const principal = decision.principal.name === 'root' ? 'root' : 'main-pid';
   if (frame.type === 'list') {
-    const entries = await deps.kept.list();
+    const entries = await deps.kept.list(scope);
     entries.sort((a, b) => a.startedAtMs - b.startedAtMs || a.id - b.id);
     socket.write(encodeFrame(sessionsFrame(entries), KEEP_VERSION));
     return false;
   }
-  const found = deps.kept.find(frame.id);
+  const found = await deps.kept.find(frame.id, scope);
   if ('code' in found) throw new SessionError(found.code, found.message);
   const who: KeptPeer = { pid: credentials.pid, uid: credentials.uid, principal };
   const message: BrokerMessage =
@@ -78,6 +115,9 @@ export async function serveKeptRequest(socket: FdSocket, frame: KeptRequestFrame
       ? { type: 'attach', role: frame.role === Role.CONTROL ? 'control' : 'observe', fromOffset: frame.fromOffset.toString(), rows: frame.rows, cols: frame.cols, peer: who }
       : { type: 'stop-session', peer: who };
   const handed = native().dupCloexec(socket.fd);
+  // WorkerHandle.send takes both descriptors, sent or not (it closes them when it throws): closed
+  // again here, the pidfd's number could be another owner's by then.
+  to.handing();
   try {
     found.worker.send(message, [handed, pidfd]);
   } catch (error) {

@@ -7,6 +7,9 @@ import { sessionIdOf } from '../systemd/index.ts';
 
 /** How long LIST waits for every worker's answer (each worker bounds its helper at 250 ms). */
 export const LIST_BOUND_MS = 500;
+/** How long an ATTACH or STOP_SESSION waits for a session whose STARTED is out but whose worker has not
+ * yet seen its start through ('kept'): a client that attaches right after STARTED is served, not refused. */
+export const STARTING_WAIT_MS = 1000;
 
 /** What this module needs of a worker (a WorkerHandle, or a fake in tests). */
 export interface KeptWorker {
@@ -19,7 +22,22 @@ export interface KeptWorker {
   isFinishing: boolean;
   /** Its session has ended ('ended'). */
   endReason: string | undefined;
+  /** Its process has exited (its session with it: nothing more can reach it). */
+  gone?: boolean;
+  /** The client service whose process started its session (confirmed inside it at the hand-off). */
+  service?: string;
   send(message: BrokerMessage, fds?: number[]): void;
+  /** Resolves once its session is kept, finishing or ended, or the worker is gone (reach's wait). */
+  keptSettled?: Promise<void>;
+}
+
+/** Which kept sessions a principal reaches (principals.ts `sees`): every one, or those its client
+ * service started (a session's service is recorded at its hand-off: KeptWorker.service). */
+export type KeptScope = { sees: 'every' } | { sees: 'service'; service: string | undefined };
+export const EVERY: KeptScope = { sees: 'every' };
+
+function inScope(worker: KeptWorker, scope: KeptScope): boolean {
+  return scope.sees === 'every' || (worker.service !== undefined && worker.service === scope.service);
 }
 
 export type Found<W> = { worker: W } | { code: ErrorCodeValue; message: string };
@@ -58,15 +76,32 @@ export class KeptSessions<W extends KeptWorker> {
   }
 
   /** The worker whose kept session has this id, or why there is none to reach (docs/protocol.md "Version 3"). */
-  find(id: number): Found<W> {
+  find(id: number, scope: KeptScope = EVERY): Found<W> {
+    const worker = this.#locate(id, scope);
+    if (!worker) return { code: ErrorCode.NO_SESSION, message: `no kept session ${id}` };
+    if (!worker.kept) return { code: ErrorCode.SESSION_STATE, message: `session ${id} is still starting` };
+    if (worker.isFinishing) return { code: ErrorCode.SESSION_STATE, message: `session ${id} is ending` };
+    return { worker };
+  }
+
+  /** find, but a session still starting is waited for (at most `boundMs`) until its worker reports it
+   * kept, finishing or ended: its STARTED may be out before the worker has seen the start through. */
+  async reach(id: number, scope: KeptScope = EVERY, boundMs = STARTING_WAIT_MS): Promise<Found<W>> {
+    const worker = this.#locate(id, scope);
+    if (!worker || worker.kept || worker.isFinishing || !worker.keptSettled) return this.find(id, scope);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([worker.keptSettled, new Promise<void>((resolve) => (timer = setTimeout(resolve, boundMs)))]);
+    clearTimeout(timer);
+    return this.find(id, scope);
+  }
+
+  /** A session outside the scope is not there at all (NO_SESSION, as an unknown id). */
+  #locate(id: number, scope: KeptScope): W | undefined {
     for (const worker of this.#deps.workers()) {
-      if (!worker.keepGranted || worker.endReason !== undefined || !worker.unit) continue;
-      if (sessionIdOf(worker.unit, this.#deps.unitPrefix) !== id) continue;
-      if (!worker.kept) return { code: ErrorCode.SESSION_STATE, message: `session ${id} is still starting` };
-      if (worker.isFinishing) return { code: ErrorCode.SESSION_STATE, message: `session ${id} is ending` };
-      return { worker };
+      if (!worker.keepGranted || worker.endReason !== undefined || worker.gone || !worker.unit || !inScope(worker, scope)) continue;
+      if (sessionIdOf(worker.unit, this.#deps.unitPrefix) === id) return worker;
     }
-    return { code: ErrorCode.NO_SESSION, message: `no kept session ${id}` };
+    return undefined;
   }
 
   /** A worker's 'described': the answer to one of LIST's requests (a late or unknown one is dropped). */
@@ -76,10 +111,10 @@ export class KeptSessions<W extends KeptWorker> {
 
   /** LIST: every started kept session, as its worker describes it within the bound, else as last known
    * (state 6 unknown). The frame leaves out what would overflow 64 KiB (sessionsFrame). */
-  async list(): Promise<SessionEntry[]> {
+  async list(scope: KeptScope = EVERY): Promise<SessionEntry[]> {
     const asked: Promise<SessionEntry>[] = [];
     for (const worker of this.#deps.workers()) {
-      if (!worker.keepGranted || worker.endReason !== undefined || !worker.kept) continue;
+      if (!worker.keepGranted || worker.endReason !== undefined || !worker.kept || !inScope(worker, scope)) continue;
       asked.push(this.#describe(worker, worker.kept));
     }
     return Promise.all(asked);

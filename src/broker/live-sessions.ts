@@ -52,8 +52,10 @@ export class LiveSessions {
     for (const worker of this.#workers) worker.shutdown();
   }
 
-  /** A session now lives in `worker`, holding `slot` until it is over; when the worker exits, its unit must be gone too. */
-  adopt(worker: WorkerHandle, slot: SessionSlot): void {
+  /** A session now lives in `worker`, holding `slot` until it is over; when the worker exits, its unit must be gone too.
+   * `service`: the client service its peer was confirmed inside (the principals' `sees`). */
+  adopt(worker: WorkerHandle, slot: SessionSlot, service?: string): void {
+    worker.service = service;
     this.#workers.add(worker);
     this.#deps.changed();
     const { log } = this.#deps;

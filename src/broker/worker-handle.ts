@@ -19,6 +19,8 @@ export class WorkerHandle {
   reusable = false;
   /** Version 3: its session asked to be kept and was granted it (kept-sessions.ts). */
   keepGranted = false;
+  /** The client service whose process started its session (LiveSessions.adopt; kept-sessions.ts scope). */
+  service: string | undefined;
   /** Version 3: its kept session has started ('kept'). */
   kept: KeptFacts | undefined;
   /** Its session's end is decided ('finishing'). */
@@ -32,6 +34,9 @@ export class WorkerHandle {
   settled!: Promise<void>;
   /** Resolves when the worker says its session is finishing (its end decided, its last frame and unit going). */
   finishing!: Promise<void>;
+  /** Version 3: resolves once its session is kept (its 'kept' report), finishing or ended, or the worker is gone. */
+  keptSettled!: Promise<void>;
+  #keptSettle: () => void = () => undefined;
   #readyResolve: () => void = () => undefined;
   #readyReject: (error: Error) => void = () => undefined;
   #endedResolve: (reason: string) => void = () => undefined;
@@ -57,12 +62,14 @@ export class WorkerHandle {
     this.ended = new Promise((resolve) => (this.#endedResolve = resolve));
     this.settled = new Promise((resolve) => (this.#settle = resolve));
     this.finishing = new Promise((resolve) => (this.#finish = resolve));
+    this.keptSettled = new Promise((resolve) => (this.#keptSettle = resolve));
     this.exited = new Promise((resolve) => {
       const gone = (why: string) => {
         this.#gone = true;
         this.#readyReject(new Error(`worker ${this.child.pid ?? '(not started)'} ${why} before it was ready`));
         this.control.close();
         this.#settle();
+        this.#keptSettle();
         resolve();
       };
       void started.gone.then(({ why, error }) => {
@@ -110,6 +117,7 @@ export class WorkerHandle {
           this.#endedResolve(message.reason);
         }
         if (message.type === 'started' || message.type === 'ended') this.#settle();
+        if (message.type === 'kept' || message.type === 'finishing' || message.type === 'ended') this.#keptSettle();
         this.#onMessage(message);
       }
     });
@@ -145,12 +153,19 @@ export class WorkerHandle {
     this.endReason = undefined;
     this.keepGranted = false;
     this.kept = undefined;
+    this.service = undefined;
     this.isFinishing = false;
     this.ended = new Promise((resolve) => (this.#endedResolve = resolve));
     this.settled = new Promise((resolve) => (this.#settle = resolve));
     this.finishing = new Promise((resolve) => (this.#finish = resolve));
+    this.keptSettled = new Promise((resolve) => (this.#keptSettle = resolve));
     this.#onMessage = () => undefined;
     return true;
+  }
+
+  /** Its process has exited. */
+  get gone(): boolean {
+    return this.#gone;
   }
 
   onMessage(listener: (message: WorkerMessage) => void): void {

@@ -111,8 +111,9 @@ export const DEFAULT_SESSION: SessionConfig = {
 export const MAX_RETAINED_BYTES = 64 * 1024 * 1024;
 /** The least ring a kept START may name (retainBytes 4096..). */
 export const MIN_RETAINED_BYTES = 4096;
-/** keepMs is a u32 on the wire. */
-const MAX_KEEP_MS = 0xffff_ffff;
+/** keepMs is a u32 on the wire, but root's keep deadline is a timer: setTimeout's largest delay is
+ * 2^31-1 ms (24.8 days); a longer one fires after 1 ms (nodejs.org/api/timers.html). */
+export const MAX_KEEP_MS = 0x7fff_ffff;
 
 export class ConfigError extends Error {
   readonly code = 'CONFIG_INVALID';

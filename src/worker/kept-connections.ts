@@ -55,8 +55,12 @@ export class KeptConnections {
     if (conn !== 0) this.#nextConn = conn + 1;
     const connection: Connection = { socket, attached: true };
     this.#connections.set(conn, connection);
-    // Our own watch, never the helper's word: the peer hung up, the connection no longer counts.
-    const gone = () => this.#gone(conn, connection);
+    // Our own watch, never the helper's word: the peer hung up, the connection no longer counts, and our
+    // copy goes now, not at the helper's DETACHED (a helper its program stopped would pin it).
+    const gone = () => {
+      this.#gone(conn, connection);
+      this.#letGo(conn, connection);
+    };
     if (socket.hungUp) gone();
     else socket.once('hangup', gone);
     socket.watchHangup();
@@ -93,6 +97,15 @@ export class KeptConnections {
   closeAll(): void {
     for (const { socket } of this.#connections.values()) socket.closeDrained();
     this.#connections.clear();
+  }
+
+  /** Our copy of a connection whose peer hung up: closed, unless it is held for the last frame. A plain
+   * close, not a drain: the helper holds its own copy and may still read what the peer sent before it
+   * went (input typed just before a detach); no descriptor rides on a data phase (SO_PASSRIGHTS off). */
+  #letGo(conn: number, connection: Connection): void {
+    if (connection.held || this.#connections.get(conn) !== connection) return;
+    this.#connections.delete(conn);
+    connection.socket.close();
   }
 
   #gone(conn: number, connection: Connection): void {

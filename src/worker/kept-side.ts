@@ -4,11 +4,13 @@
 import type { BrokerMessage, DescribedEntry, HelperState, KeptFacts } from '../control/index.ts';
 import type { KeepPlan } from './keep-plan.ts';
 import type { Started } from './session-start.ts';
+import type { SessionState } from './session-state.ts';
 import { FdSocket, closeQuietly } from '../io/index.ts';
 import { ErrorCode, KEEP_VERSION } from '../protocol/index.ts';
 import { describedEntry } from './kept-describe.ts';
 import { KeptConnections, refuseConnection } from './kept-connections.ts';
 import type { HelperLink } from './helper-link.ts';
+import { KeepDeadline } from './keep-deadline.ts';
 
 /** How long LIST waits for the helper's STATE (the broker bounds the whole LIST at 500 ms). */
 export const DESCRIBE_BOUND_MS = 250;
@@ -29,6 +31,11 @@ export interface SessionNow {
   finishing: boolean;
   attached: number;
   programEnded: number | undefined;
+}
+
+/** The session's state as an ATTACH or STOP_SESSION is judged against it. */
+export function sessionNow(state: Pick<SessionState, 'phase' | 'stopping' | 'report' | 'attached' | 'programEnded'>): SessionNow {
+  return { running: state.phase === 'running', finishing: state.phase !== 'running' || state.stopping || state.report !== undefined, attached: state.attached, programEnded: state.programEnded };
 }
 
 /** What the broker learns of a kept session once it has started (its 'kept' report, LIST's fallback). */
@@ -66,17 +73,17 @@ export function refuseUnkept(fds: number[], keptAsked: boolean, writeTimeoutMs: 
 export class KeptSide {
   #deps: KeptSideDeps;
   readonly connections: KeptConnections;
-  #deadline: NodeJS.Timeout | undefined;
-  #deadlineAt: number | undefined;
+  #deadline = new KeepDeadline();
   #lastState: HelperState | undefined;
   #waitingState: ((state: HelperState | undefined) => void)[] = [];
   /** STOP_SESSION's connection, held for its STOPPED once the unit is gone. */
   #stopRequester: FdSocket | undefined;
 
-  constructor(client: FdSocket, deps: KeptSideDeps) {
+  /** Holds no connection yet: the session adds the START's as conn 0 once it counts it attached
+   * (Session#keepStarted), so a hang-up seen at once is a detach counted after that attach. */
+  constructor(deps: KeptSideDeps) {
     this.#deps = deps;
     this.connections = new KeptConnections({ detached: () => deps.detached() }, deps.writeTimeoutMs, KEEP_VERSION);
-    this.connections.add(0, client);
   }
 
   get facts(): KeptFacts {
@@ -85,15 +92,11 @@ export class KeptSide {
 
   /** No connection left: the session ends `keepMs` from now unless one attaches (root's deadline). */
   arm(onDeadline: () => void): void {
-    clearTimeout(this.#deadline);
-    this.#deadlineAt = Date.now() + this.#deps.facts.keepMs;
-    this.#deadline = setTimeout(onDeadline, this.#deps.facts.keepMs);
+    this.#deadline.arm(this.#deps.facts.keepMs, onDeadline);
   }
 
   disarm(): void {
-    clearTimeout(this.#deadline);
-    this.#deadline = undefined;
-    this.#deadlineAt = undefined;
+    this.#deadline.disarm();
   }
 
   /** A broker message for this kept session; `stopSession` tells the state machine, `described` answers LIST. */
@@ -179,7 +182,7 @@ export class KeptSide {
       facts: this.#deps.facts,
       finishing: now.finishing,
       attached: now.attached,
-      deadlineAt: this.#deadlineAt,
+      deadlineAt: this.#deadline.at,
       programEnded: now.programEnded,
       state: state ?? this.#lastState,
       fresh: state !== undefined,

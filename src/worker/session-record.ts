@@ -1,17 +1,27 @@
 // What a session leaves for the record: its program and times, version 2's end record for its client,
 // and root's journal line at its end (systemd's figures there, never the helper's).
 import type { EndReport, PeerIdentity } from '../control/index.ts';
-import type { Accounting, SessionError } from '../protocol/index.ts';
+import { SessionError, type Accounting, type ErrorCodeValue, type Frame } from '../protocol/index.ts';
 import type { ExitStatus } from '../systemd/index.ts';
 import { logSessionEnd, type SessionFigures } from './accounting.ts';
 import { endRecord } from './end-record.ts';
 import type { EndReason } from './final-frame.ts';
+import type { SessionState } from './session-state.ts';
 
 /** How a session ended, for its journal line (end-report.ts). */
 export interface Ending {
   reason: EndReason;
   error?: SessionError;
   exit?: ExitStatus;
+}
+
+/** The error a session ended with, for its record: the start's failure ended in the handshake (none
+ * when the client left), else the last frame's ERROR, as the error that wrote it when known. */
+export function endingError(state: SessionState, frame: Frame | undefined): SessionError | undefined {
+  if (state.endedIn === 'handshake') return state.clientGone ? undefined : state.failure;
+  if (frame?.type !== 'error') return undefined;
+  const known = [state.failure, state.workerError].find((error) => error?.wireCode === frame.code && error.message === frame.message);
+  return known ?? new SessionError(frame.code as ErrorCodeValue, frame.message);
 }
 
 export class SessionRecord {

@@ -16,7 +16,7 @@ import { startedTemplate, type ProgramPid } from './program-pid.ts';
 import { planStart } from './start-plan.ts';
 import { keepHelperArgs, keepPlanFor, type KeepPlan } from './keep-plan.ts';
 import type { SessionRecord } from './session-record.ts';
-import type { SessionDeps } from './session.ts';
+import type { SessionDeps } from './session-deps.ts';
 import type { UnitStop } from './unit-stop.ts';
 import { startUnit, unlessJobFails } from './unit-start.ts';
 

@@ -4,40 +4,25 @@
 // frame. The client socket's write side passes like a token: worker (handshake) → GO, queued with
 // STARTED before the unit is asked for → helper (STARTED, data phase) → END report → worker (the last
 // frame, once the unit is inactive). docs/architecture.md "The token rule", "A session's states".
-import type { Config } from '../config/index.ts';
+// Beside it: what it needs of the worker (session-deps.ts), what the helper's channel says as its
+// events (helper-messages.ts), and a kept session's part (session-keep.ts, kept-side.ts).
 import { FdSocket, closeQuietly } from '../io/index.ts';
-import { ErrorCode, PROTOCOL_VERSION, type ErrorCodeValue, SessionError } from '../protocol/index.ts';
-import type { Units } from '../systemd/index.ts';
-import type { BrokerMessage, PeerIdentity, WorkerMessage, HelperMessage } from '../control/index.ts';
-import { figuresFrom } from './accounting.ts';
+import { ErrorCode, PROTOCOL_VERSION, SessionError } from '../protocol/index.ts';
+import type { BrokerMessage, PeerIdentity } from '../control/index.ts';
 import { lastWriteFor, writeFinalFrame, type EndReason } from './final-frame.ts';
 import { HelperLink, type HelperLinkEvents } from './helper-link.ts';
 import { ProgramPid } from './program-pid.ts';
-import { SessionRecord, type Ending } from './session-record.ts';
+import { SessionRecord, endingError, type Ending } from './session-record.ts';
 import { startSession, type Started } from './session-start.ts';
-import { initialState, step, type Phase, type SessionAction, type SessionEvent, type SessionState } from './session-state.ts';
+import { initialState, step, type SessionAction, type SessionEvent, type SessionState } from './session-state.ts';
+import type { SessionDeps } from './session-deps.ts';
 import { asSessionError } from './start-errors.ts';
 import { UnitStop } from './unit-stop.ts';
-import { KeptSide, keptFacts, refuseUnkept } from './kept-side.ts';
+import { SessionKeep } from './session-keep.ts';
+import { onHelperMessage } from './helper-messages.ts';
 import { stoppedFor } from './kept-end.ts';
-import type { KeepPlan } from './keep-plan.ts';
 
-export type { EndReason, Ending };
-
-export interface SessionDeps {
-  manager: Units;
-  config: Config;
-  /** The session helper's path as the unit sees it. */
-  helperPath: string;
-  report(message: WorkerMessage): void;
-  log(message: string): void;
-  /** The protocol version WELCOME named (default 1): the helper is told it, and the frames follow it. */
-  version?: number;
-  /** Version 3: asks the broker whether a START may be kept (limits.maxKept). */
-  askKeep?(): Promise<boolean>;
-  /** Each event once the state machine has taken it, with the phase it left the session in (tests, tracing). */
-  onEvent?(event: SessionEvent, phase: Phase): void;
-}
+export type { EndReason, Ending, SessionDeps };
 
 export class Session {
   #client: FdSocket;
@@ -54,8 +39,7 @@ export class Session {
   #started: Started | undefined;
   #ending: Ending | undefined;
   /** Version 3: the START's keep plan, and the kept session's side once it has started. */
-  #keepPlan: KeepPlan | undefined;
-  #kept: KeptSide | undefined;
+  #keep: SessionKeep;
   /** Ends the start's waits (the START read, the unit's start). */
   #abort: (error: SessionError | undefined) => void = () => undefined;
   #aborted = new Promise<SessionError | undefined>((resolve) => (this.#abort = resolve));
@@ -65,7 +49,7 @@ export class Session {
   #reject: (error: unknown) => void = () => undefined;
   #ended = new Promise<EndReason>((resolve, reject) => ((this.#resolve = resolve), (this.#reject = reject)));
   #helperEvents: HelperLinkEvents = {
-    message: (message) => this.#onHelperMessage(message),
+    message: (message) => onHelperMessage(message, { dispatch: (event) => this.#dispatch(event), programPid: this.#programPid, keep: this.#keep, log: this.#deps.log, unit: this.unit }),
     // The helper's word is untrusted: what it broke is logged as its fault, quoted (never spliced in).
     failed: (error) => {
       this.#deps.log(`${this.unit}: protocol fault of the session helper on its control channel: ${JSON.stringify(error.message)}`);
@@ -89,6 +73,13 @@ export class Session {
       watchLost: (error) => this.#dispatch({ type: 'watch-lost', error: new SessionError(ErrorCode.INTERNAL, `watching the session unit failed: ${error.message}`, { cause: error }) }),
     });
     this.#client = new FdSocket(clientFd);
+    this.#keep = new SessionKeep({
+      writeTimeoutMs: deps.config.limits.writeTimeoutMs,
+      attached: () => this.#dispatch({ type: 'attach' }),
+      detached: () => this.#dispatch({ type: 'detach' }),
+      kept: (facts) => this.#deps.report({ type: 'kept', ...facts }),
+      log: (line) => this.#deps.log(`${this.unit}: ${line}`),
+    });
     // Failures surface as rejected reads or the final write's result; an 'error' event with no
     // listener would end this root process instead. The worker never reads after START: hang-ups
     // (POLLRDHUP, POLLHUP) are all it watches for.
@@ -159,14 +150,14 @@ export class Session {
       unitDone: this.#unitDone,
       stopping: () => this.#state.stopping || this.#units.stopped,
       kept: (plan) => {
-        this.#keepPlan = plan;
+        this.#keep.planned(plan);
         this.#dispatch({ type: 'keep' });
       },
     }).then(
       (started) => {
         this.#started = started;
         this.#dispatch({ type: 'started' });
-        if (this.#state.kept && this.#state.phase === 'running') this.#keepStarted(started);
+        if (this.#state.kept && this.#state.phase === 'running') this.#keep.started(started, this.#client, this.#helper);
       },
       (error: unknown) => this.#dispatch({ type: 'start-failed', error: asSessionError(error) }),
     );
@@ -232,66 +223,19 @@ export class Session {
       case 'release':
         return this.#release();
       case 'arm-deadline':
-        return this.#kept?.arm(() => this.#dispatch({ type: 'keep-deadline' }));
+        return this.#keep.arm(() => this.#dispatch({ type: 'keep-deadline' }));
       case 'disarm-deadline':
-        return this.#kept?.disarm();
+        return this.#keep.disarm();
     }
-  }
-
-  /** A kept session has started: its START's connection is conn 0, attached; the broker routes its id here. */
-  #keepStarted(started: Started): void {
-    const facts = keptFacts(started, this.#keepPlan!);
-    this.#kept = new KeptSide(this.#client, {
-      facts,
-      link: this.#helper,
-      writeTimeoutMs: this.#deps.config.limits.writeTimeoutMs,
-      attached: () => this.#dispatch({ type: 'attach' }),
-      detached: () => this.#dispatch({ type: 'detach' }),
-      log: (line) => this.#deps.log(`${this.unit}: ${line}`),
-    });
-    this.#dispatch({ type: 'attach' });
-    this.#deps.report({ type: 'kept', ...facts });
-    // Gone already (its hang-up came while the start finished): detached at once.
-    if (this.#client.hungUp) this.#kept.connections.detached({ conn: 0, reason: 'client-gone', code: 0, remainder: Buffer.alloc(0), text: '' });
   }
 
   /** A broker message for this session (version 3: attach, stop-session, describe); the descriptors are
    * taken whatever happens. */
   fromBroker(message: BrokerMessage, fds: number[]): void {
-    const state = this.#state;
-    const now = { running: state.phase === 'running', finishing: state.phase !== 'running' || state.stopping || state.report !== undefined, attached: state.attached, programEnded: state.programEnded };
-    if (!this.#kept) return refuseUnkept(fds, state.kept, this.#deps.config.limits.writeTimeoutMs);
-    this.#kept.fromBroker(message, fds, now, {
+    this.#keep.fromBroker(message, fds, this.#state, {
       stopSession: () => this.#dispatch({ type: 'stop-session' }),
       described: (entry) => this.#deps.report({ type: 'described', requestId: (message as { requestId: number }).requestId, entry }),
     });
-  }
-
-  #onHelperMessage(message: HelperMessage): void {
-    switch (message.type) {
-      case 'log':
-        // The helper's text is data: quoted into one line, never spliced into the message.
-        return this.#deps.log(`${this.unit}: session helper [${message.priority}]: ${JSON.stringify(message.text)}`);
-      case 'stop':
-        return this.#dispatch({ type: 'helper-stop' });
-      case 'pid':
-        return this.#programPid.reported(message.pid);
-      case 'figures':
-        // The helper's word, for its client's end record only (root's journal takes systemd's).
-        return this.#dispatch({ type: 'helper-figures', figures: figuresFrom(message.figures) });
-      case 'detached':
-        return this.#kept?.connections.detached(message.report);
-      case 'state':
-        return this.#kept?.stateArrived(message.state);
-      case 'program-ended':
-        return this.#dispatch({ type: 'program-ended', waitStatus: message.waitStatus });
-      case 'hello':
-        return;
-      case 'end':
-        this.#dispatch({ type: 'helper-end', report: message.report });
-        // Before a pid, the program never ran: the start fails with the helper's reason.
-        return this.#programPid.failed(message.report.text);
-    }
   }
 
   get #version(): number {
@@ -315,12 +259,11 @@ export class Session {
     // STOP_SESSION ends a kept session as a STOP: STOPPED, with how the program ended.
     const frame = state.stopSession ? stoppedFor(state.report !== undefined, state.exit, accounting) : last.frame;
     // A kept session's last frame goes to every connection held for it (DETACHED ending), each after its own rest.
-    const recipients = this.#kept ? this.#kept.recipients() : [{ socket: this.#client, remainder }];
+    const kept = this.#keep.side;
+    const recipients = kept ? kept.recipients() : [{ socket: this.#client, remainder }];
     if (frame) await Promise.all(recipients.map((to) => writeFinalFrame(to.socket, frame, this.#deps.config.limits.writeTimeoutMs, to.remainder, this.#version)));
     else if (state.endedIn === 'running' && !state.report && !state.clientGone) this.#deps.log(`${this.unit}: the session helper ended without a report; closing without a last frame`);
-    const known = [state.failure, state.workerError].find((error) => frame?.type === 'error' && error?.wireCode === frame.code && error.message === frame.message);
-    const error = state.endedIn === 'handshake' ? (state.clientGone ? undefined : state.failure) : frame?.type === 'error' ? (known ?? new SessionError(frame.code as ErrorCodeValue, frame.message)) : undefined;
-    this.#ending = { reason, exit: state.endedIn === 'running' ? state.exit : undefined, error };
+    this.#ending = { reason, exit: state.endedIn === 'running' ? state.exit : undefined, error: endingError(state, frame) };
     await this.#cleanUp();
     this.#dispatch({ type: 'finished' });
     return reason;
@@ -336,7 +279,7 @@ export class Session {
   async #cleanUp(): Promise<void> {
     this.#units.clearTimers();
     this.#helper?.close();
-    this.#kept?.closeAll();
+    this.#keep.closeAll();
     // The session is over for every holder (the helper, PID 1's copy as the unit's stdout): what the
     // client left queued is read away here, or the last of them to close would release its fds.
     if (!this.#client.closeDrained()) {

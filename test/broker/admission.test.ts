@@ -69,4 +69,27 @@ test('a used-up minute rate makes ordinary slots unavailable until the window ro
   assert.ok(admission.ordinaryAvailable(61_001));
 });
 
+test('a refunded admission gives its rate token back (the agent\'s own kept-session requests): 125 in a minute, then one more admitted', () => {
+  const admission = new Admission({ maxUnauthenticated: 32, maxAdmissionsPerMinute: 120 });
+  for (let i = 0; i < 125; i += 1) {
+    const result = admission.admit(false, 1000 + i);
+    assert.equal(result, { admitted: true, slot: 'ordinary' }, `admission ${i}`);
+    admission.refund('ordinary', 1000 + i);
+    admission.release('ordinary');
+  }
+  assert.ok(admission.admit(false, 2000).admitted);
+  // Only an ordinary slot's token: the reserved and root slots took none, and an unrefunded one stays.
+  const full = new Admission({ maxUnauthenticated: 32, maxAdmissionsPerMinute: 2 });
+  full.admit(false, 1);
+  full.admit(false, 2);
+  full.refund('reserved', 0);
+  full.refund('root', 0);
+  assert.not.ok(full.ordinaryAvailable(3));
+  full.refund('ordinary', 2);
+  assert.ok(full.ordinaryAvailable(3));
+  full.refund('ordinary', 3);
+  full.admit(false, 4);
+  assert.not.ok(full.ordinaryAvailable(5));
+});
+
 test.run();

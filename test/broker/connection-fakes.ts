@@ -18,7 +18,7 @@ export const CGROUP = `/system.slice/${SERVICE}`;
  * slots to take from (else every take succeeds and is counted); `slotWaitMs` and `settleMs` as the
  * broker's (stoppingSessionBoundMs, STOP_IN_FLIGHT_MS). */
 export function fakeBroker(clientService: ConnectionDeps['clientService'], handshakeTimeoutMs = 2000, slots?: SessionSlots, slotWaitMs = 2000, settleMs = 0) {
-  const seen = { notes: [] as string[], takes: 0, slotsTaken: 0, slotsReleased: 0, admissionReleased: 0, shutdowns: 0, adopted: 0 };
+  const seen = { notes: [] as string[], takes: 0, slotsTaken: 0, slotsReleased: 0, admissionReleased: 0, refunds: 0, shutdowns: 0, adopted: 0 };
   const handed: { peer: PeerIdentity; version: number }[] = [];
   const worker: HandOffWorker = {
     child: { pid: 4242 } as ChildProcess,
@@ -36,7 +36,7 @@ export function fakeBroker(clientService: ConnectionDeps['clientService'], hands
     settleMs,
     clientService,
     cgroupOf: () => CGROUP,
-    admission: { release: () => void (seen.admissionReleased += 1) },
+    admission: { release: () => void (seen.admissionReleased += 1), refund: () => void (seen.refunds += 1) },
     slots: slots ?? {
       tryTake: () => ((seen.slotsTaken += 1), { finishing: () => undefined, release: () => void (seen.slotsReleased += 1) }),
       take: async () => undefined,

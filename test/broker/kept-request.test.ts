@@ -3,15 +3,18 @@
 // STOP_SESSION are read whole, checked against the principals and answered or routed by id.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, fstatSync, openSync } from 'node:fs';
 import { serveConnection } from '../../src/broker/connection.ts';
 import type { PeerAtAccept } from '../../src/broker/accept-gate.ts';
-import type { KeptRequestDeps } from '../../src/broker/kept-request.ts';
+import { mainPidLook, type KeptRequestDeps } from '../../src/broker/kept-request.ts';
+import type { KeptScope } from '../../src/broker/kept-sessions.ts';
 import type { BrokerMessage } from '../../src/control/index.ts';
 import { FdSocket } from '../../src/io/fd-socket.ts';
+import { IoError } from '../../src/io/index.ts';
+import { CAP_SYS_PTRACE, effectiveCapabilities, pidfdHasCapability } from '../../src/identity/index.ts';
 import { closeQuietly } from '../../src/io/fds.ts';
 import { native } from '../../src/native/binding.ts';
-import { ErrorCode, Limits, Role, SessionState, encodeFrame, type Frame, type SessionEntry } from '../../src/protocol/index.ts';
+import { ErrorCode, Limits, Role, SessionError, SessionState, encodeFrame, type Frame, type SessionEntry } from '../../src/protocol/index.ts';
 import { RawClient } from '../support/frame-client.ts';
 import { CGROUP, fakeBroker, types } from './connection-fakes.ts';
 
@@ -21,7 +24,7 @@ const entry: SessionEntry = {
   endCode: 0, endStatus: 0, label: 'build', program: 'make', cwd: '/src',
 };
 
-function kept(options: { mainPid?: boolean } = {}) {
+function kept(options: { mainPid?: boolean; ptrace?: boolean } = {}) {
   const sent: { message: BrokerMessage; fds: number }[] = [];
   const logs: string[] = [];
   const worker = {
@@ -32,16 +35,19 @@ function kept(options: { mainPid?: boolean } = {}) {
       for (const fd of fds) closeQuietly(fd);
     },
   };
+  const scopes: KeptScope[] = [];
   const deps: KeptRequestDeps = {
     clientUid: 1500,
+    service: 'agent.service',
     isMainPid: async () => options.mainPid ?? true,
     kept: {
-      list: async () => [entry],
-      find: (id) => (id === entry.id ? { worker } : { code: ErrorCode.NO_SESSION, message: `no kept session ${id}` }),
+      list: async (scope) => (scopes.push(scope), [entry]),
+      find: (id, scope) => (scopes.push(scope), id === entry.id ? { worker } : { code: ErrorCode.NO_SESSION, message: `no kept session ${id}` }),
     },
     log: (_level, message) => void logs.push(message),
+    ...(options.ptrace === undefined ? {} : { hasPtrace: () => options.ptrace! }),
   };
-  return { deps, sent, logs };
+  return { deps, sent, logs, scopes };
 }
 
 /** A version 3 connection whose client sent HELLO 1..3 and then `request` (with `fd` riding on it). */
@@ -55,7 +61,7 @@ function connect3(request: Frame, uid = 1500, fd?: number): { server: FdSocket; 
   return { server: new FdSocket(serverFd), client: new RawClient(clientFd, 3), peer };
 }
 
-async function serve(request: Frame, options: { uid?: number; mainPid?: boolean; fd?: number } = {}) {
+async function serve(request: Frame, options: { uid?: number; mainPid?: boolean; ptrace?: boolean; fd?: number } = {}) {
   const broker = fakeBroker(undefined);
   const keptDeps = kept(options);
   const { server, client, peer } = connect3(request, options.uid, options.fd);
@@ -96,6 +102,48 @@ test('ATTACH is routed to the worker of its id with the connection and the pidfd
   assert.equal(stop.sent.map((one) => one.message.type), ['stop-session']);
 });
 
+test('the MainPID\'s LIST, ATTACH and STOP_SESSION give their admission\'s rate token back; a refused child\'s LIST does not', async () => {
+  for (const request of [{ type: 'list' }, { type: 'attach', id: entry.id, fromOffset: 0n, role: Role.OBSERVE, rows: 24, cols: 80 }, { type: 'stop-session', id: entry.id }] as Frame[]) {
+    assert.is((await serve(request)).seen.refunds, 1, request.type);
+  }
+  assert.is((await serve({ type: 'list' }, { mainPid: false })).seen.refunds, 0);
+});
+
+test('the MainPID look that fails (the bus does not answer) is INTERNAL, which the agent may retry, not NOT_PERMITTED', async () => {
+  const snapshot = (error?: Error) => ({ state: undefined, error, readStartTicks: 0, readAt: 0 });
+  const failing = mainPidLook({ isMainPidNow: async () => ({ main: false, snapshot: snapshot(new Error('bus gone')) }) });
+  await failing(42).then(
+    () => assert.unreachable('a failed look answered'),
+    (error: unknown) => {
+      assert.instance(error, SessionError);
+      assert.is((error as SessionError).wireCode, ErrorCode.INTERNAL);
+      assert.match((error as Error).message, /bus gone/);
+    },
+  );
+  assert.is(await mainPidLook({ isMainPidNow: async () => ({ main: true, snapshot: snapshot() }) })(42), true);
+  assert.is(await mainPidLook(undefined)(42), false);
+  // Through the connection: the agent reads INTERNAL.
+  const broker = fakeBroker(undefined);
+  const keptDeps = kept();
+  const { server, client, peer } = connect3({ type: 'list' });
+  try {
+    await serveConnection(server, peer, 'ordinary', Date.now(), { ...broker.deps, keptRequests: { ...keptDeps.deps, isMainPid: failing } });
+    await client.closed();
+    assert.equal(types(client.frames), ['welcome', `error ${ErrorCode.INTERNAL}`]);
+  } finally {
+    client.close();
+  }
+});
+
+test('each principal reaches what it sees: the MainPID its service\'s sessions, root every one', async () => {
+  const agent = await serve({ type: 'list' });
+  assert.equal(agent.scopes, [{ sees: 'service', service: 'agent.service' }]);
+  const attach = await serve({ type: 'attach', id: entry.id, fromOffset: 0n, role: Role.OBSERVE, rows: 24, cols: 80 });
+  assert.equal(attach.scopes, [{ sees: 'service', service: 'agent.service' }]);
+  const root = await serve({ type: 'list' }, { uid: 0 });
+  assert.equal(root.scopes, [{ sees: 'every' }]);
+});
+
 test('root: LIST and ATTACH of any session without the MainPID look; START refused NOT_PERMITTED', async () => {
   const list = await serve({ type: 'list' }, { uid: 0, mainPid: false });
   assert.equal(types(list.frames), ['welcome', 'sessions']);
@@ -106,6 +154,29 @@ test('root: LIST and ATTACH of any session without the MainPID look; START refus
   closeSync(dir);
   assert.equal(types(start.frames), ['welcome', `error ${ErrorCode.NOT_PERMITTED}`]);
   assert.is(start.seen.slotsTaken, 0);
+});
+
+test('a uid-0 peer without CAP_SYS_PTRACE is no operator: LIST, ATTACH and STOP_SESSION are NOT_PERMITTED, saying why, and nothing is routed', async () => {
+  for (const request of [{ type: 'list' }, { type: 'attach', id: entry.id, fromOffset: 0n, role: Role.OBSERVE, rows: 24, cols: 80 }, { type: 'stop-session', id: entry.id }] as Frame[]) {
+    const refused = await serve(request, { uid: 0, ptrace: false });
+    assert.equal(types(refused.frames), ['welcome', `error ${ErrorCode.NOT_PERMITTED}`], request.type);
+    assert.match((refused.frames[1] as Extract<Frame, { type: 'error' }>).message, /CAP_SYS_PTRACE/);
+    assert.equal(refused.sent, []);
+  }
+});
+
+test('the capability is read from the process the pidfd names: this one (root, every capability) holds CAP_SYS_PTRACE; a CapEff without it, or an exited process, does not', () => {
+  const pidfd = native().pidfdOpen(process.pid);
+  try {
+    assert.ok(pidfdHasCapability(pidfd, CAP_SYS_PTRACE));
+    assert.not.ok(pidfdHasCapability(pidfd, CAP_SYS_PTRACE, native(), () => 'Name:\tx\nCapEff:\t0000000000000000\n'));
+    assert.ok(pidfdHasCapability(pidfd, CAP_SYS_PTRACE, native(), () => 'CapEff:\t0000000000080000\n'));
+    assert.not.ok(pidfdHasCapability(pidfd, CAP_SYS_PTRACE, { pidfdPid: () => -1 }));
+  } finally {
+    closeQuietly(pidfd);
+  }
+  assert.is(effectiveCapabilities('CapInh:\t0\nCapEff:\t000001ffffffffff\n'), 0x1ffffffffffn);
+  assert.is(effectiveCapabilities('no such line'), undefined);
 });
 
 test('START in version 3 takes its slot after WELCOME and goes to a worker with its descriptor still queued', async () => {
@@ -174,6 +245,56 @@ test('a version 3 client that sends no request: HANDSHAKE_TIMEOUT, no slot taken
   const { frames, seen } = await serveRaw(Buffer.alloc(0), 200);
   assert.equal(types(frames), ['welcome', `error ${ErrorCode.HANDSHAKE_TIMEOUT}`]);
   assert.is(seen.slotsTaken, 0);
+});
+
+function isOpen(fd: number): boolean {
+  try {
+    fstatSync(fd);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+test('an ATTACH whose worker channel has failed closes the peer\'s pidfd once (WorkerHandle.send took it), never a descriptor that reused its number', async () => {
+  const [clientFd, serverFd] = native().socketpair();
+  const hello = encodeFrame({ type: 'hello', minVersion: 3, maxVersion: 3 });
+  native().sendmsg(clientFd, hello, 0, hello.length);
+  const attach = encodeFrame({ type: 'attach', id: 0x1234, fromOffset: 0n, role: Role.OBSERVE, rows: 24, cols: 80 }, 3);
+  native().sendmsg(clientFd, attach, 0, attach.length);
+  const pidfd = native().pidfdOpen(process.pid);
+  const peer: PeerAtAccept = { credentials: { pid: process.pid, uid: 1500, gid: 1500 }, pidfd, cgroup: CGROUP, startTicks: 1 };
+  /** Files opened right after the failed send: the lowest free numbers, the pidfd's among them. */
+  const reused: number[] = [];
+  const worker = {
+    child: { pid: 4242 },
+    unit: 'opencode-pty-session-0000000000001234aaaa.service',
+    // As WorkerHandle.send on a channel that failed: the descriptors are taken (closed), then it throws.
+    send(_message: BrokerMessage, fds: number[] = []) {
+      for (const fd of fds) closeQuietly(fd);
+      // Anything else of the broker's may open a descriptor now (a bus reconnect, an accept): it gets the freed number.
+      for (let i = 0; i < fds.length; i += 1) reused.push(openSync('/dev/null', 'r'));
+      throw new IoError('CLOSED', 'socket is closed');
+    },
+  };
+  const kept: KeptRequestDeps = {
+    clientUid: 1500,
+    isMainPid: async () => true,
+    kept: { list: async () => [], find: () => ({ worker }) },
+    log: () => undefined,
+  };
+  const broker = fakeBroker(undefined);
+  const client = new RawClient(clientFd, 3);
+  try {
+    await serveConnection(new FdSocket(serverFd), peer, 'ordinary', Date.now(), { ...broker.deps, keptRequests: kept });
+    await client.closed();
+    assert.equal(types(client.frames), ['welcome', `error ${ErrorCode.INTERNAL}`]);
+    assert.ok(reused.includes(pidfd), `the pidfd's number ${pidfd} was taken again by ${JSON.stringify(reused)}`);
+    assert.ok(isOpen(pidfd), `descriptor ${pidfd} (another owner's by then) was closed a second time by the connection's cleanup`);
+  } finally {
+    client.close();
+    for (const fd of reused) if (isOpen(fd)) closeSync(fd);
+  }
 });
 
 test.run();

@@ -1,6 +1,8 @@
 // Kept sessions end to end (protocol version 3, issue 29) against the real systemd, broker, worker and
 // session helper: a session outlives its connection, is listed, attached to with exact replay (sha256)
-// and then live, by a controller and observers; its keep deadline stops its unit; who may ask.
+// and then live, by a controller and observers; its keep deadline stops its unit; who may ask; what
+// root holds whatever the client does (a START connection closed at once, descriptors on an ATTACH's
+// connection, a capability-less root, the agent's own LISTs against the admission rate).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createHash } from 'node:crypto';
@@ -211,6 +213,54 @@ test('rapid attach and detach, 60 cycles: the session goes on, root\'s counts co
   console.log(`# ATTACH from 0 with a ${seq(2000).length}-byte replay, through the agent stand-in (its command round trip included): p50 ${times[30]!.toFixed(1)} ms, max ${times.at(-1)!.toFixed(1)} ms`);
   assert.is((await agent.keep({ op: 'stop-session', id: started.id! })).error, undefined);
   await until(async () => (await sessionUnits(sandbox)).length === 0, 20_000, 'its unit gone');
+});
+
+// What root holds whatever the client does (from the kept-session review).
+type Seen = { id: number; state: string; label: string; deadlineMs: number | null };
+const list = async () => ((await agent.keep({ op: 'list' })).list ?? []) as Seen[];
+
+test('a kept START whose connection closes before the worker sees the start through still gets root\'s keep deadline', async () => {
+  const before = (await sessionUnits(sandbox)).length;
+  const sent = await agent.keep({ op: 'raw-start-close', argv: ['sleep', '600'], keepMs: 500, label: 'closed-at-once' });
+  assert.is(sent.error, undefined, sent.message);
+  let seen: Seen | undefined;
+  await until(async () => (seen = (await list()).find((one) => one.label === 'closed-at-once')) !== undefined, 10_000, 'the kept session listed');
+  // Nobody is attached: the connection closed. 500 ms later root's deadline must stop the unit.
+  try {
+    await until(async () => (await sessionUnits(sandbox)).length === before, 8_000, 'the unit stopped at the keep deadline');
+  } catch (error) {
+    const now = (await list()).find((one) => one.label === 'closed-at-once');
+    if (now) await agent.keep({ op: 'stop-session', id: now.id });
+    assert.unreachable(`${(error as Error).message}: listed as ${JSON.stringify(now ?? seen)} (root counts the closed START connection as attached; the deadline never arms)`);
+  }
+});
+
+test('an ATTACH connection refuses descriptors in its data phase, as a START connection does once START is in (SO_PASSRIGHTS off)', async () => {
+  const started = await agent.keep({ op: 'start', name: 'fd1', argv: ['sleep', '600'], keepMs: 60_000, read: {} });
+  assert.is(started.error, undefined, started.message);
+  await agent.keep({ op: 'detach', name: 'fd1' });
+  await until(async () => (await list()).find((one) => one.id === started.id)?.state === 'detached', 10_000, 'listed as detached');
+  const probe = await agent.keep({ op: 'raw-attach-fd', id: started.id! });
+  await agent.keep({ op: 'stop-session', id: started.id! });
+  assert.is(probe.error, undefined, JSON.stringify(probe));
+  assert.is(probe.sendFd, 'EPERM', `a descriptor sent on an attached connection: ${JSON.stringify(probe)}`);
+});
+
+test('a uid-0 process without capabilities (a sandboxed root service) is not the operator: it may not list or attach', async () => {
+  const started = await agent.keep({ op: 'start', name: 'cap1', argv: ['sleep', '600'], keepMs: 60_000, read: {} });
+  const order = JSON.stringify({ keep: { op: 'list' } });
+  const run = await sandbox.exec(['setpriv', '--bounding-set=-all', '--inh-caps=-all', '--', '/usr/bin/node', '/opt/opencode-pty/test-agent.js', 'once', order], { timeoutMs: 20_000 });
+  await agent.keep({ op: 'stop-session', id: started.id! });
+  const answer = JSON.parse(run.stdout || '{}') as { list?: { id: number }[]; error?: string };
+  const capabilities = (await sandbox.exec(['setpriv', '--bounding-set=-all', '--inh-caps=-all', '--', 'grep', 'CapEff', '/proc/self/status'])).stdout.trim();
+  assert.is(answer.error, 'NOT_PERMITTED', `root with ${capabilities}: ${run.stdout} ${run.stderr}`);
+});
+
+test('the agent polling LIST (twice a second for a minute) does not spend the admissions its own tools need to START', async () => {
+  const polled = await agent.keep({ op: 'list-cycles', count: 125 });
+  assert.is(polled.cycles, 125, JSON.stringify(polled));
+  const tool = await agent.childKeep({ op: 'start', name: 'tool', argv: ['true'], keepMs: 0, read: { untilEnd: true } });
+  assert.is(tool.error, undefined, `a tool's START after the agent's LISTs: ${JSON.stringify(tool)}`);
 });
 
 test.run();

@@ -42,6 +42,46 @@ test('find: the worker by its unit\'s id; starting or finishing is SESSION_STATE
   assert.is((kept.find(sessionIdOf(finishing.unit!)!) as { code: number }).code, ErrorCode.SESSION_STATE);
   assert.is((kept.find(sessionIdOf(notKept.unit!)!) as { code: number }).code, ErrorCode.NO_SESSION);
   assert.is((kept.find(12345) as { code: number }).code, ErrorCode.NO_SESSION);
+  // A worker that exited (its 'ended' never came) runs nothing any more: nothing is routed to it.
+  const exited = worker(5, { gone: true });
+  const withExited = new KeptSessions({ workers: () => [exited], maxKept: () => 8, unitPrefix: 'opencode-pty-' });
+  assert.is((withExited.find(sessionIdOf(exited.unit!)!) as { code: number }).code, ErrorCode.NO_SESSION);
+});
+
+test('reach: an ATTACH right after STARTED waits (bounded) for the worker\'s kept report, then is routed; one never reported is SESSION_STATE at the bound', async () => {
+  let report: () => void = () => undefined;
+  const starting = worker(6, { kept: undefined, keptSettled: new Promise<void>((resolve) => (report = resolve)) });
+  const stuck = worker(7, { kept: undefined, keptSettled: new Promise<void>(() => undefined) });
+  const kept = new KeptSessions({ workers: () => [starting, stuck], maxKept: () => 8, unitPrefix: 'opencode-pty-' });
+  const reached = kept.reach(sessionIdOf(starting.unit!)!, undefined, 5_000);
+  setTimeout(() => {
+    starting.kept = facts(sessionIdOf(starting.unit!)!);
+    report();
+  }, 20);
+  assert.equal(await reached, { worker: starting });
+  const began = Date.now();
+  assert.is(((await kept.reach(sessionIdOf(stuck.unit!)!, undefined, 50)) as { code: number }).code, ErrorCode.SESSION_STATE);
+  assert.ok(Date.now() - began >= 45, 'waited for the bound');
+  // Nothing to wait for: answered at once.
+  assert.is(((await kept.reach(12345, undefined, 5_000)) as { code: number }).code, ErrorCode.NO_SESSION);
+});
+
+test('scope (a principal\'s `sees`): the service\'s principal lists and reaches only what its service started; the operator every one', async () => {
+  const ours = worker(8, { service: 'agent.service' });
+  const theirs = worker(9, { service: 'front.service' });
+  const unknown = worker(10);
+  const kept = new KeptSessions({ workers: () => [ours, theirs, unknown], maxKept: () => 8, unitPrefix: 'opencode-pty-', listBoundMs: 20 });
+  const agent = { sees: 'service', service: 'agent.service' } as const;
+  const idOf = (one: KeptWorker) => sessionIdOf(one.unit!)!;
+  assert.equal((await kept.list(agent)).map((entry) => entry.id), [idOf(ours)]);
+  assert.equal((await kept.list()).map((entry) => entry.id).sort(), [idOf(ours), idOf(theirs), idOf(unknown)].sort());
+  assert.equal(kept.find(idOf(ours), agent), { worker: ours });
+  for (const other of [theirs, unknown]) {
+    assert.is((kept.find(idOf(other), agent) as { code: number }).code, ErrorCode.NO_SESSION);
+    assert.is(((await kept.reach(idOf(other), agent)) as { code: number }).code, ErrorCode.NO_SESSION);
+    assert.equal(kept.find(idOf(other)), { worker: other });
+  }
+  assert.is((await kept.list({ sees: 'service', service: undefined })).length, 0);
 });
 
 test('LIST: each worker\'s answer, or within the bound what the broker knows as unknown; a wrong answer is not taken', async () => {

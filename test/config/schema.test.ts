@@ -144,6 +144,9 @@ test('kept sessions: the defaults (a day, 2 MiB, 8 kept, 4 observers) and their 
   rejects({ ...minimal, limits: { maxObservers: 17 } }, 'limits.maxObservers');
   rejects({ ...minimal, session: { maxKeepMs: -1 } }, 'session.maxKeepMs');
   rejects({ ...minimal, session: { maxKeepMs: 2 ** 32 } }, 'session.maxKeepMs');
+  // Root's keep deadline is a timer: setTimeout's bound (2^31-1 ms, 24.8 days) is the most.
+  rejects({ ...minimal, session: { maxKeepMs: 2 ** 31 } }, 'session.maxKeepMs');
+  assert.is(validateConfig({ ...minimal, session: { maxKeepMs: 2 ** 31 - 1 } }, accounts, allowAll).session.maxKeepMs, 2 ** 31 - 1);
   rejects({ ...minimal, session: { maxRetainedBytes: 64 * 1024 * 1024 + 1 } }, 'session.maxRetainedBytes');
   rejects({ ...minimal, session: { maxRetainedBytes: 4095 } }, 'session.maxRetainedBytes');
   // The default ring lies within the largest: beyond it is refused, and a smaller largest lowers the default.

@@ -4,6 +4,7 @@
 // count and sha256, with the offsets the connection saw.
 import { createHash } from 'node:crypto';
 import { connect, type Session } from '../../src/client/index.ts';
+import { rawAttachThenFd, rawStartThenClose } from './keep-raw.ts';
 
 export type KeepOrder =
   | { op: 'start'; name: string; argv: string[]; keepMs: number; retainBytes?: number; label?: string; read?: Read }
@@ -13,7 +14,14 @@ export type KeepOrder =
   /** Detaches a kept session; closes (ends) one that is not kept. */
   | { op: 'detach'; name: string }
   | { op: 'list' }
-  | { op: 'stop-session'; id: number };
+  | { op: 'stop-session'; id: number }
+  /** Review probes, by hand on the wire (keep-raw.ts): a kept START closed at once; an ATTACH that then sends a descriptor. */
+  | { op: 'raw-start-close'; argv: string[]; keepMs: number; label: string }
+  | { op: 'raw-attach-fd'; id: number }
+  /** Attach (observe, from now) and detach, `count` times in a row: how many went, and the first refusal. */
+  | { op: 'attach-cycles'; id: number; count: number }
+  /** LIST `count` times in a row (an agent polling its kept sessions): how many were answered. */
+  | { op: 'list-cycles'; count: number };
 
 /** Read until this many bytes in total on the connection, or its end (EXIT/STOPPED/ERROR), within ms. */
 export interface Read {
@@ -38,6 +46,9 @@ export interface KeepAnswer {
   list?: unknown[];
   role?: string;
   generation?: number;
+  cycles?: number;
+  frames?: string[];
+  sendFd?: string;
 }
 
 interface Held {
@@ -140,6 +151,36 @@ export async function keepCommand(order: KeepOrder, cwd: string): Promise<KeepAn
       case 'stop-session': {
         const client = await connect(SOCKET);
         return { end: await client.stopSession(order.id) };
+      }
+      case 'raw-start-close':
+        return await rawStartThenClose(SOCKET, cwd, order.argv, order.keepMs, order.label);
+      case 'raw-attach-fd':
+        return await rawAttachThenFd(SOCKET, order.id);
+      case 'attach-cycles': {
+        let cycles = 0;
+        for (; cycles < order.count; cycles += 1) {
+          try {
+            const client = await connect(SOCKET);
+            const session = await client.attach(order.id, { role: 'observe', from: 'now' });
+            session.detach();
+          } catch (error) {
+            const { code, message } = error as { code?: string; message?: string };
+            return { cycles, error: code ?? 'failed', message };
+          }
+        }
+        return { cycles };
+      }
+      case 'list-cycles': {
+        let cycles = 0;
+        for (; cycles < order.count; cycles += 1) {
+          try {
+            await (await connect(SOCKET)).list();
+          } catch (error) {
+            const { code, message } = error as { code?: string; message?: string };
+            return { cycles, error: code ?? 'failed', message };
+          }
+        }
+        return { cycles };
       }
     }
   } catch (error) {

@@ -31,6 +31,8 @@ test('conns count up from 1 after the START\'s 0; each leaves the count once, wh
   second.client.close();
   await new Promise<void>((resolve) => second.ours.once('hangup', () => resolve()));
   assert.equal(gone, [1]);
+  // Our copy went with it, before any DETACHED: a helper that never sends one (stopped) pins nothing of root's.
+  assert.ok(second.ours.closed, 'our copy of the hung-up connection closed at our own watch');
   connections.detached({ conn: 1, reason: 'client-gone', code: 0, remainder: Buffer.alloc(0), text: '' });
   assert.equal(gone, [1]);
   assert.is(connections.attached, 1);

@@ -1,0 +1,21 @@
+// What a session needs of its worker (session.ts, session-start.ts): the bus, the config, where its
+// helper is, and the reports and journal lines it sends.
+import type { Config } from '../config/index.ts';
+import type { WorkerMessage } from '../control/index.ts';
+import type { Units } from '../systemd/index.ts';
+import type { Phase, SessionEvent } from './session-state.ts';
+
+export interface SessionDeps {
+  manager: Units;
+  config: Config;
+  /** The session helper's path as the unit sees it. */
+  helperPath: string;
+  report(message: WorkerMessage): void;
+  log(message: string): void;
+  /** The protocol version WELCOME named (default 1): the helper is told it, and the frames follow it. */
+  version?: number;
+  /** Version 3: asks the broker whether a START may be kept (limits.maxKept). */
+  askKeep?(): Promise<boolean>;
+  /** Each event once the state machine has taken it, with the phase it left the session in (tests, tracing). */
+  onEvent?(event: SessionEvent, phase: Phase): void;
+}
