@@ -45,15 +45,16 @@ export interface AttachCommand {
 export type KeepCommand = ListCommand | AttachCommand | { kind: 'usage'; message: string } | { kind: 'help' };
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-/** keepMs is a u32 on the wire (docs/protocol.md "START, version 3"). */
-const MAX_KEEP_MS = 0xffff_ffff;
+/** keepMs is a u32 on the wire, but no server keeps a session longer than 2^31-1 ms (session.maxKeepMs's
+ * bound, src/config/schema.ts: a Node timer's range), so a longer --keep is refused here, not by the server. */
+const MAX_KEEP_MS = 0x7fff_ffff;
 
 /** DURATION as milliseconds ("90s", "10m", "1.5h", "2d", "500ms"; a bare number is seconds), or a reason. */
 export function parseDuration(value: string): number | string {
   const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(value);
   if (!match) return `--keep needs a duration such as 90s, 10m, 2h or 1d, got ${JSON.stringify(value)}`;
   const ms = Math.round(Number(match[1]) * UNITS[match[2] ?? 's']!);
-  if (!(ms >= 1 && ms <= MAX_KEEP_MS)) return `--keep needs a duration from 1 ms to ${MAX_KEEP_MS} ms (about 49 days), got ${JSON.stringify(value)}`;
+  if (!(ms >= 1 && ms <= MAX_KEEP_MS)) return `--keep needs a duration from 1 ms to ${MAX_KEEP_MS} ms (about 24.8 days), got ${JSON.stringify(value)}`;
   return ms;
 }
 
