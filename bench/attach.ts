@@ -11,7 +11,7 @@ import { rotation, summarize, withRatios, type Figure, type Section } from './st
 
 const MiB = 1024 * 1024;
 const LIB = 'opencode-pty library (ATTACH from 0)';
-const CLI = 'opencode-pty attach (CLI, root)';
+const CLI = 'opencode-ptyctl attach (CLI, root)';
 const TMUX = 'tmux attach';
 const DTACH = 'dtach -a';
 
