@@ -75,6 +75,17 @@ static void keep_check_done(struct session *s) {
   child_stop_step(s);
 }
 
+// A connection's fault as DETACHED says it: the end reasons a connection can have are DETACHED's own
+// (3 client gone, 4 flow, 5 protocol); the helper's own failure on one connection (END_INTERNAL, a
+// decoder in a state it cannot be in) is told as that connection's protocol failure.
+_Static_assert((int)END_CLIENT_GONE == (int)DETACH_CLIENT_GONE && (int)END_FLOW == (int)DETACH_FLOW && (int)END_PROTOCOL == (int)DETACH_PROTOCOL, "one code each");
+
+static void let_go(struct session *s, struct client *c) {
+  const struct ending *f = &c->fault;
+  bool own = f->reason == DETACH_CLIENT_GONE || f->reason == DETACH_FLOW || f->reason == DETACH_PROTOCOL;
+  conn_detach(s, c, own ? f->reason : DETACH_PROTOCOL, own ? f->code : ERR_PROTOCOL, f->text);
+}
+
 _Noreturn void keep_relay(struct session *s, struct client *c0, int sigfd) {
   struct keep *k = s->keep;
   client_begin(c0);
@@ -95,7 +106,7 @@ _Noreturn void keep_relay(struct session *s, struct client *c0, int sigfd) {
         if (!c || !c->go) continue;
         conn_pump(s, c, &blocked[i]);
         if (!c->fault.reason) check_stall(s, c, blocked[i]);
-        if (c->fault.reason) conn_detach(s, c, c->fault.reason, c->fault.code, c->fault.text);
+        if (c->fault.reason) let_go(s, c);
       }
     }
     keep_check_done(s);
@@ -128,7 +139,7 @@ _Noreturn void keep_relay(struct session *s, struct client *c0, int sigfd) {
       // A connection attached during this turn has no events yet: p[] was built before it came.
       if (!c || !c->go || p[3 + i].fd != c->fd || !(p[3 + i].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))) continue;
       client_read(s, c);
-      if (c->fault.reason) conn_detach(s, c, c->fault.reason, c->fault.code, c->fault.text);
+      if (c->fault.reason) let_go(s, c);
     }
   }
 }

@@ -126,6 +126,63 @@ test('an observer the ring overtakes is let go with FLOW; the controller and the
   }
 });
 
+test('the write timeout ends that connection only (DETACHED flow), never the session', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'helper-keep-'));
+  try {
+    writeFileSync(join(dir, 'data'), Buffer.alloc(1 << 20, 0x62));
+    const run = new KeptRun(sh(`stty raw -echo -opost; printf ready; read x; cat ${join(dir, 'data')}; read y`), { writeTimeoutMs: 300 });
+    const c0 = run.conn(0);
+    await run.until('ready', () => c0.output.toString() === 'ready');
+    const stuck = run.attach(1, 'observe', FROM_NOW);
+    await run.until('ATTACHED', () => stuck.attached !== undefined);
+    // It has credit, more than its socket holds, and does not read: withholding credit alone would
+    // never be a fault (docs/protocol.md "Flow control").
+    stuck.socket.pauseReading();
+    stuck.grant(4 << 20);
+    c0.send(input('\n'));
+    await run.until('the stuck one let go', () => run.detachedOf(1) !== undefined);
+    assert.equal([run.detachedOf(1)!.reason, run.detachedOf(1)!.code], ['flow', 9]);
+    assert.match(run.detachedOf(1)!.text, 'did not read its output within the write timeout');
+    await run.until('the controller has it all', () => c0.position === BigInt(5 + (1 << 20)));
+    c0.send(input('\n'));
+    assert.is((await run.ended).end?.reason, 'exit');
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
+});
+
+test('TERMINATE with connections attached: DETACHED(ending) for each, then END terminated with no remainder', async () => {
+  const run = new KeptRun(sh(LOOP));
+  const c0 = run.conn(0);
+  await run.until('ready', () => c0.output.toString() === 'ready');
+  const c1 = run.attach(1, 'observe', 0n);
+  await run.until('replayed', () => c1.position === 5n);
+  run.terminate();
+  const ended = await run.ended;
+  assert.equal([ended.end?.reason, ended.end?.remainder.length], ['terminated', 0]);
+  assert.equal([run.detachedOf(0)?.reason, run.detachedOf(1)?.reason], ['ending', 'ending']);
+  const types = run.messages.map((m) => m.type).filter((t) => t !== 'log');
+  assert.equal(types.slice(-4), ['detached', 'detached', 'figures', 'end']);
+});
+
+test('ATTACH before GO (the session still starting) is refused SESSION_STATE; STOP from the controller is the worker\'s to act on, and the end then says stop', async () => {
+  const run = new KeptRun(sh(LOOP), { go: false });
+  await run.until('PID', () => run.messages.some((m) => m.type === 'pid'));
+  run.attach(1, 'observe', 0n);
+  await run.until('refused', () => run.detachedOf(1) !== undefined);
+  assert.equal([run.detachedOf(1)!.reason, run.detachedOf(1)!.code], ['refused', 18]);
+  run.go();
+  const c0 = run.conn(0);
+  await run.until('ready', () => c0.output.toString() === 'ready');
+  c0.send(Buffer.from([0x09, 0, 0, 0, 0])); // STOP
+  await run.until('STOP to the worker', () => run.messages.some((m) => m.type === 'stop'));
+  // As the worker's stop would: the program is ended from outside.
+  process.kill(c0.started!.readUInt32BE(0), 'SIGKILL');
+  const ended = await run.ended;
+  assert.is(ended.end?.reason, 'stop');
+  assert.equal(run.detachedOf(0)?.reason, 'ending');
+});
+
 test('offsets: past next, at 2^63 and just below FROM_NOW are refused BAD_OFFSET; next itself and FROM_NOW start with the next byte', async () => {
   const run = new KeptRun(sh(LOOP));
   const c0 = run.conn(0);

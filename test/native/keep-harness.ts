@@ -169,6 +169,8 @@ export interface KeptOptions {
   clientBuffer?: number;
   /** Extra helper options (before ROWS). */
   extra?: string[];
+  /** Send GO at once (default true); else go() does. */
+  go?: boolean;
 }
 
 export interface KeptEnded {
@@ -229,7 +231,14 @@ export class KeptRun {
       return { code, signal, end: end?.type === 'end' ? end.report : undefined };
     });
     this.ended.catch(() => {});
-    this.control.write(goWith(startedV3('pty-keep.service', id)));
+    this.#go = goWith(startedV3('pty-keep.service', id));
+    if (options.go ?? true) this.go();
+  }
+
+  readonly #go: Buffer;
+
+  go(): void {
+    this.control.write(this.#go);
   }
 
   conn(n: number): Conn {
