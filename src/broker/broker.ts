@@ -234,7 +234,9 @@ export class Broker {
     setImmediate(() => {
       this.#statusPending = false;
       const orphans = this.#orphans.size ? `, ${this.#orphans.size} orphans stopping` : '';
-      const status = `STATUS=${this.#sessions.size} sessions, ${this.#handshakes.size} handshakes${orphans}`;
+      const keptCount = this.#sessions.kept.count;
+      const kept = keptCount ? `, ${keptCount} kept` : '';
+      const status = `STATUS=${this.#sessions.size} sessions, ${this.#handshakes.size} handshakes${kept}${orphans}`;
       // A refused connection changes none of it: under a flood, one datagram to PID 1 per turn otherwise.
       if (status === this.#lastStatus) return;
       this.#lastStatus = status;

@@ -61,6 +61,8 @@ export class LiveSessions {
       try {
         if (message.type === 'keep-request') this.kept.keepRequested(worker);
         if (message.type === 'described') this.kept.described(message.requestId, message.entry);
+        // The broker's status names the kept sessions.
+        if (message.type === 'kept') this.#deps.changed();
       } catch (error) {
         // The answer could not go: the worker's channel failed, and it is ending (worker-handle.ts).
         log('warning', `worker ${worker.child.pid}: ${(error as Error).message}`);

@@ -168,6 +168,12 @@ export class FdSocket extends EventEmitter {
     this.#updateInterest();
   }
 
+  /** Watches for the peer's hang-up ('hangup'), reading nothing: a socket whose bytes are another's to
+   * read (a kept session's connection, which its helper reads) and whose going is still ours to see. */
+  watchHangup(): void {
+    this.#updateInterest();
+  }
+
   /** Stops reading (the kernel buffer fills and the peer's writes block) but keeps watching for hang-up. */
   pauseReading(): void {
     this.#paused = true;

@@ -59,6 +59,7 @@ export class KeptConnections {
     const gone = () => this.#gone(conn, connection);
     if (socket.hungUp) gone();
     else socket.once('hangup', gone);
+    socket.watchHangup();
     // A reset (the peer died with our bytes unread) may come as an error without a hang-up first.
     socket.on('error', gone);
   }

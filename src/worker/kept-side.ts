@@ -2,6 +2,8 @@
 // (kept-connections.ts), root's keep deadline, LIST's QUERY to the helper with its 250 ms bound, and
 // the broker's ATTACH and STOP_SESSION checked before anything reaches the helper.
 import type { BrokerMessage, DescribedEntry, HelperState, KeptFacts } from '../control/index.ts';
+import type { KeepPlan } from './keep-plan.ts';
+import type { Started } from './session-start.ts';
 import { FdSocket, closeQuietly } from '../io/index.ts';
 import { ErrorCode, KEEP_VERSION } from '../protocol/index.ts';
 import { describedEntry } from './kept-describe.ts';
@@ -27,6 +29,38 @@ export interface SessionNow {
   finishing: boolean;
   attached: number;
   programEnded: number | undefined;
+}
+
+/** What the broker learns of a kept session once it has started (its 'kept' report, LIST's fallback). */
+export function keptFacts(started: Started, plan: KeepPlan): KeptFacts {
+  return {
+    sessionId: started.sessionId!,
+    keepMs: plan.keepMs,
+    label: plan.label,
+    program: started.frame.argv[0] ?? '',
+    cwd: started.cwd,
+    startedAtMs: Date.now(),
+    rows: started.frame.rows,
+    cols: started.frame.cols,
+    programPid: started.programPid,
+    mainPid: started.mainPid,
+  };
+}
+
+/** An ATTACH or STOP_SESSION for a session that is not kept here (the broker knew it only by its unit's
+ * name): SESSION_STATE while a kept one still starts, else NO_SESSION. */
+export function refuseUnkept(fds: number[], keptAsked: boolean, writeTimeoutMs: number): void {
+  const [connection, pidfd] = fds;
+  closeQuietly(pidfd ?? -1);
+  if (connection === undefined) return;
+  let socket: FdSocket;
+  try {
+    socket = new FdSocket(connection);
+  } catch {
+    return;
+  }
+  socket.on('error', () => undefined);
+  void refuseConnection(socket, keptAsked ? ErrorCode.SESSION_STATE : ErrorCode.NO_SESSION, keptAsked ? 'the session is still starting' : 'no kept session with that id', writeTimeoutMs, KEEP_VERSION);
 }
 
 export class KeptSide {
@@ -60,6 +94,16 @@ export class KeptSide {
     clearTimeout(this.#deadline);
     this.#deadline = undefined;
     this.#deadlineAt = undefined;
+  }
+
+  /** A broker message for this kept session; `stopSession` tells the state machine, `described` answers LIST. */
+  fromBroker(message: BrokerMessage, fds: number[], now: SessionNow, to: { stopSession(): void; described(entry: DescribedEntry): void }): void {
+    if (message.type === 'attach') return this.attach(message, fds[0]!, fds[1]!, now);
+    if (message.type === 'stop-session') {
+      if (this.stopSession(message, fds[0]!, fds[1]!, now)) to.stopSession();
+      return;
+    }
+    if (message.type === 'describe') void this.describe(now).then(to.described);
   }
 
   /** The broker's ATTACH: refused here while the session is not running or is ending (SESSION_STATE), or

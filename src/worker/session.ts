@@ -6,8 +6,7 @@
 // frame, once the unit is inactive). docs/architecture.md "The token rule", "A session's states".
 import type { Config } from '../config/index.ts';
 import { FdSocket, closeQuietly } from '../io/index.ts';
-import { ErrorCode, KEEP_VERSION, PROTOCOL_VERSION, type ErrorCodeValue, SessionError } from '../protocol/index.ts';
-import { refuseConnection } from './kept-connections.ts';
+import { ErrorCode, PROTOCOL_VERSION, type ErrorCodeValue, SessionError } from '../protocol/index.ts';
 import type { Units } from '../systemd/index.ts';
 import type { BrokerMessage, PeerIdentity, WorkerMessage, HelperMessage } from '../control/index.ts';
 import { figuresFrom } from './accounting.ts';
@@ -19,7 +18,7 @@ import { startSession, type Started } from './session-start.ts';
 import { initialState, step, type Phase, type SessionAction, type SessionEvent, type SessionState } from './session-state.ts';
 import { asSessionError } from './start-errors.ts';
 import { UnitStop } from './unit-stop.ts';
-import { KeptSide, type SessionNow } from './kept-side.ts';
+import { KeptSide, keptFacts, refuseUnkept } from './kept-side.ts';
 import { stoppedFor } from './kept-end.ts';
 import type { KeepPlan } from './keep-plan.ts';
 
@@ -241,19 +240,7 @@ export class Session {
 
   /** A kept session has started: its START's connection is conn 0, attached; the broker routes its id here. */
   #keepStarted(started: Started): void {
-    const plan = this.#keepPlan!;
-    const facts = {
-      sessionId: started.sessionId!,
-      keepMs: plan.keepMs,
-      label: plan.label,
-      program: started.frame.argv[0] ?? '',
-      cwd: started.cwd,
-      startedAtMs: Date.now(),
-      rows: started.frame.rows,
-      cols: started.frame.cols,
-      programPid: started.programPid,
-      mainPid: started.mainPid,
-    };
+    const facts = keptFacts(started, this.#keepPlan!);
     this.#kept = new KeptSide(this.#client, {
       facts,
       link: this.#helper,
@@ -268,31 +255,16 @@ export class Session {
     if (this.#client.hungUp) this.#kept.connections.detached({ conn: 0, reason: 'client-gone', code: 0, remainder: Buffer.alloc(0), text: '' });
   }
 
-  #now(): SessionNow {
-    const state = this.#state;
-    return { running: state.phase === 'running', finishing: state.phase !== 'running' || state.stopping || state.report !== undefined, attached: state.attached, programEnded: state.programEnded };
-  }
-
-  /** A broker message for this session (version 3); the descriptors are taken whatever happens. */
+  /** A broker message for this session (version 3: attach, stop-session, describe); the descriptors are
+   * taken whatever happens. */
   fromBroker(message: BrokerMessage, fds: number[]): void {
-    const kept = this.#kept;
-    if (message.type === 'attach' || message.type === 'stop-session') {
-      const [connection, pidfd] = fds as [number, number];
-      if (!kept) {
-        // Not (yet) a kept session here: the broker knew it only by its unit's name.
-        closeQuietly(pidfd);
-        const socket = new FdSocket(connection);
-        socket.on('error', () => undefined);
-        return void refuseConnection(socket, this.#state.kept ? ErrorCode.SESSION_STATE : ErrorCode.NO_SESSION, this.#state.kept ? 'the session is still starting' : 'no kept session with that id', this.#deps.config.limits.writeTimeoutMs, KEEP_VERSION);
-      }
-      if (message.type === 'attach') return kept.attach(message, connection, pidfd, this.#now());
-      if (kept.stopSession(message, connection, pidfd, this.#now())) this.#dispatch({ type: 'stop-session' });
-      return;
-    }
-    if (message.type === 'describe') {
-      if (!kept) return;
-      void kept.describe(this.#now()).then((entry) => this.#deps.report({ type: 'described', requestId: message.requestId, entry }));
-    }
+    const state = this.#state;
+    const now = { running: state.phase === 'running', finishing: state.phase !== 'running' || state.stopping || state.report !== undefined, attached: state.attached, programEnded: state.programEnded };
+    if (!this.#kept) return refuseUnkept(fds, state.kept, this.#deps.config.limits.writeTimeoutMs);
+    this.#kept.fromBroker(message, fds, now, {
+      stopSession: () => this.#dispatch({ type: 'stop-session' }),
+      described: (entry) => this.#deps.report({ type: 'described', requestId: (message as { requestId: number }).requestId, entry }),
+    });
   }
 
   #onHelperMessage(message: HelperMessage): void {
@@ -338,7 +310,8 @@ export class Session {
     const state = this.#state;
     const accounting = await this.#measure(state);
     const last = lastWriteFor({ ...state, version: this.#version, accounting }, this.#programPid.known);
-    const { remainder, reason } = last;
+    const { remainder } = last;
+    const reason = state.stopSession && state.report ? 'stop' : last.reason;
     // STOP_SESSION ends a kept session as a STOP: STOPPED, with how the program ended.
     const frame = state.stopSession ? stoppedFor(state.report !== undefined, state.exit, accounting) : last.frame;
     // A kept session's last frame goes to every connection held for it (DETACHED ending), each after its own rest.

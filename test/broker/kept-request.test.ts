@@ -124,4 +124,56 @@ test('a descriptor riding on LIST is PROTOCOL, and closed', async () => {
   assert.equal(types(list.frames), ['welcome', `error ${ErrorCode.PROTOCOL}`]);
 });
 
+/** A version 3 connection whose request is these raw bytes (a hostile client's). */
+async function serveRaw(bytes: Buffer, handshakeTimeoutMs = 2000) {
+  const broker = fakeBroker(undefined, handshakeTimeoutMs);
+  const keptDeps = kept();
+  const [clientFd, serverFd] = native().socketpair();
+  const hello = encodeFrame({ type: 'hello', minVersion: 3, maxVersion: 3 });
+  native().sendmsg(clientFd, Buffer.concat([hello, bytes]), 0, hello.length + bytes.length);
+  const peer: PeerAtAccept = { credentials: { pid: process.pid, uid: 1500, gid: 1500 }, pidfd: native().pidfdOpen(process.pid), cgroup: CGROUP, startTicks: 1 };
+  const client = new RawClient(clientFd, 3);
+  try {
+    await serveConnection(new FdSocket(serverFd), peer, 'ordinary', Date.now(), { ...broker.deps, keptRequests: keptDeps.deps });
+    await client.closed();
+    return { frames: client.frames, sent: keptDeps.sent, seen: broker.seen };
+  } finally {
+    client.close();
+  }
+}
+
+const header = (type: number, length: number) => Buffer.from([type, length >>> 24, (length >>> 16) & 0xff, (length >>> 8) & 0xff, length & 0xff]);
+
+test('hostile requests: LIST with a payload and a short ATTACH are PROTOCOL; an offset at 2^63 is BAD_OFFSET; a frame only the server sends is PROTOCOL; nothing routed', async () => {
+  const attach = (offset: bigint) => {
+    const payload = Buffer.alloc(21);
+    payload.writeBigUInt64BE(BigInt(entry.id), 0);
+    payload.writeBigUInt64BE(offset, 8);
+    payload.writeUInt8(1, 16);
+    payload.writeUInt16BE(24, 17);
+    payload.writeUInt16BE(80, 19);
+    return Buffer.concat([header(0x11, 21), payload]);
+  };
+  const cases: [Buffer, number][] = [
+    [Buffer.concat([header(0x0f, 1), Buffer.from([0])]), ErrorCode.PROTOCOL],
+    [Buffer.concat([header(0x11, 3), Buffer.alloc(3)]), ErrorCode.PROTOCOL],
+    [attach(2n ** 63n), ErrorCode.BAD_OFFSET],
+    [header(0x10, 2), ErrorCode.PROTOCOL],
+    [header(0x7f, 0), ErrorCode.PROTOCOL],
+  ];
+  for (const [bytes, code] of cases) {
+    const { frames, sent, seen } = await serveRaw(bytes);
+    assert.equal(types(frames), ['welcome', `error ${code}`], bytes.toString('hex'));
+    assert.equal([sent.length, seen.slotsTaken], [0, 0]);
+  }
+  const good = await serveRaw(attach(5n));
+  assert.is(good.sent.length, 1, 'the same ATTACH with a valid offset is routed');
+});
+
+test('a version 3 client that sends no request: HANDSHAKE_TIMEOUT, no slot taken', async () => {
+  const { frames, seen } = await serveRaw(Buffer.alloc(0), 200);
+  assert.equal(types(frames), ['welcome', `error ${ErrorCode.HANDSHAKE_TIMEOUT}`]);
+  assert.is(seen.slotsTaken, 0);
+});
+
 test.run();

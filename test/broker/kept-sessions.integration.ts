@@ -4,10 +4,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createHash } from 'node:crypto';
-import type { Sandbox } from '../sandbox/index.ts';
+import { SOCKET_GROUP, type Sandbox } from '../sandbox/index.ts';
 import type { Agent } from '../support/agent.ts';
 import { Agent as AgentStandIn } from '../support/agent.ts';
-import { bootSupervisor, sessionUnits } from '../support/supervisor.ts';
+import { bootSupervisor, brokerProperty, sessionUnits } from '../support/supervisor.ts';
 import { until } from '../support/wait.ts';
 import { AGENT_SERVICE, BROKER_UNIT } from '../sandbox/deploy.ts';
 
@@ -15,7 +15,7 @@ let sandbox: Sandbox;
 let agent: Agent;
 
 test.before(async () => {
-  ({ sandbox, agent } = await bootSupervisor('kept-sessions', { limits: { maxKept: 3 }, session: { maxRetainedBytes: 16 * 1024 * 1024 } }));
+  ({ sandbox, agent } = await bootSupervisor('kept-sessions', { limits: { maxSessions: 4, maxKept: 3, maxObservers: 1 }, session: { maxRetainedBytes: 16 * 1024 * 1024 } }));
 });
 
 test.after(async () => {
@@ -122,13 +122,27 @@ test('who may ask: a child of the agent unit is NOT_PERMITTED; root lists; an un
   const root = await sandbox.exec(['/usr/bin/node', '/opt/opencode-pty/test-agent.js', 'once', JSON.stringify({ keep: { op: 'list' } })], { timeoutMs: 20_000 });
   const rootList = JSON.parse(root.stdout || '{}') as { list?: Listed[]; error?: string };
   assert.ok(rootList.list?.some((one) => one.id === started.id), `root lists every kept session: ${root.stdout} ${root.stderr}`);
+  // Another account, even with the socket's group, is refused at accept, before any request is read.
+  const other = await sandbox.exec(['/usr/bin/node', '/opt/opencode-pty/test-agent.js', 'once', JSON.stringify({ keep: { op: 'list' } })], { as: 'other', groups: [SOCKET_GROUP.gid], timeoutMs: 20_000 });
+  assert.is((JSON.parse(other.stdout || '{}') as { error?: string }).error, 'AUTHENTICATION', `${other.stdout} ${other.stderr}`);
+  // Offsets past the session's next are refused by the helper, and the worker says so.
+  const far = await agent.keep({ op: 'attach', name: 'x', id: started.id!, from: 1_000_000 });
+  assert.is(far.error, 'BAD_OFFSET', JSON.stringify(far));
+  // One observer at most here (limits.maxObservers 1): the next one is refused.
+  const firstObserver = await agent.keep({ op: 'attach', name: 'ob1', id: started.id!, role: 'observe', read: {} });
+  assert.is(firstObserver.error, undefined, firstObserver.message);
+  const secondObserver = await agent.keep({ op: 'attach', name: 'ob2', id: started.id!, role: 'observe', read: {} });
+  assert.is(secondObserver.error, 'OBSERVER_LIMIT', JSON.stringify(secondObserver));
   const stopped = await agent.keep({ op: 'stop-session', id: started.id! });
   assert.is(stopped.error, undefined, stopped.message);
   assert.is((stopped.end as { reason: string }).reason, 'stopped');
+  // The observer still attached reads STOPPED too.
+  const watched = await agent.keep({ op: 'read', name: 'ob1', read: { untilEnd: true } });
+  assert.is((watched.end as { reason: string }).reason, 'stopped', JSON.stringify(watched));
   await until(async () => (await listed(started.id!)) === undefined, 10_000, 'the stopped session gone from the list');
 });
 
-test('limits: a kept START beyond limits.maxKept is KEEP_LIMIT; an ATTACH is never refused SESSION_LIMIT for the slots kept sessions hold', async () => {
+test('limits: a kept START beyond limits.maxKept is KEEP_LIMIT; with every session slot held by kept sessions an ATTACH still goes through (never SESSION_LIMIT)', async () => {
   const ids: number[] = [];
   for (let i = 0; i < 3; i += 1) {
     const one = await agent.keep({ op: 'start', name: `k${i}`, argv: ['sleep', '600'], keepMs: 60_000, read: {} });
@@ -138,10 +152,18 @@ test('limits: a kept START beyond limits.maxKept is KEEP_LIMIT; an ATTACH is nev
   }
   const fourth = await agent.keep({ op: 'start', name: 'k3', argv: ['sleep', '600'], keepMs: 60_000, read: {} });
   assert.is(fourth.error, 'KEEP_LIMIT');
+  await until(async () => (await brokerProperty(sandbox, 'StatusText')).startsWith('3 sessions, 0 handshakes, 3 kept'), 5000, 'the broker\'s status naming them');
+  // The last slot (limits.maxSessions 4) to a session that is not kept: every slot is held now.
+  const plain = await agent.keep({ op: 'start', name: 'plain', argv: ['sleep', '600'], keepMs: 0, read: {} });
+  assert.is(plain.error, undefined, plain.message);
   const attached = await agent.keep({ op: 'attach', name: 'k0b', id: ids[0]!, read: {} });
   assert.is(attached.error, undefined, attached.message);
   await agent.keep({ op: 'detach', name: 'k0b' });
+  // An ATTACH to a session that is not kept is NO_SESSION.
+  assert.is((await agent.keep({ op: 'attach', name: 'p2', id: plain.id!, read: {} })).error, 'NO_SESSION');
+  await agent.keep({ op: 'detach', name: 'plain' });
   for (const id of ids) assert.is((await agent.keep({ op: 'stop-session', id })).error, undefined);
+  await until(async () => (await sessionUnits(sandbox)).length === 0, 20_000, 'every unit gone', async () => `${(await sessionUnits(sandbox)).join(' ')} ${JSON.stringify((await agent.keep({ op: 'list' })).list)} ${(await sandbox.journal(BROKER_UNIT)).split('\n').slice(-15).join('\n')}`);
 });
 
 test('the proof: the agent killed (SIGKILL) while a kept program writes, restarted, attaches from the last offset it saw: both connections together are the program\'s output, nothing repeated', async () => {
@@ -158,13 +180,37 @@ test('the proof: the agent killed (SIGKILL) while a kept program writes, restart
   await sandbox.systemctl('reset-failed', AGENT_SERVICE);
   agent = await AgentStandIn.start(sandbox);
   await until(async () => (await listed(started.id!))?.state === 'ended', 20_000, 'the program done, detached');
+  const replayBegan = performance.now();
   const rest = await agent.keep({ op: 'attach', name: 'p2', id: started.id!, from: seen, read: { untilEnd: true, ms: 30_000 } });
+  console.log(`# the proof: ${expected.length - seen} bytes replayed from offset ${seen} to EXIT in ${(performance.now() - replayBegan).toFixed(0)} ms`);
   assert.is(rest.error, undefined, rest.message);
   assert.equal(rest.truncated, [], 'the ring held it all');
   assert.is(rest.first, seen);
   assert.is(rest.bytes, expected.length - seen, `no byte repeated or lost: ${JSON.stringify({ ...rest, sha256: undefined })}`);
   assert.is(rest.sha256, sha(expected.slice(seen)), 'the rest is exactly the program\'s output after what the dead agent saw');
   assert.equal((rest.end as { reason: string; status: number }), { ...(rest.end as object), reason: 'exit', status: 0 });
+});
+
+test('rapid attach and detach, 60 cycles: the session goes on, root\'s counts come back to none attached, the deadline re-armed each time', async () => {
+  const started = await agent.keep({ op: 'start', name: 'r0', argv: ['sh', '-c', 'seq 1 2000; exec sleep 600'], keepMs: 60_000, read: { bytes: seq(2000).length } });
+  await agent.keep({ op: 'detach', name: 'r0' });
+  const times: number[] = [];
+  for (let i = 0; i < 60; i += 1) {
+    const began = performance.now();
+    const one = await agent.keep({ op: 'attach', name: `r${i + 1}`, id: started.id!, from: 0, role: i % 2 ? 'observe' : 'control', read: { bytes: seq(2000).length } });
+    times.push(performance.now() - began);
+    assert.is(one.error, undefined, `cycle ${i}: ${one.message}`);
+    assert.is(one.sha256, sha(seq(2000)), `cycle ${i}: the whole replay`);
+    await agent.keep({ op: 'detach', name: `r${i + 1}` });
+  }
+  await until(async () => {
+    const entry = await listed(started.id!);
+    return entry?.state === 'detached' && entry.controllers === 0 && entry.observers === 0;
+  }, 10_000, 'none attached after the cycles');
+  times.sort((a, b) => a - b);
+  console.log(`# ATTACH from 0 with a ${seq(2000).length}-byte replay, through the agent stand-in (its command round trip included): p50 ${times[30]!.toFixed(1)} ms, max ${times.at(-1)!.toFixed(1)} ms`);
+  assert.is((await agent.keep({ op: 'stop-session', id: started.id! })).error, undefined);
+  await until(async () => (await sessionUnits(sandbox)).length === 0, 20_000, 'its unit gone');
 });
 
 test.run();

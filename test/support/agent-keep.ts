@@ -10,6 +10,7 @@ export type KeepOrder =
   | { op: 'attach'; name: string; id: number; from?: number; role?: 'control' | 'observe'; rows?: number; cols?: number; read?: Read }
   | { op: 'read'; name: string; read: Read }
   | { op: 'write'; name: string; data: string }
+  /** Detaches a kept session; closes (ends) one that is not kept. */
   | { op: 'detach'; name: string }
   | { op: 'list' }
   | { op: 'stop-session'; id: number };
@@ -126,7 +127,9 @@ export async function keepCommand(order: KeepOrder, cwd: string): Promise<KeepAn
       }
       case 'detach': {
         const entry = held.get(order.name)!;
-        entry.session.detach();
+        // A session that is not kept ends with its connection: closed, as its client would.
+        if (entry.session.kept) entry.session.detach();
+        else entry.session.close();
         held.delete(order.name);
         return summary(entry);
       }

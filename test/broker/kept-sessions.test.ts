@@ -1,0 +1,63 @@
+// The broker's view of kept sessions (kept-sessions.ts): the count against limits.maxKept, routing by
+// id with the states that refuse, and LIST within its bound.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { KeptSessions, checkedEntry, type KeptWorker } from '../../src/broker/kept-sessions.ts';
+import type { BrokerMessage, DescribedEntry } from '../../src/control/index.ts';
+import { ErrorCode, SessionState } from '../../src/protocol/index.ts';
+import { unitNameFor, sessionIdOf } from '../../src/systemd/index.ts';
+
+const facts = (id: number) => ({ sessionId: id, keepMs: 1000, label: '', program: 'sh', cwd: '/', startedAtMs: 1, rows: 24, cols: 80, programPid: 3, mainPid: 2 });
+
+function worker(byte: number, options: Partial<KeptWorker> = {}): KeptWorker & { sent: BrokerMessage[] } {
+  const unit = unitNameFor(Buffer.alloc(16, byte));
+  const sent: BrokerMessage[] = [];
+  return { unit, keepGranted: true, kept: facts(sessionIdOf(unit)!), isFinishing: false, endReason: undefined, send: (message) => void sent.push(message), sent, ...options };
+}
+
+const entryOf = (id: number): DescribedEntry => ({ id, state: SessionState.DETACHED, controllers: 0, observers: 0, rows: 24, cols: 80, programPid: 3, mainPid: 2, startedAtMs: 1, keepMs: 1000, deadlineMs: 5, oldest: '0', next: '42', fresh: true, endCode: 0, endStatus: 0, label: '', program: 'sh', cwd: '/' });
+
+test('keep requests: granted below limits.maxKept, refused at it; an ended session no longer counts', () => {
+  const workers: KeptWorker[] = [worker(1), worker(2, { endReason: 'exit' })];
+  const kept = new KeptSessions({ workers: () => workers, maxKept: () => 2, unitPrefix: 'opencode-pty-' });
+  const third = worker(3, { keepGranted: false });
+  workers.push(third);
+  assert.ok(kept.keepRequested(third));
+  assert.equal(third.sent, [{ type: 'keep-answer', granted: true }]);
+  const fourth = worker(4, { keepGranted: false });
+  workers.push(fourth);
+  assert.not.ok(kept.keepRequested(fourth));
+  assert.equal(fourth.sent, [{ type: 'keep-answer', granted: false }]);
+  assert.is(kept.count, 2);
+});
+
+test('find: the worker by its unit\'s id; starting or finishing is SESSION_STATE; anything else NO_SESSION', () => {
+  const running = worker(1);
+  const starting = worker(2, { kept: undefined });
+  const finishing = worker(3, { isFinishing: true });
+  const notKept = worker(4, { keepGranted: false });
+  const kept = new KeptSessions({ workers: () => [running, starting, finishing, notKept], maxKept: () => 8, unitPrefix: 'opencode-pty-' });
+  assert.equal(kept.find(sessionIdOf(running.unit!)!), { worker: running });
+  assert.is((kept.find(sessionIdOf(starting.unit!)!) as { code: number }).code, ErrorCode.SESSION_STATE);
+  assert.is((kept.find(sessionIdOf(finishing.unit!)!) as { code: number }).code, ErrorCode.SESSION_STATE);
+  assert.is((kept.find(sessionIdOf(notKept.unit!)!) as { code: number }).code, ErrorCode.NO_SESSION);
+  assert.is((kept.find(12345) as { code: number }).code, ErrorCode.NO_SESSION);
+});
+
+test('LIST: each worker\'s answer, or within the bound what the broker knows as unknown; a wrong answer is not taken', async () => {
+  const answering = worker(1);
+  const silent = worker(2);
+  const lying = worker(3);
+  const kept = new KeptSessions({ workers: () => [answering, silent, lying], maxKept: () => 8, unitPrefix: 'opencode-pty-', listBoundMs: 50 });
+  const listing = kept.list();
+  const requestOf = (w: typeof answering) => (w.sent[0] as { requestId: number }).requestId;
+  kept.described(requestOf(answering), entryOf(answering.kept!.sessionId));
+  kept.described(requestOf(lying), { ...entryOf(lying.kept!.sessionId), next: '-1' });
+  const started = Date.now();
+  const entries = await listing;
+  assert.ok(Date.now() - started < 1000);
+  assert.equal(entries.map((entry) => [entry.state, entry.next, entry.fresh]), [[SessionState.DETACHED, 42n, true], [SessionState.UNKNOWN, 0n, false], [SessionState.UNKNOWN, 0n, false]]);
+  assert.is(checkedEntry(entryOf(7), 8), undefined, 'another id');
+});
+
+test.run();
