@@ -41,10 +41,13 @@ test('ls and attach: defaults, options, and the operator observes unless --contr
   assert.equal(parseCommandLine(['ls'], {}), { kind: 'ls', socket: DEFAULT_SOCKET, json: false, timeoutMs: undefined });
   assert.equal(parseCommandLine(['ls', '--json', '--socket=/s.sock'], {}), { kind: 'ls', socket: '/s.sock', json: true, timeoutMs: undefined });
   assert.equal(parseCommandLine(['attach', '2882303761517117'], { OPENCODE_PTY_SOCKET: '/e.sock' }), {
-    kind: 'attach', socket: '/e.sock', id: 2882303761517117, role: 'observe', from: 0, timeoutMs: undefined,
+    kind: 'attach', socket: '/e.sock', id: 2882303761517117, role: 'observe', from: 0, raw: false, timeoutMs: undefined,
   });
   const control = parseCommandLine(['attach', '--control', '--from', 'now', '--timeout', '5', '42'], {});
-  assert.equal(control, { kind: 'attach', socket: DEFAULT_SOCKET, id: 42, role: 'control', from: 'now', timeoutMs: 5000 });
+  assert.equal(control, { kind: 'attach', socket: DEFAULT_SOCKET, id: 42, role: 'control', from: 'now', raw: false, timeoutMs: 5000 });
+  const raw = parseCommandLine(['attach', '--raw', '7'], {});
+  assert.equal(raw.kind === 'attach' && raw.raw, true);
+  assert.is(parseCommandLine(['ls', '--raw'], {}).kind, 'usage');
   const from = parseCommandLine(['attach', '--from=4096', '--observe', '7'], {});
   assert.equal(from.kind === 'attach' && [from.from, from.role], [4096, 'observe']);
   assert.equal(parseCommandLine(['attach', '--help'], {}), { kind: 'help' });
