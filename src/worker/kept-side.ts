@@ -121,7 +121,7 @@ export class KeptSide {
     const refuse = (text: string) => void refuseConnection(socket, ErrorCode.SESSION_STATE, text, this.#deps.writeTimeoutMs, KEEP_VERSION);
     if (!now.running) return refuse('the session is still starting');
     if (now.finishing) return refuse('the session is ending');
-    if (conn === undefined) return refuse('the session has taken all the connections it can (255)');
+    if (conn === undefined) return refuse('the session has 255 connections at once, as many as it takes');
     const fromOffset = BigInt(message.fromOffset);
     if (!this.#deps.link?.sendAttach({ conn, role: message.role, fromOffset, rows: message.rows, cols: message.cols }, socket.fd)) {
       return void refuseConnection(socket, ErrorCode.INTERNAL, 'the session helper could not be reached', this.#deps.writeTimeoutMs, KEEP_VERSION);
