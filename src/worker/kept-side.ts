@@ -5,7 +5,7 @@ import type { BrokerMessage, DescribedEntry, HelperState, KeptFacts } from '../c
 import type { KeepPlan } from './keep-plan.ts';
 import type { Started } from './session-start.ts';
 import { FdSocket, closeQuietly } from '../io/index.ts';
-import { ErrorCode, KEEP_VERSION } from '../protocol/index.ts';
+import { ErrorCode, KEEP_VERSION, type SessionOriginCode } from '../protocol/index.ts';
 import { describedEntry } from './kept-describe.ts';
 import { KeptConnections, refuseConnection } from './kept-connections.ts';
 import type { HelperLink } from './helper-link.ts';
@@ -32,7 +32,7 @@ export interface SessionNow {
 }
 
 /** What the broker learns of a kept session once it has started (its 'kept' report, LIST's fallback). */
-export function keptFacts(started: Started, plan: KeepPlan): KeptFacts {
+export function keptFacts(started: Started, plan: KeepPlan, origin: SessionOriginCode): KeptFacts {
   return {
     sessionId: started.sessionId!,
     keepMs: plan.keepMs,
@@ -44,6 +44,7 @@ export function keptFacts(started: Started, plan: KeepPlan): KeptFacts {
     cols: started.frame.cols,
     programPid: started.programPid,
     mainPid: started.mainPid,
+    origin,
   };
 }
 

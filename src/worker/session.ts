@@ -6,9 +6,9 @@
 // frame, once the unit is inactive). docs/architecture.md "The token rule", "A session's states".
 import type { Config } from '../config/index.ts';
 import { FdSocket, closeQuietly } from '../io/index.ts';
-import { ErrorCode, PROTOCOL_VERSION, type ErrorCodeValue, SessionError } from '../protocol/index.ts';
+import { ErrorCode, PROTOCOL_VERSION, type ErrorCodeValue, SessionError, SessionOrigin } from '../protocol/index.ts';
 import type { Units } from '../systemd/index.ts';
-import type { BrokerMessage, PeerIdentity, WorkerMessage, HelperMessage } from '../control/index.ts';
+import type { BrokerMessage, SessionPeer, WorkerMessage, HelperMessage } from '../control/index.ts';
 import { figuresFrom } from './accounting.ts';
 import { lastWriteFor, writeFinalFrame, type EndReason } from './final-frame.ts';
 import { HelperLink, type HelperLinkEvents } from './helper-link.ts';
@@ -42,7 +42,7 @@ export interface SessionDeps {
 export class Session {
   #client: FdSocket;
   #pidfd: number;
-  #peer: PeerIdentity;
+  #peer: SessionPeer;
   #deps: SessionDeps;
   #deadlineMs: number;
   #units: UnitStop;
@@ -74,7 +74,7 @@ export class Session {
   };
 
   /** Takes ownership of the client socket and the peer's pidfd. `deadlineMs`: what is left until START must be in. */
-  constructor(clientFd: number, pidfd: number, peer: PeerIdentity, deadlineMs: number, deps: SessionDeps) {
+  constructor(clientFd: number, pidfd: number, peer: SessionPeer, deadlineMs: number, deps: SessionDeps) {
     this.#pidfd = pidfd;
     this.#peer = peer;
     this.#deps = deps;
@@ -240,7 +240,7 @@ export class Session {
 
   /** A kept session has started: its START's connection is conn 0, attached; the broker routes its id here. */
   #keepStarted(started: Started): void {
-    const facts = keptFacts(started, this.#keepPlan!);
+    const facts = keptFacts(started, this.#keepPlan!, this.#peer.origin ?? SessionOrigin.UNKNOWN);
     this.#kept = new KeptSide(this.#client, {
       facts,
       link: this.#helper,

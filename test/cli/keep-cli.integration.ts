@@ -38,7 +38,7 @@ test("root's ls lists the agent's kept session; attach observes its replay from 
   }, 10_000, 'ls shows the session detached, all its output retained').catch((error: Error) => {
     throw new Error(`${error.message}:\n${table}`);
   });
-  assert.match(table, /^ID +STATE +LABEL +PROGRAM +PID +RETAINED +ATTACHED +DEADLINE$/m);
+  assert.match(table, /^ID +STATE +ORIGIN +LABEL +PROGRAM +PID +RETAINED +ATTACHED +DEADLINE$/m);
   const json = await sandbox.exec([...CLI, 'ls', '--json', '--socket', SOCKET_PATH], { timeoutMs: 20_000 });
   const entry = (JSON.parse(json.stdout) as { id: number; label: string; next: number; state: string }[]).find((one) => one.id === id);
   assert.equal(entry && [entry.label, entry.next, entry.state], ['cli view', output.length, 'detached']);
