@@ -38,6 +38,7 @@ test('a kept session survives its connection, is listed, and an attach from 0 re
   const entry = listed.find((one) => one.id === started.id);
   assert.ok(entry, JSON.stringify(listed));
   assert.equal([entry!.label, entry!.program, entry!.fresh], ['count', 'sh', true]);
+  assert.is((entry as unknown as { origin: string }).origin, 'main-pid', 'started by the agent service\'s main process (REVIEW-6)');
   await until(async () => {
     const again = ((await agent.keep({ op: 'list' })).list as typeof listed).find((one) => one.id === started.id)!;
     return again.state === 'detached' && again.next === expected.length && again.deadlineMs !== null;
