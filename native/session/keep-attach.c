@@ -65,7 +65,7 @@ static void hand_over(struct session *s, struct client *c, unsigned rows, unsign
   if (!s->master_eof) set_winsize(s, s->master, rows, cols);
 }
 
-// false: the worker broke the channel's rules (a conn reused or out of range, a role or size no ATTACH
+// false: the worker broke the channel's rules (a conn attached now, or out of range, a role or size no ATTACH
 // has); the fd is closed either way when it is not taken.
 bool keep_attach(struct session *s, const unsigned char *payload, int fd) {
   struct keep *k = s->keep;

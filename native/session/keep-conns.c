@@ -129,6 +129,10 @@ void control_send_detached(struct session *s, uint8_t conn, int reason, uint16_t
   if (rest_len) memcpy(payload + DETACHED_FIXED_SIZE, rest, rest_len);
   memcpy(payload + DETACHED_FIXED_SIZE + rest_len, text, text_len);
   control_send_message(&s->worker, CONTROL_DETACHED, payload, DETACHED_FIXED_SIZE + rest_len + text_len);
+  // The number is free again: the channel is ordered, so the worker reuses it only after reading this
+  // DETACHED, and an ATTACH with it then finds it free (a session is attached any number of times in
+  // its life, at most 255 connections at once). Conn 0, the START's, is never given again.
+  if (conn != 0) s->keep->used[conn / 8] &= (uint8_t)~(1u << (conn % 8));
 }
 
 // Lets the connection go: nothing more is written to it here; the worker writes the remainder, then

@@ -31,7 +31,7 @@ struct keep {
   uint32_t generation;
   unsigned max_observers;
   uint64_t session_id;
-  uint8_t used[256 / 8];  // conn numbers seen in this session (never reused)
+  uint8_t used[256 / 8];  // conn numbers attached now (freed when their DETACHED is sent)
   bool program_ended_sent;
   bool idle_after_exit;   // the program is done and the terminal had nothing more this turn
   uint64_t bytes_in, bytes_out; // of the connections let go

@@ -20,6 +20,8 @@ import { AcceptLoop } from './accept-loop.ts';
 import { LiveSessions } from './live-sessions.ts';
 import { Orphans } from './orphans.ts';
 import { Tarpit } from './tarpit.ts';
+import { startOrigin } from './start-origin.ts';
+import { native } from '../native/index.ts';
 
 export { ADMISSION_REFUSED } from './accept-gate.ts';
 
@@ -98,6 +100,7 @@ export class Broker {
       adopt: (worker, slot, service) => this.#sessions.adopt(worker, slot, service),
       nextId: () => this.#nextId++,
       log: deps.log,
+      startOrigin: (peer) => startOrigin(this.#service, { pid: peer.credentials.pid, startTicks: peer.startTicks }, () => pidfdNames(peer.pidfd, peer.credentials.pid)),
       keptRequests: {
         clientUid: client.uid,
         isMainPid: mainPidLook(this.#service),
@@ -254,5 +257,14 @@ export class Broker {
       this.#deps.log('info', `idle for ${idleMs} ms; exiting (systemd keeps the socket)`);
       this.shutdown();
     }, idleMs);
+  }
+}
+
+/** Whether `pidfd` still names the live process `pid`. */
+function pidfdNames(pidfd: number, pid: number): boolean {
+  try {
+    return native().pidfdPid(pidfd) === pid;
+  } catch {
+    return false;
   }
 }

@@ -6,7 +6,7 @@
 import { closeQuietly, type FdSocket, IoError, passRights } from '../io/index.ts';
 import { wireCodeName, type Logger } from '../log.ts';
 import { native } from '../native/index.ts';
-import { ErrorCode, FrameType, KEEP_VERSION, SessionError, encodeFrame } from '../protocol/index.ts';
+import { ErrorCode, FrameType, KEEP_VERSION, SessionError, encodeFrame, type SessionOriginCode } from '../protocol/index.ts';
 import type { ClientService, Look } from '../identity/index.ts';
 import type { Admission, Slot } from './admission.ts';
 import type { SessionSlot, SessionSlots } from './session-slots.ts';
@@ -34,6 +34,8 @@ export interface ConnectionDeps<W extends HandOffWorker = WorkerHandle> {
   clientService: Pick<ClientService, 'service' | 'containsProvisionally'> | undefined;
   /** The peer's cgroup now, through its pidfd (pidfdCgroupNow). */
   cgroupOf(pidfd: number): string;
+  /** Version 3 START: who starts it (start-origin.ts), for a kept session's LIST entry; absent: unknown. */
+  startOrigin?(peer: PeerAtAccept): Promise<SessionOriginCode>;
   admission: Pick<Admission, 'release' | 'refund'>;
   slots: Pick<SessionSlots, 'tryTake' | 'take' | 'max'>;
   refusals: Pick<RefusalReporter, 'note'>;
@@ -83,6 +85,7 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
   let sessionSlot: SessionSlot | undefined;
   let worker: W | undefined;
   let handedOff = false;
+  let origin: Promise<SessionOriginCode> | undefined;
   const { credentials } = peer;
   let pidfd = peer.pidfd;
   const onDeadline = () => {
@@ -180,6 +183,8 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
         return;
       }
       if (root) throw new SessionError(ErrorCode.NOT_PERMITTED, ROOT_START_REFUSED);
+      // Looked at while the slot is taken; it never rejects, and the pidfd stays ours until it is in.
+      origin = deps.startOrigin?.(peer);
       sessionSlot = await takeSlot();
       if (socket.closed) return;
       if (!sessionSlot && socket.hungUp) throw new IoError('PEER_GONE', 'the client hung up while it waited for a session slot');
@@ -199,11 +204,13 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
     // Shutdown began (or the client went) while a worker was found: the finally gives it back.
     if (socket.closed) return;
     resume();
+    const startedBy = await origin;
+    if (socket.closed) return;
     const handed = native().dupCloexec(socket.fd);
     const remaining = handshakeTimeoutMs - (Date.now() - acceptedAt - pausedMs);
     try {
       // Takes `handed` and the pidfd, sent or not: a copy closed twice could be someone else's by then.
-      worker.handOff(deps.nextId(), handed, pidfd, { ...credentials, cgroup }, Math.max(remaining, 1), version);
+      worker.handOff(deps.nextId(), handed, pidfd, { ...credentials, cgroup, ...(startedBy ? { origin: startedBy } : {}) }, Math.max(remaining, 1), version);
     } catch (error) {
       // Not adopted: the slot is freed below and the worker, told nothing more, ends by itself.
       throw new SessionError(ErrorCode.INTERNAL, `hand-off to worker ${worker.child.pid} failed: ${(error as Error).message}`, { cause: error });

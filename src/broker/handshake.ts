@@ -1,10 +1,10 @@
 // Reads HELLO frame-exact (never a byte of START, which carries the cwd fd) and picks the version.
 import { closeReceived, isPeerGone, type FdSocket } from '../io/index.ts';
-import { ErrorCode, FrameType, HEADER_SIZE, KEEP_VERSION, LATEST_VERSION, PROTOCOL_VERSION, isProtocolError, parseHeader, parsePayload, SessionError, type FrameOf } from '../protocol/index.ts';
+import { ErrorCode, FrameType, HEADER_SIZE, LATEST_VERSION, PROTOCOL_VERSION, isProtocolError, parseHeader, parsePayload, SessionError, type FrameOf } from '../protocol/index.ts';
 
 /** Versions this supervisor speaks, lowest first (docs/protocol.md "Version 2", "Version 3"). The broker only chooses;
  * the worker and the session helper write and read the frames that differ, told the version at hand-off. */
-export const SUPPORTED_VERSIONS: readonly number[] = [PROTOCOL_VERSION, LATEST_VERSION, KEEP_VERSION];
+export const SUPPORTED_VERSIONS: readonly number[] = Array.from({ length: LATEST_VERSION - PROTOCOL_VERSION + 1 }, (_, index) => PROTOCOL_VERSION + index);
 
 /** The highest version both sides speak, or undefined (then ERROR VERSION): a client offering 1..2 gets
  * 1 from a server that speaks only 1, and 2 from one that speaks both. */

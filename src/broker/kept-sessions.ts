@@ -159,6 +159,7 @@ export function fallbackEntry(facts: KeptFacts, state: SessionEntry['state']): S
     fresh: false,
     endCode: 0,
     endStatus: 0,
+    origin: facts.origin,
     label: facts.label,
     program: facts.program,
     cwd: facts.cwd,

@@ -6,7 +6,7 @@ import type { ChildProcess } from 'node:child_process';
 import type { Config } from '../config/index.ts';
 import { closeQuietly, FdSocket, IoError } from '../io/index.ts';
 import type { Logger } from '../log.ts';
-import { ControlDecoder, encodeControl, MAX_BROKER_MESSAGE, type BrokerMessage, type KeptFacts, type PeerIdentity, type WorkerMessage, workerMessageFault } from '../control/index.ts';
+import { ControlDecoder, encodeControl, MAX_BROKER_MESSAGE, type BrokerMessage, type KeptFacts, type SessionPeer, type WorkerMessage, workerMessageFault } from '../control/index.ts';
 import { signalWorker, type StartedWorker } from './worker-process.ts';
 
 export class WorkerHandle {
@@ -179,7 +179,7 @@ export class WorkerHandle {
    * (unix(7): our user has more descriptors in flight than our RLIMIT_NOFILE, and the broker holds no
    * capability to pass that). The worker then learns nothing more and ends ('error' above).
    */
-  handOff(id: number, clientFd: number, pidfd: number, peer: PeerIdentity, deadlineMs: number, version: number): void {
+  handOff(id: number, clientFd: number, pidfd: number, peer: SessionPeer, deadlineMs: number, version: number): void {
     try {
       this.control.write(encodeControl({ type: 'session', id, peer, deadlineMs, version, reuse: true }), [clientFd, pidfd]);
     } catch (error) {

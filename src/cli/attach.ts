@@ -7,6 +7,7 @@ import type { AttachCommand, ListCommand } from './keep-args.ts';
 import { FAILURE_EXIT } from './run-args.ts';
 import type { Stdio } from './run.ts';
 import { formatSessionTable } from './session-table.ts';
+import { TerminalOutputFilter } from './terminal-filter.ts';
 import { enterRawMode, terminalSize } from './terminal.ts';
 
 /** Lists kept sessions as a table or JSON on stdout. Never rejects: failures go to stderr. */
@@ -50,7 +51,16 @@ async function attachTerminal(command: AttachCommand, stdio: Stdio, cleanups: ((
   session.on('truncated', ({ oldest, dropped }) => note(`${dropped} bytes before offset ${oldest} are no longer retained`));
   session.on('controller-changed', ({ role }) => note(role === 'control' ? 'this terminal controls the session now' : 'another connection took control: observing'));
   const outputEnded = once(session.output, 'end');
-  session.output.pipe(stdout, { end: false });
+  // Filtered unless --raw, on a terminal or not: a pipe's bytes end on someone's terminal too (a log, a pager).
+  const filter = command.raw ? undefined : new TerminalOutputFilter();
+  const onOutput = (chunk: Buffer) => {
+    const bytes = filter ? filter.feed(chunk) : chunk;
+    if (bytes.length > 0 && !stdout.write(bytes)) {
+      session.output.pause();
+      stdout.once('drain', () => session.output.resume());
+    }
+  };
+  session.output.on('data', onOutput);
   const onStdoutError = () => session.close();
   stdout.on('error', onStdoutError);
   cleanups.push(() => stdout.off('error', onStdoutError));

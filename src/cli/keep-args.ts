@@ -2,7 +2,7 @@
 import { defaultSocketPath } from '../client/index.ts';
 
 export const KEEP_USAGE = `  opencode-ptyctl ls [--socket PATH] [--json]
-  opencode-ptyctl attach [--socket PATH] [--observe | --control] [--from OFFSET|now] [--timeout SECONDS] ID
+  opencode-ptyctl attach [--socket PATH] [--observe | --control] [--from OFFSET|now] [--raw] [--timeout SECONDS] ID
 
 Kept sessions (protocol version 3):
   run --keep DURATION  Keep the session DURATION after this command's connection ends (a number with
@@ -20,6 +20,10 @@ Kept sessions (protocol version 3):
                        is retained). The detach key is tmux's: C-b then d (C-b C-b sends one C-b).
                        Exit status: 0 on detach; the program's status if it ends while attached.
                        Only root, and the client service's main process, may list and attach.
+                       The session's output is filtered: control strings (OSC such as the clipboard
+                       and the title, DCS, APC, PM, SOS) and requests the terminal would answer into
+                       this shell (device status, attributes, window reports) are dropped. --raw
+                       passes every byte as the program wrote it.
 `;
 
 /** tmux's prefix: Ctrl-B. */
@@ -39,6 +43,8 @@ export interface AttachCommand {
   id: number;
   role: 'control' | 'observe';
   from: number | 'now';
+  /** Pass the output unfiltered (terminal-filter.ts drops control strings and report requests otherwise). */
+  raw: boolean;
   timeoutMs: number | undefined;
 }
 
@@ -82,6 +88,7 @@ export function parseSessionId(value: string): number | undefined {
 export function parseKeepCommand(command: 'ls' | 'attach', args: readonly string[], env: Readonly<Record<string, string | undefined>>): KeepCommand {
   let socket = defaultSocketPath(env);
   let json = false;
+  let raw = false;
   let role: 'control' | 'observe' | undefined;
   let from: number | 'now' = 0;
   let timeoutMs: number | undefined;
@@ -104,6 +111,12 @@ export function parseKeepCommand(command: 'ls' | 'attach', args: readonly string
       const refused = flag(true);
       if (refused) return refused;
       json = true;
+      continue;
+    }
+    if (name === '--raw' && command === 'attach') {
+      const refused = flag(true);
+      if (refused) return refused;
+      raw = true;
       continue;
     }
     if ((name === '--observe' || name === '--control') && command === 'attach') {
@@ -145,7 +158,7 @@ export function parseKeepCommand(command: 'ls' | 'attach', args: readonly string
   const id = parseSessionId(positionals[0]!);
   if (id === undefined) return usage(`a session ID is a decimal number from 1 to 2^53-1, got ${JSON.stringify(positionals[0])}`);
   // The operator's attach watches unless control is asked for (docs/protocol.md "Principals").
-  return { kind: 'attach', socket, id, role: role ?? 'observe', from, timeoutMs };
+  return { kind: 'attach', socket, id, role: role ?? 'observe', from, raw, timeoutMs };
 }
 
 function usage(message: string): { kind: 'usage'; message: string } {

@@ -1,7 +1,7 @@
 // `ls`'s table of kept sessions, as a pure function of the list and the time.
 import type { KeptSession } from '../client/index.ts';
 
-const HEADERS = ['ID', 'STATE', 'LABEL', 'PROGRAM', 'PID', 'RETAINED', 'ATTACHED', 'DEADLINE'] as const;
+const HEADERS = ['ID', 'STATE', 'ORIGIN', 'LABEL', 'PROGRAM', 'PID', 'RETAINED', 'ATTACHED', 'DEADLINE'] as const;
 
 /** One table line per session, columns padded; text a peer chose is shown without control characters. */
 export function formatSessionTable(sessions: readonly KeptSession[], nowMs: number): string {
@@ -9,6 +9,7 @@ export function formatSessionTable(sessions: readonly KeptSession[], nowMs: numb
   const rows = sessions.map((session) => [
     String(session.id),
     stateText(session),
+    ORIGIN_TEXT[session.origin] ?? '?',
     printable(session.label) || '-',
     printable(session.program),
     session.programPid === 0 ? '-' : String(session.programPid),
@@ -20,6 +21,10 @@ export function formatSessionTable(sessions: readonly KeptSession[], nowMs: numb
   const line = (cells: readonly string[]) => cells.map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column]!))).join('  ');
   return `${[line(HEADERS), ...rows.map(line)].join('\n')}\n`;
 }
+
+/** Who started it: the agent's main process, another process of its unit (a plugin's label is its own
+ * choice), or not known. */
+const ORIGIN_TEXT: Record<string, string> = { 'main-pid': 'main', 'unit-process': 'unit', unknown: '?' };
 
 function stateText(session: KeptSession): string {
   let text: string = session.state;

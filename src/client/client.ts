@@ -10,7 +10,7 @@ import { RuntimeSocket } from './runtime-socket.ts';
 import { Session, type SessionEnd } from './session.ts';
 import { attachFrame, checkSessionId, keptSessionOf, needKeepVersion, type AttachOptions, type KeptSession } from './kept-sessions.ts';
 
-export type { AttachOptions, KeptSession, KeptSessionState } from './kept-sessions.ts';
+export type { AttachOptions, KeptSession, KeptSessionOrigin, KeptSessionState } from './kept-sessions.ts';
 
 export { DEFAULT_TIMEOUT_MS } from './deadline.ts';
 

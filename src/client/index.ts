@@ -7,6 +7,7 @@ export {
   type ConnectOptions,
   type KeptSession,
   type KeptSessionState,
+  type KeptSessionOrigin,
   type RequestOptions,
   type StartOptions,
 } from './client.ts';

@@ -1,9 +1,14 @@
 // Version 3's requests from the client's side: ATTACH built from its options, SESSIONS' entries as plain objects.
-import { KEEP_VERSION, Limits, Role, SessionState, type FrameOf, type SessionEntry } from '../protocol/index.ts';
+import { KEEP_VERSION, Limits, Role, SessionOrigin, SessionState, type FrameOf, type SessionEntry } from '../protocol/index.ts';
 import { ClientError } from './client-error.ts';
 import type { SessionRole } from './keep-state.ts';
 
 export type KeptSessionState = 'starting' | 'attached' | 'detached' | 'ended' | 'finishing' | 'unknown';
+
+/** Who started a kept session, as the server found it at START: the client service's main process (the
+ * agent itself), another process of its unit (a plugin, a tool: it may START, and label its session as it
+ * likes), or not known. Re-attach only to 'main-pid' sessions you know (docs/security.md). */
+export type KeptSessionOrigin = 'main-pid' | 'unit-process' | 'unknown';
 
 /** One kept session as list() returns it. Numbers throughout: ids, pids and Unix times are below 2^53 on the
  * wire, and so are offsets in practice (a server that reports more is refused as a protocol error). */
@@ -31,6 +36,8 @@ export interface KeptSession {
   fresh: boolean;
   /** How the program ended (systemd's ExecMainCode 1 exited, 2 killed, 3 dumped, and the status); null while it runs. */
   end: { code: number; status: number } | null;
+  /** Who started it: only a 'main-pid' session is the agent's own. */
+  origin: KeptSessionOrigin;
   label: string;
   /** argv[0] and the working directory, cut by the server at 256 and 1024 bytes. */
   program: string;
@@ -44,6 +51,12 @@ const STATE_NAMES: Record<number, KeptSessionState> = {
   [SessionState.ENDED]: 'ended',
   [SessionState.FINISHING]: 'finishing',
   [SessionState.UNKNOWN]: 'unknown',
+};
+
+const ORIGIN_NAMES: Record<number, KeptSessionOrigin> = {
+  [SessionOrigin.MAIN_PID]: 'main-pid',
+  [SessionOrigin.UNIT_PROCESS]: 'unit-process',
+  [SessionOrigin.UNKNOWN]: 'unknown',
 };
 
 export function keptSessionOf(entry: SessionEntry): KeptSession {
@@ -63,6 +76,7 @@ export function keptSessionOf(entry: SessionEntry): KeptSession {
     next: offsetNumber(entry.next),
     fresh: entry.fresh,
     end: entry.endCode === 0 ? null : { code: entry.endCode, status: entry.endStatus },
+    origin: ORIGIN_NAMES[entry.origin] ?? 'unknown',
     label: entry.label,
     program: entry.program,
     cwd: entry.cwd,

@@ -2,9 +2,13 @@
 // The connection fd (and the peer's pidfd) ride on the `session` message as SCM_RIGHTS.
 import type { Config } from '../config/index.ts';
 import type { PeerIdentity } from '../identity/index.ts';
-import type { SessionEntry } from '../protocol/index.ts';
+import type { SessionEntry, SessionOriginCode } from '../protocol/index.ts';
 
 export type { PeerIdentity };
+
+/** The peer a session is handed off for. `origin` (version 3 START): whether it is the client service's
+ * MainPID as the broker found it (SessionOrigin; absent: unknown), which a kept session's LIST entry shows. */
+export type SessionPeer = PeerIdentity & { origin?: SessionOriginCode };
 
 /** Who asked for a kept session (ATTACH, STOP_SESSION): for the worker's journal line (src/broker/principals.ts). */
 export interface KeptPeer {
@@ -28,13 +32,15 @@ export interface KeptFacts {
   cols: number;
   programPid: number;
   mainPid: number;
+  /** Who started it (SessionOrigin), as the broker said at the hand-off. */
+  origin: SessionOriginCode;
 }
 
 export type BrokerMessage =
   /** fds: [client connection, peer pidfd]. `deadlineMs`: what is left of the handshake deadline;
    * `version`: the protocol version WELCOME named (1 when absent). */
   /** `reuse`: after a clean end the broker takes the worker back for another session (else it exits). */
-  | { type: 'session'; id: number; peer: PeerIdentity; deadlineMs: number; version?: number; reuse?: boolean }
+  | { type: 'session'; id: number; peer: SessionPeer; deadlineMs: number; version?: number; reuse?: boolean }
   | { type: 'shutdown' }
   /** The first message to a worker started before the broker had loaded its config (worker-process.ts). */
   | { type: 'config'; config: Config }

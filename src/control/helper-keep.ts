@@ -48,7 +48,7 @@ export type KeptMessage =
   | { type: 'program-ended'; waitStatus: number };
 
 /**
- * ATTACH (dialect 3): the connection `conn` (1..255, never reused in a session) joins the kept session
+ * ATTACH (dialect 3): the connection `conn` (1..255, not one attached now: free again after its DETACHED) joins the kept session
  * with `role`, from `fromOffset` (Limits.FROM_NOW: from the next byte). The caller sends these bytes in
  * one write with exactly the connection's fd (SCM_RIGHTS rides on the first byte), and tells its
  * HelperDecoder (attached(conn)) so the helper's DETACHED for it is expected.
@@ -137,7 +137,8 @@ export interface KeptOptions {
 /** What a kept session's helper may send, given what its worker asked: HelperDecoder's rules for dialect 3. */
 export class KeptBounds {
   readonly #kept: KeptOptions;
-  /** Per conn: 1 attached (a DETACHED may come), 2 detached (no further one may). */
+  /** Per conn: 0 never attached, 1 attached (one DETACHED may come), 2 detached (no further one may until
+   * it is attached again: the helper frees the number when it sends DETACHED, so the worker may give it anew). */
   readonly #conns = new Uint8Array(256);
   #queries = 0;
   #programEnded = false;
@@ -149,7 +150,7 @@ export class KeptBounds {
   }
 
   attached(conn: number): void {
-    if (!Number.isInteger(conn) || conn < 1 || conn > 255 || this.#conns[conn] !== 0) throw new HelperChannelError(`conn ${conn} is not a fresh one`);
+    if (!Number.isInteger(conn) || conn < 1 || conn > 255 || this.#conns[conn] === 1) throw new HelperChannelError(`conn ${conn} is not a fresh one: outside 1..255, or attached and its DETACHED not come`);
     this.#conns[conn] = 1;
   }
 

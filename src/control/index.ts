@@ -11,6 +11,7 @@ export {
   type KeptFacts,
   type KeptPeer,
   type PeerIdentity,
+  type SessionPeer,
   type WorkerMessage,
 } from './broker-worker.ts';
 // The helper channel is re-exported whole: its own module says what it offers.

@@ -45,6 +45,7 @@ const count = (value: unknown, max: number) => Number.isSafeInteger(value) && (v
 function keptFault(message: Record<string, unknown>): string | undefined {
   if (!Number.isSafeInteger(message.sessionId) || (message.sessionId as number) < 1) return 'without a session id';
   for (const name of ['keepMs', 'programPid', 'mainPid'] as const) if (!count(message[name], 0xffff_ffff)) return `with a bad ${name}`;
+  if (message.origin !== 1 && message.origin !== 2 && message.origin !== 3) return 'with a bad origin';
   for (const name of ['rows', 'cols'] as const) if (!count(message[name], 0xffff)) return `with a bad ${name}`;
   if (!count(message.startedAtMs, Number.MAX_SAFE_INTEGER)) return 'with a bad startedAtMs';
   for (const name of ['label', 'program', 'cwd'] as const) if (typeof message[name] !== 'string') return `without its ${name}`;

@@ -2,8 +2,9 @@
 
 /** The version a server speaks when nothing newer is agreed; every server speaks it. */
 export const PROTOCOL_VERSION = 1;
-/** The newest version this codec knows (docs/protocol.md, "Version 2"). */
-export const LATEST_VERSION = 2;
+/** The newest version this codec knows (docs/protocol.md, "Version 3"): the broker, the client and the
+ * helper's wire all speak 1..3. */
+export const LATEST_VERSION = 3;
 /** Version 3 (docs/protocol.md, "Version 3"): kept sessions, LIST, ATTACH, STOP_SESSION. */
 export const KEEP_VERSION = 3;
 /** First four bytes of HELLO, so a stray peer speaking something else is rejected at once. */

@@ -109,6 +109,7 @@ export function encodeSessionEntry(entry: SessionEntry): Buffer {
   checkInteger('deadlineMs', entry.deadlineMs, 0, Number.MAX_SAFE_INTEGER);
   checkOffsets(entry.oldest, entry.next, 'SESSIONS entry');
   checkExit(entry.endCode, entry.endStatus);
+  checkInteger('origin', entry.origin, 1, 3);
   const label = utf8('label', entry.label);
   checkLabel(entry.label, label.length);
   const program = utf8('program', entry.program);
@@ -132,6 +133,7 @@ export function encodeSessionEntry(entry: SessionEntry): Buffer {
     .u8(entry.fresh ? 1 : 0)
     .u8(entry.endCode)
     .i32(entry.endStatus)
+    .u8(entry.origin)
     .u16(label.length)
     .bytes(label)
     .u16(program.length)

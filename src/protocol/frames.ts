@@ -58,6 +58,19 @@ export const SessionState = {
 } as const;
 export type SessionStateCode = (typeof SessionState)[keyof typeof SessionState];
 
+/** Who started a kept session (SESSIONS' origin): the broker's look at START, as the reserved admission
+ * slot's (the peer's pidfd and a look at the client service newer than the connection). Only a MAIN_PID
+ * session is the agent's own; another process of its unit (a plugin, a tool) may start one too. */
+export const SessionOrigin = {
+  /** The client service's MainPID. */
+  MAIN_PID: 1,
+  /** Another process of the client unit. */
+  UNIT_PROCESS: 2,
+  /** Not known: no client service to ask (requireClientUnit false), or the look failed. */
+  UNKNOWN: 3,
+} as const;
+export type SessionOriginCode = (typeof SessionOrigin)[keyof typeof SessionOrigin];
+
 /** Version 3: a connection's role in a kept session (ATTACH, ATTACHED, CONTROLLER_CHANGED). */
 export const Role = { CONTROL: 1, OBSERVE: 2 } as const;
 export type RoleCode = (typeof Role)[keyof typeof Role];
@@ -88,6 +101,8 @@ export interface SessionEntry {
   /** 0 while the program runs; else how it ended (1 exited, 2 killed, 3 dumped) and endStatus. */
   endCode: number;
   endStatus: number;
+  /** Who started it (SessionOrigin). */
+  origin: SessionOriginCode;
   label: string;
   /** argv[0], cut at MAX_LIST_PROGRAM bytes; the cwd, cut at MAX_LIST_CWD bytes. */
   program: string;

@@ -4,8 +4,10 @@ export {
   ACCOUNTING_FIELDS,
   Role,
   SessionState,
+  SessionOrigin,
   type RoleCode,
   type SessionEntry,
+  type SessionOriginCode,
   type SessionStateCode,
   type Accounting, type Direction, type EnvEntry, type Frame, type FrameName, type FrameOf, type ProgramEnd } from './frames.ts';
 export { ProtocolError, isProtocolError, type ProtocolErrorCode } from './errors.ts';

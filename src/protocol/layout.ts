@@ -37,7 +37,7 @@ export const ATTACH_SIZE = 21;
 /** ATTACHED's fixed part: id u64, role u8, generation u32, oldest u64, next u64, programPid u32, mainPid u32, unitLen u16. */
 export const ATTACHED_FIXED_SIZE = 39;
 /** One SESSIONS entry without its three strings (docs/protocol.md "SESSIONS"). */
-export const SESSION_ENTRY_FIXED_SIZE = 71;
+export const SESSION_ENTRY_FIXED_SIZE = 72;
 
 export const LAYOUT: Readonly<Record<FrameTypeCode, FrameLayout>> = {
   [FrameType.HELLO]: { name: 'hello', direction: 'to-server', min: 8, max: 8 },

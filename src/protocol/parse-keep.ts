@@ -1,6 +1,6 @@
 // Parsers of version 3's frames (kept sessions: docs/protocol.md "Version 3"), as strict as every other.
 import { ErrorCode, FrameType, Limits, type FrameTypeCode } from './constants.ts';
-import type { Frame, RoleCode, SessionEntry, SessionStateCode } from './frames.ts';
+import type { Frame, RoleCode, SessionEntry, SessionOriginCode, SessionStateCode } from './frames.ts';
 import { BufferReader } from './buffer-reader.ts';
 import { ProtocolError } from './errors.ts';
 import {
@@ -145,6 +145,8 @@ function parseEntry(reader: BufferReader, what: string): SessionEntry {
   const endCode = reader.u8('endCode');
   const endStatus = reader.i32('endStatus');
   checkExit(endCode, endStatus);
+  const origin = reader.u8('origin');
+  checkInteger(`${what} origin`, origin, 1, 3);
   const label = readLabel(reader);
   const program = readText(reader, 'program', Limits.MAX_LIST_PROGRAM);
   const cwd = readText(reader, 'cwd', Limits.MAX_LIST_CWD);
@@ -165,6 +167,7 @@ function parseEntry(reader: BufferReader, what: string): SessionEntry {
     fresh: fresh === 1,
     endCode,
     endStatus,
+    origin: origin as SessionOriginCode,
     label,
     program,
     cwd,

@@ -1,5 +1,6 @@
 // A kept session's connections as root sees them (docs/architecture.md "Kept sessions"): the START's
-// (conn 0) and each one an ATTACH passed to the helper (1..255, never reused), with root's own copy of
+// (conn 0) and each one an ATTACH passed to the helper (1..255, a number free again once its DETACHED came:
+// the helper frees it as it sends that, and the channel is ordered), with root's own copy of
 // each. Root counts them itself (attached from the ATTACH sent, gone at the helper's DETACHED or at its
 // own POLLRDHUP on its copy: the helper is never trusted for that), writes what a DETACHED leaves to
 // write (its remainder, then the ERROR), and keeps those the session's end is for (DETACHED ending)
@@ -27,7 +28,6 @@ const MAX_CONN = 255;
 
 export class KeptConnections {
   #connections = new Map<number, Connection>();
-  #nextConn = 1;
   #events: KeptConnectionEvents;
   #writeTimeoutMs: number;
   #version: number;
@@ -45,14 +45,16 @@ export class KeptConnections {
     return count;
   }
 
-  /** The next conn for an ATTACH, or undefined once all 255 have been used in this session. */
+  /** The lowest conn no connection holds (none attached, none held for the last frame), or undefined while
+   * all 255 are held at once. A conn is held from its ATTACH until its DETACHED, so it is never given anew
+   * while the helper may still write about it. */
   nextConn(): number | undefined {
-    return this.#nextConn <= MAX_CONN ? this.#nextConn : undefined;
+    for (let conn = 1; conn <= MAX_CONN; conn++) if (!this.#connections.has(conn)) return conn;
+    return undefined;
   }
 
   /** `socket` is attached as `conn` (the START's as 0 at STARTED; another once its ATTACH went). */
   add(conn: number, socket: FdSocket): void {
-    if (conn !== 0) this.#nextConn = conn + 1;
     const connection: Connection = { socket, attached: true };
     this.#connections.set(conn, connection);
     // Our own watch, never the helper's word: the peer hung up, the connection no longer counts, and our

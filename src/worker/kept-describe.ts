@@ -55,6 +55,7 @@ export function describedEntry(described: DescribeFacts): DescribedEntry {
     next: (state?.next ?? 0n).toString(),
     fresh: described.fresh,
     ...endOf(described.programEnded),
+    origin: facts.origin,
     label: facts.label,
     program: facts.program,
     cwd: facts.cwd,

@@ -6,7 +6,7 @@ import type { KeepPlan } from './keep-plan.ts';
 import type { Started } from './session-start.ts';
 import type { SessionState } from './session-state.ts';
 import { FdSocket, closeQuietly } from '../io/index.ts';
-import { ErrorCode, KEEP_VERSION } from '../protocol/index.ts';
+import { ErrorCode, KEEP_VERSION, type SessionOriginCode } from '../protocol/index.ts';
 import { describedEntry } from './kept-describe.ts';
 import { KeptConnections, refuseConnection } from './kept-connections.ts';
 import type { HelperLink } from './helper-link.ts';
@@ -39,7 +39,7 @@ export function sessionNow(state: Pick<SessionState, 'phase' | 'stopping' | 'rep
 }
 
 /** What the broker learns of a kept session once it has started (its 'kept' report, LIST's fallback). */
-export function keptFacts(started: Started, plan: KeepPlan): KeptFacts {
+export function keptFacts(started: Started, plan: KeepPlan, origin: SessionOriginCode): KeptFacts {
   return {
     sessionId: started.sessionId!,
     keepMs: plan.keepMs,
@@ -51,6 +51,7 @@ export function keptFacts(started: Started, plan: KeepPlan): KeptFacts {
     cols: started.frame.cols,
     programPid: started.programPid,
     mainPid: started.mainPid,
+    origin,
   };
 }
 
@@ -124,7 +125,7 @@ export class KeptSide {
     const refuse = (text: string) => void refuseConnection(socket, ErrorCode.SESSION_STATE, text, this.#deps.writeTimeoutMs, KEEP_VERSION);
     if (!now.running) return refuse('the session is still starting');
     if (now.finishing) return refuse('the session is ending');
-    if (conn === undefined) return refuse('the session has taken all the connections it can (255)');
+    if (conn === undefined) return refuse('the session has 255 connections at once, as many as it takes');
     const fromOffset = BigInt(message.fromOffset);
     if (!this.#deps.link?.sendAttach({ conn, role: message.role, fromOffset, rows: message.rows, cols: message.cols }, socket.fd)) {
       return void refuseConnection(socket, ErrorCode.INTERNAL, 'the session helper could not be reached', this.#deps.writeTimeoutMs, KEEP_VERSION);

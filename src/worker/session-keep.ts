@@ -3,6 +3,7 @@
 // and after. Session owns the state machine; this turns kept-session messages into its events.
 import type { BrokerMessage, DescribedEntry, DetachReport, HelperState, KeptFacts } from '../control/index.ts';
 import type { FdSocket } from '../io/index.ts';
+import type { SessionOriginCode } from '../protocol/index.ts';
 import type { HelperLink } from './helper-link.ts';
 import type { KeepPlan } from './keep-plan.ts';
 import { KeptSide, keptFacts, refuseUnkept, sessionNow } from './kept-side.ts';
@@ -41,9 +42,9 @@ export class SessionKeep {
   }
 
   /** The kept session has started: its START's connection is conn 0, attached; the broker routes its id here. */
-  started(started: Started, client: FdSocket, link: HelperLink | undefined): void {
+  started(started: Started, client: FdSocket, link: HelperLink | undefined, origin: SessionOriginCode): void {
     const { writeTimeoutMs, attached, detached, log } = this.#deps;
-    const facts = keptFacts(started, this.#plan!);
+    const facts = keptFacts(started, this.#plan!, origin);
     const side = new KeptSide({ facts, link, writeTimeoutMs, attached, detached, log });
     this.#side = side;
     // Counted attached first, then watched: a connection gone already (its hang-up came while the start

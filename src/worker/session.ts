@@ -7,8 +7,8 @@
 // Beside it: what it needs of the worker (session-deps.ts), what the helper's channel says as its
 // events (helper-messages.ts), and a kept session's part (session-keep.ts, kept-side.ts).
 import { FdSocket, closeQuietly } from '../io/index.ts';
-import { ErrorCode, PROTOCOL_VERSION, SessionError } from '../protocol/index.ts';
-import type { BrokerMessage, PeerIdentity } from '../control/index.ts';
+import { ErrorCode, PROTOCOL_VERSION, SessionError, SessionOrigin } from '../protocol/index.ts';
+import type { BrokerMessage, SessionPeer } from '../control/index.ts';
 import { lastWriteFor, writeFinalFrame, type EndReason } from './final-frame.ts';
 import { HelperLink, type HelperLinkEvents } from './helper-link.ts';
 import { ProgramPid } from './program-pid.ts';
@@ -27,7 +27,7 @@ export type { EndReason, Ending, SessionDeps };
 export class Session {
   #client: FdSocket;
   #pidfd: number;
-  #peer: PeerIdentity;
+  #peer: SessionPeer;
   #deps: SessionDeps;
   #deadlineMs: number;
   #units: UnitStop;
@@ -58,7 +58,7 @@ export class Session {
   };
 
   /** Takes ownership of the client socket and the peer's pidfd. `deadlineMs`: what is left until START must be in. */
-  constructor(clientFd: number, pidfd: number, peer: PeerIdentity, deadlineMs: number, deps: SessionDeps) {
+  constructor(clientFd: number, pidfd: number, peer: SessionPeer, deadlineMs: number, deps: SessionDeps) {
     this.#pidfd = pidfd;
     this.#peer = peer;
     this.#deps = deps;
@@ -157,7 +157,7 @@ export class Session {
       (started) => {
         this.#started = started;
         this.#dispatch({ type: 'started' });
-        if (this.#state.kept && this.#state.phase === 'running') this.#keep.started(started, this.#client, this.#helper);
+        if (this.#state.kept && this.#state.phase === 'running') this.#keep.started(started, this.#client, this.#helper, this.#peer.origin ?? SessionOrigin.UNKNOWN);
       },
       (error: unknown) => this.#dispatch({ type: 'start-failed', error: asSessionError(error) }),
     );

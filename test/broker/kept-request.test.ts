@@ -21,7 +21,7 @@ import { CGROUP, fakeBroker, types } from './connection-fakes.ts';
 const entry: SessionEntry = {
   id: 0x1234, state: SessionState.DETACHED, controllers: 0, observers: 0, rows: 24, cols: 80, programPid: 70, mainPid: 69,
   startedAtMs: 1_700_000_000_000, keepMs: 60_000, deadlineMs: 1_700_000_060_000, oldest: 0n, next: 42n, fresh: true,
-  endCode: 0, endStatus: 0, label: 'build', program: 'make', cwd: '/src',
+  endCode: 0, endStatus: 0, origin: 1, label: 'build', program: 'make', cwd: '/src',
 };
 
 function kept(options: { mainPid?: boolean; ptrace?: boolean } = {}) {

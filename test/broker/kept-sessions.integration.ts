@@ -40,6 +40,7 @@ test('a kept session survives its connection, is listed, and an attach from 0 re
   const entry = listed.find((one) => one.id === started.id);
   assert.ok(entry, JSON.stringify(listed));
   assert.equal([entry!.label, entry!.program, entry!.fresh], ['count', 'sh', true]);
+  assert.is((entry as unknown as { origin: string }).origin, 'main-pid', 'started by the agent service\'s main process (REVIEW-6)');
   await until(async () => {
     const again = ((await agent.keep({ op: 'list' })).list as typeof listed).find((one) => one.id === started.id)!;
     return again.state === 'detached' && again.next === expected.length && again.deadlineMs !== null;
@@ -261,6 +262,26 @@ test('the agent polling LIST (twice a second for a minute) does not spend the ad
   assert.is(polled.cycles, 125, JSON.stringify(polled));
   const tool = await agent.childKeep({ op: 'start', name: 'tool', argv: ['true'], keepMs: 0, read: { untilEnd: true } });
   assert.is(tool.error, undefined, `a tool's START after the agent's LISTs: ${JSON.stringify(tool)}`);
+});
+
+test('300 attach and detach cycles on one session, past the 255 conn numbers a session has at once: each attach goes through with the whole replay (REVIEW-3)', async () => {
+  const expected = seq(500);
+  const started = await agent.keep({ op: 'start', name: 'n0', argv: ['sh', '-c', 'seq 1 500; exec sleep 600'], keepMs: 60_000, read: { bytes: expected.length } });
+  assert.is(started.error, undefined, started.message);
+  await agent.keep({ op: 'detach', name: 'n0' });
+  for (let i = 1; i <= 300; i += 1) {
+    // control each time: a previous controller the helper has not let go of yet is demoted, never refused.
+    const one = await agent.keep({ op: 'attach', name: `n${i}`, id: started.id!, from: 0, role: 'control', read: { bytes: expected.length } });
+    assert.is(one.error, undefined, `cycle ${i}: ${one.message}`);
+    assert.is(one.sha256, sha(expected), `cycle ${i}: the whole replay`);
+    await agent.keep({ op: 'detach', name: `n${i}` });
+  }
+  await until(async () => {
+    const entry = await listed(started.id!);
+    return entry?.state === 'detached' && entry.controllers === 0 && entry.observers === 0;
+  }, 10_000, 'none attached after the cycles');
+  assert.is((await agent.keep({ op: 'stop-session', id: started.id! })).error, undefined);
+  await until(async () => (await sessionUnits(sandbox)).length === 0, 20_000, 'its unit gone');
 });
 
 test.run();

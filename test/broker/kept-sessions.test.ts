@@ -7,7 +7,7 @@ import type { BrokerMessage, DescribedEntry } from '../../src/control/index.ts';
 import { ErrorCode, SessionState } from '../../src/protocol/index.ts';
 import { unitNameFor, sessionIdOf } from '../../src/systemd/index.ts';
 
-const facts = (id: number) => ({ sessionId: id, keepMs: 1000, label: '', program: 'sh', cwd: '/', startedAtMs: 1, rows: 24, cols: 80, programPid: 3, mainPid: 2 });
+const facts = (id: number) => ({ sessionId: id, keepMs: 1000, label: '', program: 'sh', cwd: '/', startedAtMs: 1, rows: 24, cols: 80, programPid: 3, mainPid: 2, origin: 1 as const });
 
 function worker(byte: number, options: Partial<KeptWorker> = {}): KeptWorker & { sent: BrokerMessage[] } {
   const unit = unitNameFor(Buffer.alloc(16, byte));
@@ -15,7 +15,7 @@ function worker(byte: number, options: Partial<KeptWorker> = {}): KeptWorker & {
   return { unit, keepGranted: true, kept: facts(sessionIdOf(unit)!), isFinishing: false, endReason: undefined, send: (message) => void sent.push(message), sent, ...options };
 }
 
-const entryOf = (id: number): DescribedEntry => ({ id, state: SessionState.DETACHED, controllers: 0, observers: 0, rows: 24, cols: 80, programPid: 3, mainPid: 2, startedAtMs: 1, keepMs: 1000, deadlineMs: 5, oldest: '0', next: '42', fresh: true, endCode: 0, endStatus: 0, label: '', program: 'sh', cwd: '/' });
+const entryOf = (id: number): DescribedEntry => ({ id, state: SessionState.DETACHED, controllers: 0, observers: 0, rows: 24, cols: 80, programPid: 3, mainPid: 2, startedAtMs: 1, keepMs: 1000, deadlineMs: 5, oldest: '0', next: '42', fresh: true, endCode: 0, endStatus: 0, origin: 1, label: '', program: 'sh', cwd: '/' });
 
 test('keep requests: granted below limits.maxKept, refused at it; an ended session no longer counts', () => {
   const workers: KeptWorker[] = [worker(1), worker(2, { endReason: 'exit' })];

@@ -42,10 +42,13 @@ test('ls and attach: defaults, options, and the operator observes unless --contr
   assert.equal(parseCommandLine(['ls'], {}), { kind: 'ls', socket: DEFAULT_SOCKET, json: false, timeoutMs: undefined });
   assert.equal(parseCommandLine(['ls', '--json', '--socket=/s.sock'], {}), { kind: 'ls', socket: '/s.sock', json: true, timeoutMs: undefined });
   assert.equal(parseCommandLine(['attach', '2882303761517117'], { OPENCODE_PTY_SOCKET: '/e.sock' }), {
-    kind: 'attach', socket: '/e.sock', id: 2882303761517117, role: 'observe', from: 0, timeoutMs: undefined,
+    kind: 'attach', socket: '/e.sock', id: 2882303761517117, role: 'observe', from: 0, raw: false, timeoutMs: undefined,
   });
   const control = parseCommandLine(['attach', '--control', '--from', 'now', '--timeout', '5', '42'], {});
-  assert.equal(control, { kind: 'attach', socket: DEFAULT_SOCKET, id: 42, role: 'control', from: 'now', timeoutMs: 5000 });
+  assert.equal(control, { kind: 'attach', socket: DEFAULT_SOCKET, id: 42, role: 'control', from: 'now', raw: false, timeoutMs: 5000 });
+  const raw = parseCommandLine(['attach', '--raw', '7'], {});
+  assert.equal(raw.kind === 'attach' && raw.raw, true);
+  assert.is(parseCommandLine(['ls', '--raw'], {}).kind, 'usage');
   const from = parseCommandLine(['attach', '--from=4096', '--observe', '7'], {});
   assert.equal(from.kind === 'attach' && [from.from, from.role], [4096, 'observe']);
   assert.equal(parseCommandLine(['attach', '--help'], {}), { kind: 'help' });
@@ -86,21 +89,21 @@ test('the detach key: C-b d detaches, C-b C-b is one C-b, C-b and another key pa
 
 const SESSION: KeptSession = {
   id: 2882303761517117, state: 'detached', controllers: 0, observers: 0, rows: 24, cols: 80, programPid: 4243, mainPid: 4242,
-  startedAtMs: 1_000_000, keepMs: 600_000, deadlineMs: 1_552_000, oldest: 0, next: 3 * 1024 * 1024 / 2, fresh: true, end: null,
+  startedAtMs: 1_000_000, keepMs: 600_000, deadlineMs: 1_552_000, oldest: 0, next: 3 * 1024 * 1024 / 2, fresh: true, end: null, origin: 'main-pid',
   label: 'dev server', program: 'npm', cwd: '/srv',
 };
 
 test("ls's table: one line a session, every column, control characters in a program shown as ?", () => {
   const table = formatSessionTable([
     SESSION,
-    { ...SESSION, id: 7, state: 'attached', controllers: 1, observers: 2, deadlineMs: null, label: '', program: 'vi\x1b[2J', next: 100, fresh: false },
-    { ...SESSION, id: 8, state: 'ended', end: { code: 1, status: 3 }, deadlineMs: 1_000_000 + 3 * 3_600_000 },
+    { ...SESSION, id: 7, state: 'attached', controllers: 1, observers: 2, deadlineMs: null, label: '', program: 'vi\x1b[2J', next: 100, fresh: false, origin: 'unit-process' },
+    { ...SESSION, id: 8, state: 'ended', end: { code: 1, status: 3 }, deadlineMs: 1_000_000 + 3 * 3_600_000, origin: 'unknown' },
   ], 1_000_000);
   const lines = table.trimEnd().split('\n');
-  assert.equal(lines[0]!.split(/\s+/), ['ID', 'STATE', 'LABEL', 'PROGRAM', 'PID', 'RETAINED', 'ATTACHED', 'DEADLINE']);
-  assert.match(lines[1]!, /^2882303761517117 +detached +dev server +npm +4243 +1\.5MiB +0\+0 +in 9m12s$/);
-  assert.match(lines[2]!, /^7 +attached\* +- +vi\?\[2J +4243 +100B +1\+2 +attached$/);
-  assert.match(lines[3]!, /ended \(exit 3\).*in 3h00m$/);
+  assert.equal(lines[0]!.split(/\s+/), ['ID', 'STATE', 'ORIGIN', 'LABEL', 'PROGRAM', 'PID', 'RETAINED', 'ATTACHED', 'DEADLINE']);
+  assert.match(lines[1]!, /^2882303761517117 +detached +main +dev server +npm +4243 +1\.5MiB +0\+0 +in 9m12s$/);
+  assert.match(lines[2]!, /^7 +attached\* +unit +- +vi\?\[2J +4243 +100B +1\+2 +attached$/);
+  assert.match(lines[3]!, /ended \(exit 3\) +\? .*in 3h00m$/);
   assert.is(formatSessionTable([], 0), 'no kept sessions\n');
   assert.equal([bytesText(0), bytesText(1023), bytesText(1024), bytesText(64 * 1024 * 1024)], ['0B', '1023B', '1.0KiB', '64MiB']);
   assert.equal([deadlineText(-1), deadlineText(1), deadlineText(59_000), deadlineText(3 * 86_400_000)], ['passed', 'in 1s', 'in 59s', 'in 3d00h']);

@@ -34,11 +34,11 @@ test("root's ls lists the agent's kept session; attach observes its replay from 
   let table = '';
   await until(async () => {
     table = (await sandbox.exec([...CLI, 'ls', '--socket', SOCKET_PATH], { timeoutMs: 20_000 })).stdout;
-    return new RegExp(`^${id} +detached +cli view +sh +\\d+ +${bytesText(output.length).replace('.', '\\.')} +0\\+0 +in \\S+$`, 'm').test(table);
+    return new RegExp(`^${id} +detached +main +cli view +sh +\\d+ +${bytesText(output.length).replace('.', '\\.')} +0\\+0 +in \\S+$`, 'm').test(table);
   }, 10_000, 'ls shows the session detached, all its output retained').catch((error: Error) => {
     throw new Error(`${error.message}:\n${table}`);
   });
-  assert.match(table, /^ID +STATE +LABEL +PROGRAM +PID +RETAINED +ATTACHED +DEADLINE$/m);
+  assert.match(table, /^ID +STATE +ORIGIN +LABEL +PROGRAM +PID +RETAINED +ATTACHED +DEADLINE$/m);
   const json = await sandbox.exec([...CLI, 'ls', '--json', '--socket', SOCKET_PATH], { timeoutMs: 20_000 });
   const entry = (JSON.parse(json.stdout) as { id: number; label: string; next: number; state: string }[]).find((one) => one.id === id);
   assert.equal(entry && [entry.label, entry.next, entry.state], ['cli view', output.length, 'detached']);

@@ -60,7 +60,7 @@ test('ls prints the table, and --json the entries', async () => {
   const entry = {
     id: ID, state: 3 as const, controllers: 0, observers: 1, rows: 24, cols: 80, programPid: 4243, mainPid: 4242,
     startedAtMs: Date.now() - 1000, keepMs: 600_000, deadlineMs: Date.now() + 300_000, oldest: 0n, next: 2048n,
-    fresh: true, endCode: 0, endStatus: 0, label: 'build', program: 'make', cwd: '/srv',
+    fresh: true, endCode: 0, endStatus: 0, origin: 1 as const, label: 'build', program: 'make', cwd: '/srv',
   };
   for (const json of [false, true]) {
     const { outcome } = cli(['ls', '--socket', server.path, ...(json ? ['--json'] : [])]);
@@ -71,7 +71,7 @@ test('ls prints the table, and --json the entries', async () => {
     const { status, stdout } = await outcome;
     assert.is(status, 0);
     if (json) assert.equal(JSON.parse(stdout)[0].id, ID);
-    else assert.match(stdout, new RegExp(`^ID .*\\n${ID} +detached +build +make +4243 +2\\.0KiB +0\\+1 +in [45]m`));
+    else assert.match(stdout, new RegExp(`^ID .*\\n${ID} +detached +main +build +make +4243 +2\\.0KiB +0\\+1 +in [45]m`));
   }
   server.close();
 });

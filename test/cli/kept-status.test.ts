@@ -6,7 +6,7 @@ import type { KeptSession } from '../../src/client/index.ts';
 
 const SESSION: KeptSession = {
   id: 913195858207996, state: 'attached', controllers: 1, observers: 1, rows: 24, cols: 80, programPid: 171, mainPid: 170,
-  startedAtMs: 0, keepMs: 60_000, deadlineMs: null, oldest: 0, next: 4096, fresh: true, end: null, label: 'build', program: 'make', cwd: '/srv',
+  startedAtMs: 0, keepMs: 60_000, deadlineMs: null, oldest: 0, next: 4096, fresh: true, end: null, origin: 'main-pid', label: 'build', program: 'make', cwd: '/srv',
 };
 
 test('gatherKept runs this bundle\'s ls --json as a command and takes its list, or the reason on its stderr', () => {
@@ -25,7 +25,7 @@ test('formatKept: the count and ls\'s table indented, attached or detached with 
   const lines = text.trimEnd().split('\n');
   assert.is(lines[0], 'kept sessions 2');
   assert.match(lines[1]!, /^ {2}ID +STATE/);
-  assert.match(lines[2]!, /^ {2}913195858207996 +attached +build +make +171 +4\.0KiB +1\+1 +attached$/);
+  assert.match(lines[2]!, /^ {2}913195858207996 +attached +main +build +make +171 +4\.0KiB +1\+1 +attached$/);
   assert.match(lines[3]!, /^ {2}7 +detached .* +0\+0 +in 30s$/);
   assert.is(formatKept({ sessions: [] }, 0), 'kept sessions 0\n');
   assert.is(formatKept({ error: 'no broker' }, 0), 'kept sessions unavailable (no broker)\n');

@@ -123,7 +123,7 @@ test('a version 2 server: keepMs, list, attach and stopSession are UNSUPPORTED a
 const ENTRY: SessionEntry = {
   id: ID, state: 4, controllers: 0, observers: 0, rows: 24, cols: 80, programPid: 4243, mainPid: 4242,
   startedAtMs: 1_796_601_600_000, keepMs: 600_000, deadlineMs: 1_796_602_500_000, oldest: 1024n, next: 9216n,
-  fresh: true, endCode: 1, endStatus: 7, label: 'build', program: 'make', cwd: '/home/ada/src',
+  fresh: true, endCode: 1, endStatus: 7, origin: 1, label: 'build', program: 'make', cwd: '/home/ada/src',
 };
 
 test('list() sends LIST and returns the entries as plain objects; the connection is done after', async () => {
@@ -131,14 +131,15 @@ test('list() sends LIST and returns the entries as plain objects; the connection
   const { client, conn } = await handshaken(server);
   const listing = client.list();
   await conn.expect('list');
-  conn.send(sessionsFrame([ENTRY, { ...ENTRY, id: 7, state: 2, controllers: 1, observers: 2, deadlineMs: 0, endCode: 0, endStatus: 0, fresh: false }]));
+  conn.send(sessionsFrame([ENTRY, { ...ENTRY, id: 7, state: 2, controllers: 1, observers: 2, deadlineMs: 0, endCode: 0, endStatus: 0, fresh: false, origin: 2 }]));
   const sessions = await listing;
   assert.equal(sessions[0], {
     id: ID, state: 'ended', controllers: 0, observers: 0, rows: 24, cols: 80, programPid: 4243, mainPid: 4242,
     startedAtMs: 1_796_601_600_000, keepMs: 600_000, deadlineMs: 1_796_602_500_000, oldest: 1024, next: 9216,
-    fresh: true, end: { code: 1, status: 7 }, label: 'build', program: 'make', cwd: '/home/ada/src',
+    fresh: true, end: { code: 1, status: 7 }, origin: 'main-pid', label: 'build', program: 'make', cwd: '/home/ada/src',
   });
   assert.equal([sessions[1]!.state, sessions[1]!.deadlineMs, sessions[1]!.end, sessions[1]!.fresh, sessions[1]!.observers], ['attached', null, null, false, 2]);
+  assert.is(sessions[1]!.origin, 'unit-process', 'a session another process of the unit started');
   assert.is(await closed(conn), 'closed');
   await rejection(client.list()).then((e) => assert.is(e.code, 'CLOSED'));
   server.close();

@@ -107,6 +107,13 @@ test('DETACHED: only for conn 0 or an attached conn, once each; a known reason w
   reused.attached(2);
   assert.throws(() => reused.attached(2), /not a fresh one/);
   assert.throws(() => kept().attached(0), /not a fresh one/);
+  // Free again once its DETACHED came (REVIEW-3): attached anew, one DETACHED per attach still.
+  const again = kept();
+  again.attached(2);
+  assert.not.ok(again.push(detached(2, 3, 0)).fault);
+  again.attached(2);
+  assert.not.ok(again.push(detached(2, 3, 0)).fault, 'the second attach\'s DETACHED');
+  refuses(again, detached(2, 3, 0), /a second DETACHED for conn 2/);
   refuses(kept(), detached(0, 6, 0), /unknown reason 6/);
   refuses(kept(), detached(0, 3, 9), /client-gone with code 9/);
   refuses(kept(), detached(0, 4, 1), /flow with code 1/);

@@ -24,14 +24,14 @@ test('wrong shapes are faults, never thrown', () => {
   }
 });
 
-const kept = { type: 'kept', sessionId: 0x123, keepMs: 60_000, label: 'build', program: 'make', cwd: '/src', startedAtMs: 1_700_000_000_000, rows: 24, cols: 80, programPid: 77, mainPid: 76 };
+const kept = { type: 'kept', sessionId: 0x123, keepMs: 60_000, label: 'build', program: 'make', cwd: '/src', startedAtMs: 1_700_000_000_000, rows: 24, cols: 80, programPid: 77, mainPid: 76, origin: 1 };
 
 test('version 3: keep-request, kept and described pass in a session, and are faults outside one or misshapen', () => {
   for (const message of [{ type: 'keep-request' }, kept, { type: 'described', requestId: 3, entry: {} }]) {
     assert.is(workerMessageFault(message, true), undefined, JSON.stringify(message));
     assert.ok(workerMessageFault(message, false), JSON.stringify(message));
   }
-  for (const message of [{ ...kept, sessionId: 0 }, { ...kept, sessionId: 1.5 }, { ...kept, rows: 70000 }, { ...kept, label: 3 }, { ...kept, keepMs: -1 }, { type: 'described', entry: {} }, { type: 'described', requestId: 1, entry: [] }]) {
+  for (const message of [{ ...kept, sessionId: 0 }, { ...kept, sessionId: 1.5 }, { ...kept, rows: 70000 }, { ...kept, label: 3 }, { ...kept, keepMs: -1 }, { ...kept, origin: 0 }, { ...kept, origin: undefined }, { type: 'described', entry: {} }, { type: 'described', requestId: 1, entry: [] }]) {
     assert.ok(workerMessageFault(message, true), JSON.stringify(message));
   }
 });

@@ -196,6 +196,31 @@ test('a detached program asking its terminal a question (\\e[6n) does not hang t
   assert.is(watcher.received + controller.received, 0, 'nothing new was written');
 });
 
+test('a conn number is free again once its DETACHED is sent: 600 attach and detach cycles on one session, each with conn 1 and a whole replay (REVIEW-3)', async () => {
+  await withData(4096, async (path, data) => {
+    const run = new KeptRun(catThenWait(path));
+    const c0 = run.conn(0);
+    await run.until('the program\'s output', () => c0.position === BigInt(data.length));
+    c0.close();
+    await run.until('conn 0 let go', () => run.detachedOf(0) !== undefined);
+    for (let cycle = 1; cycle <= 600; cycle++) {
+      const role = cycle % 2 === 0 ? 'control' : 'observe';
+      const c = run.attach(1, role, 0n);
+      await run.until(`cycle ${cycle}'s replay`, () => c.position === BigInt(data.length) || c.detached !== undefined);
+      assert.is(c.detached, undefined, `cycle ${cycle} was refused: ${JSON.stringify(c.detached)}`);
+      assert.ok(c.output.equals(data), `cycle ${cycle}: the replay is the program's bytes`);
+      c.close();
+      await run.until(`cycle ${cycle}'s DETACHED`, () => c.detached !== undefined);
+      assert.equal([c.detached!.reason, c.detached!.code], ['client-gone', 0], `cycle ${cycle}`);
+    }
+    const last = run.attach(2, 'control', FROM_NOW);
+    await run.until('the last ATTACHED', () => last.attached !== undefined);
+    last.send(input('\n'));
+    const ended = await run.ended;
+    assert.is(ended.end?.reason, 'exit');
+  });
+});
+
 test('--keep needs a session id and version 3; its options mean nothing without it and are bounded (usage, exit 2)', async () => {
   const cases = [
     ['--protocol=3', '--keep'],

@@ -22,11 +22,11 @@ const text = (value: string) => be.u16(Buffer.byteLength(value)) + Buffer.from(v
 const ENTRY: SessionEntry = {
   id: ID, state: 3, controllers: 0, observers: 0, rows: 24, cols: 80, programPid: 4243, mainPid: 4242,
   startedAtMs: 1_796_601_600_000, keepMs: 600_000, deadlineMs: 1_796_602_500_000, oldest: 0n, next: 0x2400n,
-  fresh: true, endCode: 0, endStatus: 0, label: 'build', program: 'make', cwd: '/home/ada/src',
+  fresh: true, endCode: 0, endStatus: 0, origin: 1, label: 'build', program: 'make', cwd: '/home/ada/src',
 };
 const ENTRY_HEX = [
   ID_HEX, '03 00 00 0018 0050 00001093 00001092', be.u64(1_796_601_600_000n), be.u32(600_000), be.u64(1_796_602_500_000n),
-  '0000000000000000 0000000000002400 01 00 00000000', text('build'), text('make'), text('/home/ada/src'),
+  '0000000000000000 0000000000002400 01 00 00000000 01', text('build'), text('make'), text('/home/ada/src'),
 ].join(' ');
 
 /** The bytes as docs/protocol.md shows them, written by hand. */
@@ -200,7 +200,7 @@ test('SESSIONS entries are checked field by field, and the count must match the 
     const flat = ENTRY_HEX.replace(/\s+/g, '');
     return flat.slice(0, from * 2) + hex.replace(/\s+/g, '') + flat.slice(from * 2 + hex.replace(/\s+/g, '').length);
   };
-  // Byte offsets in an entry: state 8, controllers 9, startedAtMs 23, oldest 43, fresh 59, endCode 60, labelLen 65.
+  // Byte offsets in an entry: state 8, controllers 9, startedAtMs 23, oldest 43, fresh 59, endCode 60, origin 65, labelLen 66.
   assert.equal(plain(new FrameDecoder('to-client', 3).push(bytes(one(swap(0, ID_HEX))))), [{ type: 'sessions', sessions: [ENTRY] }]);
   const cases: [string, string][] = [
     [frameHex(FrameType.SESSIONS, `0002 ${ENTRY_HEX}`), 'BAD_LENGTH'], // count beyond the payload
@@ -212,7 +212,9 @@ test('SESSIONS entries are checked field by field, and the count must match the 
     [one(swap(43, be.u64(0x2500n))), 'BAD_VALUE'], // oldest past next
     [one(swap(59, '02')), 'BAD_VALUE'], // fresh 2
     [one(swap(60, '05')), 'BAD_VALUE'], // endCode 5
-    [one(swap(65, '0101')), 'OVERSIZE'], // a label of 257 bytes
+    [one(swap(65, '00')), 'BAD_VALUE'], // origin 0
+    [one(swap(65, '04')), 'BAD_VALUE'], // origin 4
+    [one(swap(66, '0101')), 'OVERSIZE'], // a label of 257 bytes
   ];
   for (const [hex, code] of cases) throwsCode(() => new FrameDecoder('to-client', 3).push(bytes(hex)), code as never);
   throwsCode(() => encodeFrame({ type: 'sessions', sessions: [{ ...ENTRY, program: 'x'.repeat(257) }] }, 3), 'OVERSIZE');
@@ -267,7 +269,7 @@ test('property: any valid SESSIONS entry, ATTACH and ATTACHED encode and decode 
     id, state: fc.integer({ min: 1, max: 6 }), controllers: fc.integer({ min: 0, max: 1 }), observers: fc.integer({ min: 0, max: 255 }),
     rows: size, cols: size, programPid: u32, mainPid: u32, startedAtMs: fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }), keepMs: u32,
     deadlineMs: fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }), offsets, fresh: fc.boolean(), end: fc.integer({ min: 0, max: 3 }),
-    endStatus: fc.integer({ min: -0x8000_0000, max: 0x7fff_ffff }), label, program: label, cwd: fc.string({ maxLength: 300 }).map((t) => t.replace(/\p{Cs}/gu, '')),
+    endStatus: fc.integer({ min: -0x8000_0000, max: 0x7fff_ffff }), origin: fc.integer({ min: 1, max: 3 }), label, program: label, cwd: fc.string({ maxLength: 300 }).map((t) => t.replace(/\p{Cs}/gu, '')),
   }).map(({ offsets: [oldest, next], end, ...rest }) => ({ ...rest, oldest, next, endCode: end }) as SessionEntry);
   fc.assert(
     fc.property(fc.array(entry, { maxLength: 5 }), (entries) => {

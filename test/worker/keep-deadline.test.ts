@@ -23,7 +23,7 @@ test('a keep deadline above setTimeout\'s 2^31-1 ms bound (30 days) is not cut t
   const keepMs = 30 * 86_400_000;
   assert.is(keepMs > MAX_TIMER_MS, true);
   const side = new KeptSide({
-    facts: { sessionId: 1, keepMs, label: '', program: 'sh', cwd: '/', startedAtMs: Date.now(), rows: 24, cols: 80, programPid: 2, mainPid: 3 },
+    facts: { sessionId: 1, keepMs, label: '', program: 'sh', cwd: '/', startedAtMs: Date.now(), rows: 24, cols: 80, programPid: 2, mainPid: 3, origin: 1 },
     link: undefined,
     writeTimeoutMs: 1000,
     detached: () => undefined,

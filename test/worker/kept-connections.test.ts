@@ -36,6 +36,7 @@ test('conns count up from 1 after the START\'s 0; each leaves the count once, wh
   connections.detached({ conn: 1, reason: 'client-gone', code: 0, remainder: Buffer.alloc(0), text: '' });
   assert.equal(gone, [1]);
   assert.is(connections.attached, 1);
+  assert.is(connections.nextConn(), 1, 'conn 1 is free again after its DETACHED');
   connections.closeAll();
   start.client.close();
 });
@@ -63,13 +64,30 @@ test('a DETACHED with a code: the rest of the frame, then the ERROR, then EOF; a
   ending.client.close();
 });
 
-test('after conn 255 no further conn is given (the refusal is the caller\'s: SESSION_STATE)', () => {
+test('a conn is free again once its DETACHED came, not at our own hang-up; none is given while all 255 are held at once (the refusal is the caller\'s: SESSION_STATE)', async () => {
   const connections = new KeptConnections({ detached: () => undefined }, 1000, 3);
-  const [a, b] = native().socketpair();
-  connections.add(255, new FdSocket(a));
+  const peers: number[] = [];
+  const sockets: FdSocket[] = [];
+  for (let conn = 1; conn <= 255; conn++) {
+    const [a, b] = native().socketpair();
+    peers.push(b);
+    const socket = new FdSocket(a);
+    socket.on('error', () => undefined);
+    sockets.push(socket);
+    assert.is(connections.nextConn(), conn);
+    connections.add(conn, socket);
+  }
   assert.is(connections.nextConn(), undefined);
+  // Conn 7's client hangs up: root counts it gone, but the helper may still write about conn 7 until its DETACHED.
+  const hungUp = new Promise<void>((resolve) => sockets[6]!.once('hangup', () => resolve()));
+  closeSync(peers[6]!);
+  await hungUp;
+  assert.is(connections.attached, 254);
+  assert.is(connections.nextConn(), undefined);
+  connections.detached({ conn: 7, reason: 'client-gone', code: 0, remainder: Buffer.alloc(0), text: '' });
+  assert.is(connections.nextConn(), 7);
   connections.closeAll();
-  closeSync(b);
+  for (const [index, fd] of peers.entries()) if (index !== 6) closeSync(fd);
 });
 
 test.run();

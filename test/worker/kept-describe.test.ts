@@ -4,7 +4,7 @@ import * as assert from 'uvu/assert';
 import { SessionState } from '../../src/protocol/index.ts';
 import { describedEntry, endOf } from '../../src/worker/kept-describe.ts';
 
-const facts = { sessionId: 9, keepMs: 1000, label: 'l', program: 'sh', cwd: '/', startedAtMs: 5, rows: 24, cols: 80, programPid: 3, mainPid: 2 };
+const facts = { sessionId: 9, keepMs: 1000, label: 'l', program: 'sh', cwd: '/', startedAtMs: 5, rows: 24, cols: 80, programPid: 3, mainPid: 2, origin: 2 as const };
 const state = { oldest: 10n, next: 50n, dropped: 10n, controller: 1, observers: 7, generation: 2, programDone: false, waitStatus: 0 };
 const base = { facts, finishing: false, attached: 2, deadlineAt: undefined, programEnded: undefined, state, fresh: true };
 

@@ -46,7 +46,7 @@ test('a START connection gone before the start was seen through: counted attache
   const events: string[] = [];
   const part = keep(events);
   const client = await hungUp();
-  part.started(started, client, undefined);
+  part.started(started, client, undefined, 1);
   assert.equal(events, ['attach', 'kept', 'detach']);
   assert.is(part.side!.connections.attached, 0);
   part.closeAll();
@@ -60,7 +60,7 @@ test('a DETACHED of conn 0 before the start was seen through is held, then count
   client.on('error', () => undefined);
   part.helperDetached({ conn: 0, reason: 'client-gone', code: 0, remainder: Buffer.alloc(0), text: '' });
   assert.equal(events, []);
-  part.started(started, client, undefined);
+  part.started(started, client, undefined, 1);
   assert.equal(events, ['attach', 'kept', 'detach']);
   assert.is(part.side!.connections.attached, 0);
   part.closeAll();
