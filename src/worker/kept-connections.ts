@@ -16,6 +16,8 @@ interface Connection {
   attached: boolean;
   /** DETACHED(ending): kept for the last frame, after this rest of the frame in progress. */
   held?: { remainder: Buffer };
+  /** Our copy is closed (its peer hung up); the conn stays taken until the helper's DETACHED for it. */
+  closed?: boolean;
 }
 
 export interface KeptConnectionEvents {
@@ -76,6 +78,8 @@ export class KeptConnections {
     const connection = this.#connections.get(report.conn);
     if (!connection) return;
     this.#gone(report.conn, connection);
+    // Its peer hung up and our copy is closed already: nothing to write; the conn is free from now on.
+    if (connection.closed) return void this.#connections.delete(report.conn);
     if (report.reason === 'ending') {
       connection.held = { remainder: report.remainder };
       return;
@@ -97,7 +101,7 @@ export class KeptConnections {
 
   /** Closes every copy we hold (the session is over), reading away what each peer left queued. */
   closeAll(): void {
-    for (const { socket } of this.#connections.values()) socket.closeDrained();
+    for (const { socket, closed } of this.#connections.values()) if (!closed) socket.closeDrained();
     this.#connections.clear();
   }
 
@@ -105,8 +109,9 @@ export class KeptConnections {
    * close, not a drain: the helper holds its own copy and may still read what the peer sent before it
    * went (input typed just before a detach); no descriptor rides on a data phase (SO_PASSRIGHTS off). */
   #letGo(conn: number, connection: Connection): void {
-    if (connection.held || this.#connections.get(conn) !== connection) return;
-    this.#connections.delete(conn);
+    if (connection.held || connection.closed || this.#connections.get(conn) !== connection) return;
+    // The number stays taken (nextConn) until the helper's DETACHED: it may still write about this conn.
+    connection.closed = true;
     connection.socket.close();
   }
 
