@@ -1,5 +1,6 @@
 // The command lines of kept sessions as pure functions: run's --keep DURATION and --label, `ls` and `attach`.
 import { defaultSocketPath } from '../client/index.ts';
+import { parseSocketValue, parseTimeoutValue, takeOptionValue } from './option-value.ts';
 
 export const KEEP_USAGE = `  opencode-ptyctl ls [--socket PATH] [--json]
   opencode-ptyctl attach [--socket PATH] [--observe | --control] [--from OFFSET|now] [--raw] [--timeout SECONDS] ID
@@ -128,21 +129,18 @@ export function parseKeepCommand(command: 'ls' | 'attach', args: readonly string
       continue;
     }
     if (!['--socket', '--timeout', ...(command === 'attach' ? ['--from'] : [])].includes(name)) return usage(`unknown option ${arg}`);
-    let value: string;
-    if (equals > 0) value = arg.slice(equals + 1);
-    else {
-      const next = args[index + 1];
-      if (next === undefined) return usage(`${name} needs a value`);
-      value = next;
-      index++;
-    }
+    const taken = takeOptionValue(args, index, name, arg);
+    if ('message' in taken) return usage(taken.message);
+    const { value } = taken;
+    index = taken.index;
     if (name === '--socket') {
-      if (value === '') return usage('--socket needs a path');
-      socket = value;
+      const path = parseSocketValue(value);
+      if (typeof path !== 'string') return usage(path.message);
+      socket = path;
     } else if (name === '--timeout') {
-      const seconds = /^\d+(\.\d+)?$/.test(value) ? Number(value) : NaN;
-      if (!(seconds <= 86_400)) return usage(`--timeout needs a number of seconds up to 86400, got ${JSON.stringify(value)}`);
-      timeoutMs = Math.round(seconds * 1000);
+      const ms = parseTimeoutValue(value);
+      if (typeof ms !== 'number') return usage(ms.message);
+      timeoutMs = ms;
     } else {
       const offset = /^\d{1,16}$/.test(value) ? Number(value) : NaN;
       if (value === 'now') from = 'now';

@@ -1,5 +1,6 @@
 // The CLI's command line as a pure function: arguments and environment in, a command or a usage error out.
 import { DEFAULT_SOCKET, defaultSocketPath } from '../client/index.ts';
+import { parseSocketValue, parseTimeoutValue, takeOptionValue } from './option-value.ts';
 import { KEEP_USAGE, checkLabelText, parseDuration, parseKeepCommand, type KeepCommand } from './keep-args.ts';
 
 export { DEFAULT_SOCKET };
@@ -117,24 +118,21 @@ function parseRun(args: readonly string[], env: Readonly<Record<string, string |
     const equals = arg.indexOf('=');
     const name = equals > 0 && arg.startsWith('--') ? arg.slice(0, equals) : arg;
     if (!VALUE_OPTIONS.has(name)) return usage(`unknown option ${arg}`);
-    let value: string;
-    if (equals > 0 && arg.startsWith('--')) value = arg.slice(equals + 1);
-    else {
-      const next = args[index + 1];
-      if (next === undefined) return usage(`${name} needs a value`);
-      value = next;
-      index++;
-    }
+    const taken = takeOptionValue(args, index, name, arg);
+    if ('message' in taken) return usage(taken.message);
+    const { value } = taken;
+    index = taken.index;
     if (name === '--socket') {
-      if (value === '') return usage('--socket needs a path');
-      socket = value;
+      const path = parseSocketValue(value);
+      if (typeof path !== 'string') return usage(path.message);
+      socket = path;
     } else if (name === '--cwd') {
       if (value === '') return usage('--cwd needs a directory');
       cwd = value;
     } else if (name === '--timeout') {
-      const seconds = /^\d+(\.\d+)?$/.test(value) ? Number(value) : NaN;
-      if (!(seconds <= 86_400)) return usage(`--timeout needs a number of seconds up to 86400, got ${JSON.stringify(value)}`);
-      timeoutMs = Math.round(seconds * 1000);
+      const ms = parseTimeoutValue(value);
+      if (typeof ms !== 'number') return usage(ms.message);
+      timeoutMs = ms;
     } else if (name === '--rows' || name === '--cols') {
       const size = wholeNumber(value);
       if (!(size >= 1 && size <= SIZE_MAX)) return usage(`${name} needs a whole number from 1 to ${SIZE_MAX}, got ${JSON.stringify(value)}`);
