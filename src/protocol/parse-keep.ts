@@ -30,9 +30,7 @@ export function parseKeepFrame(type: FrameTypeCode, payload: Buffer): Frame | un
       const fromOffset = reader.u64('fromOffset');
       checkFromOffset(fromOffset);
       const role = readRole(reader);
-      const rows = reader.u16('rows');
-      const cols = reader.u16('cols');
-      checkTerminalSize(rows, cols);
+      const { rows, cols } = readTerminalSize(reader);
       return { type: 'attach', id, fromOffset, role, rows, cols };
     }
     case FrameType.ATTACHED:
@@ -64,6 +62,26 @@ export function readStartKeep(reader: BufferReader): { keepMs: number; retainByt
   checkKeep(keepMs, retainBytes);
   const label = readLabel(reader, ErrorCode.BAD_START);
   return { keepMs, retainBytes, label };
+}
+
+/** A terminal size, rows then cols (u16 each), as START, RESIZE, ATTACH and a SESSIONS entry carry it. */
+export function readTerminalSize(reader: BufferReader, wireCode?: number): { rows: number; cols: number } {
+  const rows = reader.u16('rows');
+  const cols = reader.u16('cols');
+  checkTerminalSize(rows, cols, wireCode);
+  return { rows, cols };
+}
+
+/** The session's processes and unit, as STARTED (version 2 on) and ATTACHED carry them. */
+export function readSessionUnit(reader: BufferReader): { programPid: number; mainPid: number; unit: string } {
+  const programPid = reader.u32('programPid');
+  checkInteger('programPid', programPid, 1, 0xffff_ffff);
+  const mainPid = reader.u32('mainPid');
+  checkInteger('mainPid', mainPid, 1, 0xffff_ffff);
+  const unitSize = reader.u16('unit name length');
+  const unit = reader.latin1(unitSize, 'unit name');
+  checkToken('unit name', unit, Limits.MAX_UNIT_NAME);
+  return { programPid, mainPid, unit };
 }
 
 /** A session id: 1..2^53-1 (a u64 on the wire). */
@@ -101,13 +119,7 @@ function parseAttached(reader: BufferReader): Frame {
   const oldest = reader.u64('oldest');
   const next = reader.u64('next');
   checkOffsets(oldest, next, 'ATTACHED');
-  const programPid = reader.u32('programPid');
-  checkInteger('programPid', programPid, 1, 0xffff_ffff);
-  const mainPid = reader.u32('mainPid');
-  checkInteger('mainPid', mainPid, 1, 0xffff_ffff);
-  const unitSize = reader.u16('unit name length');
-  const unit = reader.latin1(unitSize, 'unit name');
-  checkToken('unit name', unit, Limits.MAX_UNIT_NAME);
+  const { programPid, mainPid, unit } = readSessionUnit(reader);
   reader.end('ATTACHED');
   return { type: 'attached', id, role, generation, oldest, next, programPid, mainPid, unit };
 }
@@ -129,9 +141,7 @@ function parseEntry(reader: BufferReader, what: string): SessionEntry {
   const controllers = reader.u8('controllers');
   checkInteger(`${what} controllers`, controllers, 0, 1);
   const observers = reader.u8('observers');
-  const rows = reader.u16('rows');
-  const cols = reader.u16('cols');
-  checkTerminalSize(rows, cols);
+  const { rows, cols } = readTerminalSize(reader);
   const programPid = reader.u32('programPid');
   const mainPid = reader.u32('mainPid');
   const startedAtMs = safeNumber(`${what} startedAtMs`, reader.u64('startedAtMs'));

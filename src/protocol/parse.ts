@@ -4,7 +4,7 @@ import { ACCOUNTING_FIELDS, type Accounting, type EnvEntry, type Frame } from '.
 import { BufferReader } from './buffer-reader.ts';
 import { ProtocolError } from './errors.ts';
 import { checkPayloadLength, layoutOf } from './layout.ts';
-import { parseKeepFrame, readSessionId, readStartKeep } from './parse-keep.ts';
+import { parseKeepFrame, readSessionId, readSessionUnit, readStartKeep, readTerminalSize } from './parse-keep.ts';
 import {
   checkArgument,
   checkCount,
@@ -14,7 +14,6 @@ import {
   checkInteger,
   checkNoNul,
   checkStringSize,
-  checkTerminalSize,
   checkToken,
   checkVersionRange,
 } from './rules.ts';
@@ -54,10 +53,7 @@ export function parseFrame(type: FrameTypeCode, payload: Buffer, owned: boolean,
     case FrameType.OUTPUT:
       return { type: 'output', data: owned ? payload : copy(payload) };
     case FrameType.RESIZE: {
-      const reader = new BufferReader(payload);
-      const rows = reader.u16('rows');
-      const cols = reader.u16('cols');
-      checkTerminalSize(rows, cols);
+      const { rows, cols } = readTerminalSize(new BufferReader(payload));
       return { type: 'resize', rows, cols };
     }
     case FrameType.SIGNAL: {
@@ -116,9 +112,7 @@ function parseHello(reader: BufferReader): Frame {
 }
 
 function parseStart(reader: BufferReader, version: number): Frame {
-  const rows = reader.u16('rows');
-  const cols = reader.u16('cols');
-  checkTerminalSize(rows, cols, ErrorCode.BAD_START);
+  const { rows, cols } = readTerminalSize(reader, ErrorCode.BAD_START);
   const cwdDev = reader.u64('cwdDev');
   const cwdIno = reader.u64('cwdIno');
   const argc = reader.u16('argc');
@@ -175,13 +169,7 @@ function parseExit(reader: BufferReader): Frame {
 }
 
 function parseStartedV2(reader: BufferReader, version: number): Frame {
-  const programPid = reader.u32('programPid');
-  checkInteger('programPid', programPid, 1, 0xffff_ffff);
-  const mainPid = reader.u32('mainPid');
-  checkInteger('mainPid', mainPid, 1, 0xffff_ffff);
-  const unitSize = reader.u16('unit name length');
-  const unit = reader.latin1(unitSize, 'unit name');
-  checkToken('unit name', unit, Limits.MAX_UNIT_NAME);
+  const { programPid, mainPid, unit } = readSessionUnit(reader);
   const count = reader.u16('dropped count');
   checkInteger('dropped count', count, 0, Limits.MAX_ENVC);
   const droppedEnv: string[] = [];
