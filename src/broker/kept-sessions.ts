@@ -1,7 +1,7 @@
 // The broker's view of kept sessions (protocol version 3): which worker runs which session id, the
 // count against limits.maxKept, and LIST's answers gathered from the workers within a bound. The
 // session ids come from the unit names (sessionIdOf), so nothing here has to be kept in step.
-import type { DescribedEntry, KeptFacts, BrokerMessage } from '../control/index.ts';
+import { entryFacts, type DescribedEntry, type KeptFacts, type BrokerMessage } from '../control/index.ts';
 import { ErrorCode, SessionState, sessionsFrame, type ErrorCodeValue, type SessionEntry } from '../protocol/index.ts';
 import { sessionIdOf } from '../systemd/index.ts';
 
@@ -143,26 +143,16 @@ export class KeptSessions<W extends KeptWorker> {
 /** What the broker knows of a session whose worker did not answer: its start, and no offsets. */
 export function fallbackEntry(facts: KeptFacts, state: SessionEntry['state']): SessionEntry {
   return {
-    id: facts.sessionId,
+    ...entryFacts(facts),
     state,
     controllers: 0,
     observers: 0,
-    rows: facts.rows,
-    cols: facts.cols,
-    programPid: facts.programPid,
-    mainPid: facts.mainPid,
-    startedAtMs: facts.startedAtMs,
-    keepMs: facts.keepMs,
     deadlineMs: 0,
     oldest: 0n,
     next: 0n,
     fresh: false,
     endCode: 0,
     endStatus: 0,
-    origin: facts.origin,
-    label: facts.label,
-    program: facts.program,
-    cwd: facts.cwd,
   };
 }
 

@@ -36,6 +36,27 @@ export interface KeptFacts {
   origin: SessionOriginCode;
 }
 
+/** A SESSIONS entry's fields that are root's facts from the session's start: the same whether the worker
+ * describes the session or the broker falls back to what it learnt (src/worker/kept-describe.ts,
+ * src/broker/kept-sessions.ts). */
+export type EntryFacts = Pick<SessionEntry, 'id' | 'rows' | 'cols' | 'programPid' | 'mainPid' | 'startedAtMs' | 'keepMs' | 'origin' | 'label' | 'program' | 'cwd'>;
+
+export function entryFacts(facts: KeptFacts): EntryFacts {
+  return {
+    id: facts.sessionId,
+    rows: facts.rows,
+    cols: facts.cols,
+    programPid: facts.programPid,
+    mainPid: facts.mainPid,
+    startedAtMs: facts.startedAtMs,
+    keepMs: facts.keepMs,
+    origin: facts.origin,
+    label: facts.label,
+    program: facts.program,
+    cwd: facts.cwd,
+  };
+}
+
 export type BrokerMessage =
   /** fds: [client connection, peer pidfd]. `deadlineMs`: what is left of the handshake deadline;
    * `version`: the protocol version WELCOME named (1 when absent). */

@@ -1,7 +1,7 @@
 // A kept session as LIST shows it (pure): root's own facts (its phase, its count of connections, its
 // deadline, the program's end) with the helper's STATE for the offsets and roles when it answered in
 // time, or the last one it gave (`fresh` false). docs/protocol.md "SESSIONS".
-import type { DescribedEntry, HelperState, KeptFacts } from '../control/index.ts';
+import { entryFacts, type DescribedEntry, type HelperState, type KeptFacts } from '../control/index.ts';
 import { SessionState } from '../protocol/index.ts';
 
 export interface DescribeFacts {
@@ -40,24 +40,14 @@ export function describedEntry(described: DescribeFacts): DescribedEntry {
   const controllers = state?.controller !== undefined && attached > 0 ? 1 : 0;
   const observers = Math.max(0, Math.min(state?.observers ?? 0, attached - controllers));
   return {
-    id: facts.sessionId,
+    ...entryFacts(facts),
     state: lifecycle,
     controllers,
     observers,
-    rows: facts.rows,
-    cols: facts.cols,
-    programPid: facts.programPid,
-    mainPid: facts.mainPid,
-    startedAtMs: facts.startedAtMs,
-    keepMs: facts.keepMs,
     deadlineMs: lifecycle === SessionState.FINISHING ? 0 : (described.deadlineAt ?? 0),
     oldest: (state?.oldest ?? 0n).toString(),
     next: (state?.next ?? 0n).toString(),
     fresh: described.fresh,
     ...endOf(described.programEnded),
-    origin: facts.origin,
-    label: facts.label,
-    program: facts.program,
-    cwd: facts.cwd,
   };
 }
