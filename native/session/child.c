@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -21,6 +22,32 @@ int64_t now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+// poll(2) timeouts in ms, -1 for none: the sooner of two, and the time until a now_ms deadline (-1 none),
+// rounded up so a wake-up never comes before it.
+int timeout_earlier(int a, int b) {
+  return a < 0 ? b : b < 0 ? a : a < b ? a : b;
+}
+
+int timeout_until(int64_t deadline) {
+  if (deadline < 0) return -1;
+  int64_t left = deadline - now_ms();
+  return left < 0 ? 0 : (int)left + 1;
+}
+
+// The signalfd's signals, for both relays (relay.c, keep-relay.c).
+void child_signals(struct session *s, int sigfd) {
+  struct signalfd_siginfo si;
+  ssize_t n;
+  while ((n = read(sigfd, &si, sizeof si)) == (ssize_t)sizeof si || (n < 0 && errno == EINTR)) {
+    if (n < 0) continue;
+    if (si.ssi_signo == SIGCHLD) child_reap(s);
+    // A hang-up is passed on to the program's process group, as a closing terminal would.
+    else if (si.ssi_signo == SIGHUP) child_hang_up(s);
+    // SIGTERM, SIGINT, SIGQUIT: caught only so they do not end the helper, which lives on to drain
+    // the program's last output and report. A stop signals every process of the unit itself.
+  }
 }
 
 // The program must inherit nothing but its terminal; close_range(2) is one call where the kernel has it.

@@ -136,6 +136,9 @@ _Noreturn void give_up(struct session *s, struct client *c, int exit_code, const
 
 // child.c
 int64_t now_ms(void);
+int timeout_earlier(int a, int b);
+int timeout_until(int64_t deadline);
+void child_signals(struct session *s, int sigfd);
 void close_from(unsigned first);
 pid_t child_start(struct session *s, int slave, char **argv, char **env);
 void child_reap(struct session *s);

@@ -20,26 +20,6 @@ struct keep *keep_new(uint64_t retain, unsigned max_observers, uint64_t session_
   return k;
 }
 
-static void handle_signals(struct session *s, int sigfd) {
-  struct signalfd_siginfo si;
-  ssize_t n;
-  while ((n = read(sigfd, &si, sizeof si)) == (ssize_t)sizeof si || (n < 0 && errno == EINTR)) {
-    if (n < 0) continue;
-    if (si.ssi_signo == SIGCHLD) child_reap(s);
-    else if (si.ssi_signo == SIGHUP) child_hang_up(s); // as relay.c: the rest only must not end the helper
-  }
-}
-
-static int earlier(int a, int b) {
-  return a < 0 ? b : b < 0 ? a : a < b ? a : b;
-}
-
-static int until(int64_t deadline) {
-  if (deadline < 0) return -1;
-  int64_t left = deadline - now_ms();
-  return left < 0 ? 0 : (int)left + 1;
-}
-
 // The session ends when the program is done, the terminal drained into the ring, and what the
 // controller (or, without one, every connection) may take is out: v2's drain rule, at the ring. With
 // no connection the ring waits for an ATTACH (PROGRAM_ENDED told the worker). At the end each attached
@@ -122,17 +102,17 @@ _Noreturn void keep_relay(struct session *s, struct client *c0, int sigfd) {
       struct client *c = k->conns[i];
       bool on = running && c && c->go;
       p[3 + i] = (struct pollfd){.fd = on ? c->fd : -1, .events = (short)(POLLIN | POLLRDHUP | (on && blocked[i] ? POLLOUT : 0))};
-      if (on && c->stall_since >= 0) timeout = earlier(timeout, until(c->stall_since + c->write_timeout_ms));
+      if (on && c->stall_since >= 0) timeout = timeout_earlier(timeout, timeout_until(c->stall_since + c->write_timeout_ms));
     }
-    if (running && (!k->controller || k->controller->ring_len == 0)) timeout = earlier(timeout, until(s->eof.next));
-    timeout = earlier(timeout, child_stop_timeout(s));
+    if (running && (!k->controller || k->controller->ring_len == 0)) timeout = timeout_earlier(timeout, timeout_until(s->eof.next));
+    timeout = timeout_earlier(timeout, child_stop_timeout(s));
     if (poll(p, 3 + MAX_CONNS, timeout) < 0) {
       if (errno == EINTR) continue;
       say(&s->worker, 3, "poll: %s", strerror(errno));
       end_with(s, END_INTERNAL, ERR_INTERNAL, "session helper failed: poll: %s", strerror(errno));
       continue;
     }
-    if (p[0].revents) handle_signals(s, sigfd);
+    if (p[0].revents) child_signals(s, sigfd);
     if (p[1].revents) control_read(s, c0);
     for (int i = 0; i < MAX_CONNS; i++) {
       struct client *c = k->conns[i];

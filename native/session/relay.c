@@ -12,29 +12,6 @@
 
 #include "helper.h"
 
-static void handle_signals(struct session *s, int sigfd) {
-  struct signalfd_siginfo si;
-  ssize_t n;
-  while ((n = read(sigfd, &si, sizeof si)) == (ssize_t)sizeof si || (n < 0 && errno == EINTR)) {
-    if (n < 0) continue;
-    if (si.ssi_signo == SIGCHLD) child_reap(s);
-    // A hang-up is passed on to the program's process group, as a closing terminal would.
-    else if (si.ssi_signo == SIGHUP) child_hang_up(s);
-    // SIGTERM, SIGINT, SIGQUIT: caught only so they do not end the helper, which lives on to drain
-    // the program's last output and report. A stop signals every process of the unit itself.
-  }
-}
-
-static int earlier(int a, int b) {
-  return a < 0 ? b : b < 0 ? a : a < b ? a : b;
-}
-
-static int until(int64_t deadline) {
-  if (deadline < 0) return -1;
-  int64_t left = deadline - now_ms();
-  return left < 0 ? 0 : (int)left + 1;
-}
-
 _Noreturn void relay(struct session *s, struct client *c, int sigfd) {
   client_begin(c);
   bool writable_seen = false; // poll reported the client writable since the last terminal read
@@ -70,16 +47,16 @@ _Noreturn void relay(struct session *s, struct client *c, int sigfd) {
         {.fd = client_events ? c->fd : -1, .events = client_events},
         {.fd = master_events ? s->master : -1, .events = master_events},
     };
-    int timeout = running ? until(c->stall_since >= 0 ? c->stall_since + c->write_timeout_ms : -1) : -1;
-    if (running && c->ring_len == 0) timeout = earlier(timeout, until(s->eof.next));
-    timeout = earlier(timeout, child_stop_timeout(s));
+    int timeout = running ? timeout_until(c->stall_since >= 0 ? c->stall_since + c->write_timeout_ms : -1) : -1;
+    if (running && c->ring_len == 0) timeout = timeout_earlier(timeout, timeout_until(s->eof.next));
+    timeout = timeout_earlier(timeout, child_stop_timeout(s));
     if (poll(p, 4, timeout) < 0) {
       if (errno == EINTR) continue;
       say(&s->worker, 3, "poll: %s", strerror(errno));
       end_with(s, END_INTERNAL, ERR_INTERNAL, "session helper failed: poll: %s", strerror(errno));
       continue;
     }
-    if (p[0].revents) handle_signals(s, sigfd);
+    if (p[0].revents) child_signals(s, sigfd);
     if (p[1].revents) control_read(s, c);
     if (p[2].revents & POLLOUT) writable_seen = true;
     if (p[2].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR)) client_read(s, c);
