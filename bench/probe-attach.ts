@@ -5,22 +5,13 @@
 import { spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { connect, type Session } from '../src/client/index.ts';
+import { cgroupOf, memory, startTicks } from './proc-facts.ts';
 
 type Command = Record<string, any> & { op: string };
 const now = () => performance.now();
 
 /** Attached connections held open (their output read and dropped) until keepRelease. */
 const holding: Session[] = [];
-
-function uss(pid: number): { pss: number; rss: number; uss: number } | undefined {
-  try {
-    const text = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
-    const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN);
-    return { pss: field('Pss'), rss: field('Rss'), uss: field('Private_Clean') + field('Private_Dirty') };
-  } catch {
-    return undefined;
-  }
-}
 
 function cmdline(pid: number): string[] {
   try {
@@ -30,15 +21,9 @@ function cmdline(pid: number): string[] {
   }
 }
 
-function startTicks(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
-}
-
 /** The broker's other processes (its workers and spare), oldest first. */
 function brokerChildren(brokerPid: number): number[] {
-  const cgroup = readFileSync(`/proc/${brokerPid}/cgroup`, 'utf8').trim().split('\n').find((line) => line.startsWith('0::'))!.slice(3);
-  return readFileSync(`/sys/fs/cgroup${cgroup}/cgroup.procs`, 'utf8')
+  return readFileSync(`/sys/fs/cgroup${cgroupOf(brokerPid)}/cgroup.procs`, 'utf8')
     .split('\n')
     .filter(Boolean)
     .map(Number)
@@ -127,7 +112,7 @@ export async function attachOp(command: Command, supervisorSocket: string): Prom
       // asRoot: the operator's CLI (root may attach; the client account's processes may not, but its MainPID).
       return terminalAttach(command.command, command.asRoot ? { cwd: '/' } : command.account, command.settleMs ?? 200);
     case 'memoryOf':
-      return Object.fromEntries((command.pids as number[]).map((pid) => [pid, uss(pid)]));
+      return Object.fromEntries((command.pids as number[]).map((pid) => [pid, memory(pid)]));
     case 'brokerChildren':
       return brokerChildren(command.brokerPid);
     case 'pidsOf': {

@@ -9,6 +9,7 @@ import net from 'node:net';
 import { once } from 'node:events';
 import { connect, type Session } from '../src/client/index.ts';
 import { attachOp } from './probe-attach.ts';
+import { cgroupOf, memory, startTicks } from './proc-facts.ts';
 
 type Command = Record<string, any> & { op: string };
 const now = () => performance.now();
@@ -30,22 +31,6 @@ function cpuMs(pid: number): number | undefined {
   }
 }
 
-function startTicks(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
-}
-
-/** PSS, RSS and USS (private clean + dirty) in kB from smaps_rollup. */
-function memory(pid: number): { pss: number; rss: number; uss: number } | undefined {
-  try {
-    const text = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
-    const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN);
-    return { pss: field('Pss'), rss: field('Rss'), uss: field('Private_Clean') + field('Private_Dirty') };
-  } catch {
-    return undefined;
-  }
-}
-
 /** Processes of a cgroup (paths as /proc/PID/cgroup names them). */
 function cgroupPids(cgroup: string): number[] {
   try {
@@ -53,10 +38,6 @@ function cgroupPids(cgroup: string): number[] {
   } catch {
     return [];
   }
-}
-
-function cgroupOf(pid: number): string {
-  return readFileSync(`/proc/${pid}/cgroup`, 'utf8').trim().split('\n').find((line) => line.startsWith('0::'))!.slice(3);
 }
 
 /**
