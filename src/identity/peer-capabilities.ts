@@ -1,7 +1,7 @@
 // A peer's effective capabilities, read through its pidfd: the operator of kept sessions is a uid-0
 // process that could ptrace the session's program anyway (CAP_SYS_PTRACE), not any uid-0 process (a
 // sandboxed root service with every capability dropped is no operator). docs/security.md "Kept sessions".
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { native, type NativeBinding } from '../native/index.ts';
 
 /** capabilities(7), linux/capability.h. */
@@ -13,17 +13,33 @@ export function effectiveCapabilities(status: string): bigint | undefined {
   return line ? BigInt(`0x${line[1]}`) : undefined;
 }
 
+/** A process's user namespace as device:inode of /proc/PID/ns/user ('self' for ours). */
+function userNamespaceOf(pid: number | 'self'): string {
+  const { dev, ino } = statSync(`/proc/${pid}/ns/user`, { bigint: true });
+  return `${dev}:${ino}`;
+}
+
 /**
- * Whether the process `pidfd` names holds `capability` in its effective set now: its status is read
- * by PID, then the pidfd is asked again for that PID, so the file read was that live process's (a
- * process that exited meanwhile, its PID perhaps reused, reads as false). Any failure is false.
+ * Whether the process `pidfd` names holds `capability` in its effective set now, over our own user
+ * namespace: capabilities(7) count only within the process's user namespace, so a uid-0 process in a
+ * child namespace mapping 0 to 0 (`unshare -U --map-root-user`, `PrivateUsers=yes`) shows a full CapEff
+ * and holds none over a session's program; it must share ours. Its status and namespace are read by
+ * PID, then the pidfd is asked again for that PID, so what was read was that live process's (a process
+ * that exited meanwhile, its PID perhaps reused, reads as false). Any failure is false.
  */
-export function pidfdHasCapability(pidfd: number, capability: number, binding: Pick<NativeBinding, 'pidfdPid'> = native(), readStatus: (pid: number) => string = (pid) => readFileSync(`/proc/${pid}/status`, 'utf8')): boolean {
+export function pidfdHasCapability(
+  pidfd: number,
+  capability: number,
+  binding: Pick<NativeBinding, 'pidfdPid'> = native(),
+  readStatus: (pid: number) => string = (pid) => readFileSync(`/proc/${pid}/status`, 'utf8'),
+  userNamespace: (pid: number | 'self') => string = userNamespaceOf,
+): boolean {
   try {
     const pid = binding.pidfdPid(pidfd);
     if (!(pid > 0)) return false;
     const mask = effectiveCapabilities(readStatus(pid));
-    if (binding.pidfdPid(pidfd) !== pid || mask === undefined) return false;
+    const sameNamespace = userNamespace(pid) === userNamespace('self');
+    if (binding.pidfdPid(pidfd) !== pid || mask === undefined || !sameNamespace) return false;
     return (mask & (1n << BigInt(capability))) !== 0n;
   } catch {
     return false;
