@@ -1,7 +1,7 @@
 // A peer's effective capabilities, read through its pidfd: the operator of kept sessions is a uid-0
 // process that could ptrace the session's program anyway (CAP_SYS_PTRACE), not any uid-0 process (a
 // sandboxed root service with every capability dropped is no operator). docs/security.md "Kept sessions".
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { native, type NativeBinding } from '../native/index.ts';
 
 /** capabilities(7), linux/capability.h. */
@@ -13,10 +13,19 @@ export function effectiveCapabilities(status: string): bigint | undefined {
   return line ? BigInt(`0x${line[1]}`) : undefined;
 }
 
-/** A process's user namespace as device:inode of /proc/PID/ns/user ('self' for ours). */
+/**
+ * A process's user namespace as we see it: its uid and gid maps, read from our namespace ('self' for
+ * ours). /proc/PID/ns/user would name it exactly, but following that link takes ptrace access, which a
+ * supervisor with no capabilities lacks over a capable root (cap_ptrace_access_check); the maps are
+ * world-readable, and user_namespaces(7) shows each line's outside range in our terms. A peer in our
+ * namespace reads exactly as we do; a child's maps differ ("0 0 1" for `unshare -U --map-root-user`,
+ * root plus one user for `PrivateUsers=yes`) unless it maps every id we have to itself, which only a
+ * writer with CAP_SETUID over our namespace can set up, and such a process can become the session's
+ * account anyway.
+ */
 function userNamespaceOf(pid: number | 'self'): string {
-  const { dev, ino } = statSync(`/proc/${pid}/ns/user`, { bigint: true });
-  return `${dev}:${ino}`;
+  const map = (name: string) => readFileSync(`/proc/${pid}/${name}`, 'utf8').trim().split(/\s+/).join(' ');
+  return `${map('uid_map')}|${map('gid_map')}`;
 }
 
 /**

@@ -30,4 +30,29 @@ test('a root process in a child user namespace, with a full CapEff there, is not
   }
 });
 
+// The supervisor runs with an empty capability bounding set (units/supervisor@.service): following
+// /proc/PID/ns/user of a capable root takes ptrace access it lacks (EACCES), and a check built on it
+// refused every operator, found by the kept sessions' integration suite.
+test('a supervisor with no capabilities still sees a capable root of its own namespace as an operator', async () => {
+  if (process.getuid?.() !== 0) return void console.log('skipped: needs root');
+  const operator = spawn('sleep', ['30'], { stdio: 'ignore' });
+  try {
+    const probe = `import { native } from ${JSON.stringify(new URL('../../src/native/index.ts', import.meta.url).pathname)};
+      import { CAP_SYS_PTRACE, pidfdHasCapability } from ${JSON.stringify(new URL('../../src/identity/index.ts', import.meta.url).pathname)};
+      const pidfd = native().pidfdOpen(${operator.pid});
+      process.stdout.write(String(pidfdHasCapability(pidfd, CAP_SYS_PTRACE)));`;
+    const argv = ['--bounding-set=-all', '--inh-caps=-all', '--', process.execPath, '--import', 'tsx', '--input-type=module', '-e', probe];
+    const answer = await new Promise<string>((resolve, reject) => {
+      const child = spawn('setpriv', argv, { stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      child.stdout.on('data', (chunk) => (out += chunk));
+      child.on('error', reject);
+      child.on('close', () => resolve(out));
+    });
+    assert.is(answer, 'true', 'root with CAP_SYS_PTRACE in our namespace, asked by a process with no capabilities');
+  } finally {
+    operator.kill();
+  }
+});
+
 test.run();
