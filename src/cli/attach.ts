@@ -7,7 +7,7 @@ import type { AttachCommand, ListCommand } from './keep-args.ts';
 import { FAILURE_EXIT } from './run-args.ts';
 import type { Stdio } from './run.ts';
 import { formatSessionTable } from './session-table.ts';
-import { TerminalOutputFilter } from './terminal-filter.ts';
+import { eightBitLocale, TerminalOutputFilter } from './terminal-filter.ts';
 import { enterRawMode, terminalSize } from './terminal.ts';
 
 /** Lists kept sessions as a table or JSON on stdout. Never rejects: failures go to stderr. */
@@ -52,7 +52,8 @@ async function attachTerminal(command: AttachCommand, stdio: Stdio, cleanups: ((
   session.on('controller-changed', ({ role }) => note(role === 'control' ? 'this terminal controls the session now' : 'another connection took control: observing'));
   const outputEnded = once(session.output, 'end');
   // Filtered unless --raw, on a terminal or not: a pipe's bytes end on someone's terminal too (a log, a pager).
-  const filter = command.raw ? undefined : new TerminalOutputFilter();
+  // Raw C1 bytes are judged as the locale says this terminal reads them.
+  const filter = command.raw ? undefined : new TerminalOutputFilter({ eightBit: eightBitLocale(process.env) });
   const onOutput = (chunk: Buffer) => {
     const bytes = filter ? filter.feed(chunk) : chunk;
     if (bytes.length > 0 && !stdout.write(bytes)) {

@@ -4,6 +4,9 @@
 // (device status `\e[6n`, device attributes, window reports `\e[21t`, mode reports) are dropped; every other
 // byte passes as it came. The state is kept across chunks (a sequence may span reads). It errs towards
 // dropping: each introducer a terminal may honour is recognised, 7-bit (ESC ]), UTF-8 C1 (C2 9D) and raw C1.
+// A raw byte 0x80-0x9f is a C1 control only to a terminal that is not decoding UTF-8 (ECMA-43's 8-bit
+// codes; xterm without utf8): inside a UTF-8 sequence it is text to a UTF-8 terminal, so the filter
+// needs to know which one it writes to (`eightBit`, from the locale: eightBitLocale below).
 // Sources: ECMA-48 5.6 (control strings), xterm's ctlseqs ("Operating System Commands", "Device Status
 // Report", "Window manipulation", "Request Mode"), and its parser's rules for ESC, CAN and SUB inside one.
 
@@ -22,6 +25,8 @@ const ESC_STRINGS: Readonly<Record<number, 'osc' | 'other'>> = { 0x5d: 'osc', 0x
 const ESC_CSI = 0x5b;
 /** ESC Z (DECID): the terminal answers with its attributes. */
 const ESC_REQUESTS = new Set([0x5a]);
+/** SCI, read by VT terminals as DECID's 8-bit form (ESC Z): answered like it. */
+const C1_DECID = 0x9a;
 
 type State =
   | { kind: 'ground' }
@@ -30,9 +35,16 @@ type State =
   | { kind: 'csi'; bytes: number[]; overflow: boolean }
   | { kind: 'string'; osc: boolean; escape: boolean }; // dropping; escape: an ESC seen inside
 
+/** CSI finals a terminal answers when they come after this intermediate (xterm's ctlseqs): DECRQM ($p),
+ * DECRQTSR ($u), DECRQPSR ($w), XTREPORTSGR (#|), XTREPORTCOLORS (#R), DECRQCRA's checksum (*y), DECRQDE
+ * ("v), DECRQLP (' |), DECRQUPSS (&u). */
+const INTERMEDIATE_REPORTS: readonly [intermediate: string, final: string][] = [
+  ['$', 'p'], ['$', 'u'], ['$', 'w'], ['#', '|'], ['#', 'R'], ['*', 'y'], ['"', 'v'], ["'", '|'], ['&', 'u'],
+];
+
 /** Whether a whole CSI (its bytes after the introducer: parameters, intermediates, final) asks the terminal to
- * answer: DSR and DA (n, c), window operations and reports (t), DECREQTPARM (x), DECRQM ($p), XTVERSION (>q),
- * XTSMGRAPHICS (?S), the keyboard-protocol query (?u), XTREPORTSGR (#|). */
+ * answer: DSR and DA (n, c), window operations and reports (t), DECREQTPARM (x), XTVERSION (>q),
+ * XTSMGRAPHICS (?S), the keyboard-protocol query (?u), XTQMODKEYS (?m), and INTERMEDIATE_REPORTS. */
 export function isReportRequest(body: readonly number[]): boolean {
   const final = body[body.length - 1];
   const first = body[0];
@@ -40,17 +52,34 @@ export function isReportRequest(body: readonly number[]): boolean {
   if (final === undefined) return false;
   const f = String.fromCharCode(final);
   if (intermediates.length === 0 && 'nctx'.includes(f)) return true;
-  if (f === 'p' && intermediates.includes(0x24 /* $ */)) return true;
-  if (f === '|' && intermediates.includes(0x23 /* # */)) return true;
+  if (INTERMEDIATE_REPORTS.some(([i, last]) => f === last && intermediates.includes(i.charCodeAt(0)))) return true;
   if (first === 0x3e /* > */ && f === 'q') return true;
-  if (first === 0x3f /* ? */ && (f === 'S' || f === 'u')) return true;
+  if (first === 0x3f /* ? */ && (f === 'S' || f === 'u' || f === 'm')) return true;
   return false;
+}
+
+/** Whether the locale's character set is not UTF-8 (LC_ALL, then LC_CTYPE, then LANG, as setlocale(3)
+ * reads them): its terminal then takes raw 0x80-0x9f as C1 controls. "C"/"POSIX" or nothing set counts as
+ * 8-bit: the strict reading, at worst a UTF-8 sequence's C1-valued continuation bytes are dropped. */
+export function eightBitLocale(env: Readonly<Record<string, string | undefined>>): boolean {
+  const locale = env.LC_ALL || env.LC_CTYPE || env.LANG || '';
+  return !/\.utf-?8(@|$)/i.test(locale);
+}
+
+export interface TerminalOutputFilterOptions {
+  /** The terminal takes raw 0x80-0x9f as C1 controls (not UTF-8): each is judged as one, never as text. */
+  eightBit?: boolean;
 }
 
 export class TerminalOutputFilter {
   #state: State = { kind: 'ground' };
   /** UTF-8 continuation bytes still expected: a 0x80-0x9f there is text, not a C1 control. */
   #continuations = 0;
+  readonly #eightBit: boolean;
+
+  constructor(options: TerminalOutputFilterOptions = {}) {
+    this.#eightBit = options.eightBit ?? false;
+  }
 
   /** The bytes of `chunk` a terminal may be given (state carries over to the next chunk). */
   feed(chunk: Uint8Array): Buffer {
@@ -84,6 +113,7 @@ export class TerminalOutputFilter {
         this.#state = { kind: 'ground' };
         if (byte === C1_CSI) this.#state = { kind: 'csi', bytes: [], overflow: false };
         else if (C1_STRINGS.has(byte)) this.#state = { kind: 'string', osc: byte === 0x9d, escape: false };
+        else if (byte === C1_DECID) return;
         else {
           out.push(0xc2);
           this.#continuations = 0;
@@ -112,9 +142,11 @@ export class TerminalOutputFilter {
     }
     this.#continuations = 0;
     if (byte === ESC) this.#state = { kind: 'escape' };
-    else if (byte === 0xc2) this.#state = { kind: 'c2' };
+    else if (byte === 0xc2 && !this.#eightBit) this.#state = { kind: 'c2' };
     else if (byte === C1_CSI) this.#state = { kind: 'csi', bytes: [], overflow: false };
     else if (C1_STRINGS.has(byte)) this.#state = { kind: 'string', osc: byte === 0x9d, escape: false };
+    else if (byte === C1_DECID) return;
+    else if (this.#eightBit) out.push(byte);
     else {
       if (byte >= 0xc3 && byte <= 0xdf) this.#continuations = 1;
       else if (byte >= 0xe0 && byte <= 0xef) this.#continuations = 2;

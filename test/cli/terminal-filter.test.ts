@@ -2,7 +2,7 @@
 // a sequence cut anywhere across reads is treated as if it came whole.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { TerminalOutputFilter, isReportRequest } from '../../src/cli/terminal-filter.ts';
+import { TerminalOutputFilter, eightBitLocale, isReportRequest } from '../../src/cli/terminal-filter.ts';
 
 const E = '\x1b';
 const C1 = (byte: number) => Buffer.from([0xc2, byte]).toString('latin1');
@@ -33,20 +33,34 @@ const TABLE: [string, string, string][] = [
   ['a C0 after ESC is executed and the ESC still waits', `${E}\x07]52;c;QQ==\x07ok`, '\x07ok'],
   ['an overlong CSI is dropped whole', `${E}[${'0'.repeat(400)}6nok`, 'ok'],
   ['a CSI cut by ESC is dropped', `${E}[12${E}[1mx`, `${E}[1mx`],
+  ['DECID in its C1 forms, raw and UTF-8', `a\x9ab${C1(0x9a)}c`, 'abc'],
+  ['rarer reports: DECRQTSR, DECRQPSR, XTREPORTCOLORS, DECRQCRA, DECRQDE, DECRQLP, DECRQUPSS, XTQMODKEYS',
+    `${E}[1$u${E}[1$w${E}[#R${E}[1;1;1;1;1;1*y${E}["v${E}[1'|${E}[&u${E}[?4mok`, 'ok'],
 ];
 
-for (const [name, input, expected] of TABLE) {
-  test(`filter: ${name}`, () => {
-    const whole = new TerminalOutputFilter().feed(Buffer.from(input, 'latin1')).toString('latin1');
+/** The same filter for a terminal that is not decoding UTF-8: raw 0x80-0x9f are C1 controls there. */
+const EIGHT_BIT_TABLE: [string, string, string][] = [
+  ['a raw C1 CSI after a would-be UTF-8 lead byte is a request, dropped', '\xe0\x9b6nok', '\xe0ok'],
+  ['a raw C1 OSC after a would-be UTF-8 lead byte is dropped', '\xed\x9d52;c;QQ==\x07ok', '\xedok'],
+  ['a raw DECID after a lead byte', '\xe2\x9aok', '\xe2ok'],
+  ['Latin-1 text and other C1 controls pass', 'caf\xe9 \x85x', 'caf\xe9 \x85x'],
+];
+
+const CASES = [...TABLE.map((row) => [...row, false] as const), ...EIGHT_BIT_TABLE.map((row) => [...row, true] as const)];
+
+for (const [name, input, expected, eightBit] of CASES) {
+  test(`filter${eightBit ? ' (8-bit)' : ''}: ${name}`, () => {
+    const make = () => new TerminalOutputFilter({ eightBit });
+    const whole = make().feed(Buffer.from(input, 'latin1')).toString('latin1');
     assert.is(JSON.stringify(whole), JSON.stringify(expected));
     // Every cut into two reads, then one byte a read: the same bytes out.
     for (let cut = 1; cut < input.length; cut++) {
-      const filter = new TerminalOutputFilter();
+      const filter = make();
       const bytes = Buffer.from(input, 'latin1');
       const split = Buffer.concat([filter.feed(bytes.subarray(0, cut)), filter.feed(bytes.subarray(cut))]).toString('latin1');
       assert.is(JSON.stringify(split), JSON.stringify(expected), `cut at ${cut}`);
     }
-    const filter = new TerminalOutputFilter();
+    const filter = make();
     const bytewise = [...Buffer.from(input, 'latin1')].map((byte) => filter.feed(Buffer.from([byte])).toString('latin1')).join('');
     assert.is(JSON.stringify(bytewise), JSON.stringify(expected), 'one byte a read');
   });
@@ -54,8 +68,18 @@ for (const [name, input, expected] of TABLE) {
 
 test('isReportRequest: the CSI finals a terminal answers, and not the ones it only performs', () => {
   const csi = (text: string) => [...Buffer.from(text, 'latin1')];
-  for (const request of ['6n', '?6n', 'c', '>c', '21t', '?2026$p', 'x', '>q', '?1;1S', '?u', '0;0;0;0#|']) assert.ok(isReportRequest(csi(request)), request);
-  for (const action of ['1m', 'H', '2J', '?25h', '>1u', 'S', '5q', ' q']) assert.not.ok(isReportRequest(csi(action)), action);
+  for (const request of ['6n', '?6n', 'c', '>c', '21t', '?2026$p', 'x', '>q', '?1;1S', '?u', '0;0;0;0#|', '1$u', '1$w', '#R', '1;1;1;1;1;1*y', '"v', "1'|", '&u', '?4m'])
+    assert.ok(isReportRequest(csi(request)), request);
+  for (const action of ['1m', 'H', '2J', '?25h', '>1u', 'S', '5q', ' q', '>4;1m', '#P', '1;1$z']) assert.not.ok(isReportRequest(csi(action)), action);
+});
+
+test('eightBitLocale: UTF-8 by LC_ALL, then LC_CTYPE, then LANG; anything else is 8-bit', () => {
+  assert.not.ok(eightBitLocale({ LANG: 'en_US.UTF-8' }));
+  assert.not.ok(eightBitLocale({ LC_CTYPE: 'C.utf8', LANG: 'de_DE.ISO-8859-1' }));
+  assert.not.ok(eightBitLocale({ LANG: 'sr_RS.UTF-8@latin' }));
+  assert.ok(eightBitLocale({ LC_ALL: 'de_DE.ISO-8859-1', LANG: 'en_US.UTF-8' }));
+  assert.ok(eightBitLocale({ LANG: 'C' }));
+  assert.ok(eightBitLocale({}));
 });
 
 test.run();
