@@ -105,6 +105,18 @@ test('a program that exits while detached: listed as ended with its status, and 
   await until(async () => (await listed(started.id!)) === undefined, 10_000, 'the session gone after its EXIT');
 });
 
+test('STOP_SESSION of a program that ended while detached: STOPPED carries how the program ended, and the unit goes', async () => {
+  const started = await agent.keep({ op: 'start', name: 'se1', argv: ['sh', '-c', 'read line; echo done; exit 4'], keepMs: 60_000, read: {} });
+  await agent.keep({ op: 'write', name: 'se1', data: 'x\r' });
+  await agent.keep({ op: 'detach', name: 'se1' });
+  await until(async () => (await listed(started.id!))?.state === 'ended', 10_000, 'the session listed as ended');
+  const stopped = await agent.keep({ op: 'stop-session', id: started.id! });
+  assert.is(stopped.error, undefined, stopped.message);
+  const end = stopped.end as { reason: string; code: number; status: number; result: string };
+  assert.equal([end.reason, end.code, end.status, end.result], ['stopped', 1, 4, 'exit-code'], JSON.stringify(stopped));
+  await until(async () => (await listed(started.id!)) === undefined, 10_000, 'the session gone from the list');
+});
+
 test('the keep deadline stops the unit of a session nobody attaches to', async () => {
   const before = (await sessionUnits(sandbox)).length;
   const started = await agent.keep({ op: 'start', name: 'd1', argv: ['sleep', '600'], keepMs: 500, read: {} });
