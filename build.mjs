@@ -78,15 +78,30 @@ const common = {
   legalComments: 'none',
 };
 
-// The CLI (ESM: it awaits at its top level).
-await build({
-  ...common,
-  entryPoints: { cli: join(root, 'src/cli/main.ts') },
-  outdir: out,
-  format: 'esm',
-  outExtension: { '.js': '.js' },
-  banner: { js: `#!/usr/bin/env node\n${banner}` },
-});
+// The CLI: its entry (cli.js, the bin) runs the command's bundle (cli-main.cjs) from the code cache
+// made below, as the root side does. All three are CommonJS, cli.js too: dist/package.json says so
+// (and dist/lib/ and dist/types/ say they are ES modules), since a Node start that runs an ES module
+// sets up the ES module loader first. What `run` does not use is not in that bundle: the operator
+// commands are a bundle of their own (cli-operate.cjs), required when one of them is asked for.
+const cliRoot = {
+  banner: { js: ['"use strict";', "const __importMetaUrl = require('node:url').pathToFileURL(__filename).href;", 'const __bundleDir = __dirname;'].join('\n') },
+  define: { 'import.meta.url': '__importMetaUrl' },
+  format: 'cjs',
+  outExtension: { '.js': '.cjs' },
+};
+const operatorBundle = {
+  name: 'operator-bundle',
+  setup(build) {
+    build.onResolve({ filter: /^\.\/operate\.ts$/ }, (args) =>
+      args.importer === join(root, 'src/cli/program.ts') ? { path: 'operate', namespace: 'operator-bundle' } : undefined,
+    );
+    build.onResolve({ filter: /^\.\/cli-operate\.cjs$/ }, () => ({ path: './cli-operate.cjs', external: true }));
+    build.onLoad({ filter: /.*/, namespace: 'operator-bundle' }, () => ({ contents: "module.exports = require('./cli-operate.cjs');", loader: 'js' }));
+  },
+};
+await build({ ...common, ...cliRoot, entryPoints: { 'cli-main': join(root, 'src/cli/program.ts') }, outdir: out, plugins: [operatorBundle, ...common.plugins] });
+await build({ ...common, ...cliRoot, entryPoints: { 'cli-operate': join(root, 'src/cli/operate.ts') }, outdir: out });
+await build({ ...common, ...cliRoot, entryPoints: { cli: join(root, 'src/boot/cli.ts') }, outdir: out, outExtension: { '.js': '.js' }, banner: { js: '#!/usr/bin/env node\n"use strict";' } });
 
 // The broker and the worker are CommonJS: a Node start that runs an ES module first sets up the ESM
 // loader (≈15 ms here), and V8's code cache (src/boot/code-cache.ts) takes a classic script only.
@@ -152,6 +167,11 @@ function walk(dir) {
   });
 }
 
+// Which files are ES modules: the package says all its .js are; dist/ says its own are CommonJS (cli.js);
+// the library and its declarations are ES modules again.
+writeFileSync(join(out, 'package.json'), '{ "type": "commonjs" }\n', { mode: 0o644 });
+for (const dir of [libOut, typesOut]) writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n', { mode: 0o644 });
+
 buildAddon();
 buildSessionHelper();
 
@@ -172,13 +192,13 @@ for (const cross of crossBuilt) {
 mkdirSync(join(out, 'units'));
 for (const name of readdirSync(join(root, 'units'))) copyFileSync(join(root, 'units', name), join(out, 'units', name));
 for (const name of ['cli.js', 'broker.cjs', 'worker.cjs']) chmodSync(join(out, name), 0o755);
-await codeCaches(Object.keys(rootSide).map((name) => join(out, `${name}-main.cjs`)));
+await codeCaches([...Object.keys(rootSide), 'cli'].map((name) => join(out, `${name}-main.cjs`)));
 // Not readable by others: the kernel makes it non-dumpable from exec on (see unsafeHelper).
 chmodSync(join(out, platform, 'opencode-pty-session'), 0o711);
-for (const name of [...binaries.filter((path) => path.endsWith('.node')), 'broker-main.cjs', 'worker-main.cjs']) chmodSync(join(out, name), 0o644);
+for (const name of [...binaries.filter((path) => path.endsWith('.node')), 'broker-main.cjs', 'worker-main.cjs', 'cli-main.cjs', 'cli-operate.cjs']) chmodSync(join(out, name), 0o644);
 for (const name of readdirSync(join(out, 'units'))) chmodSync(join(out, 'units', name), 0o644);
 writeFileSync(join(out, 'manifest.json'), `${JSON.stringify(buildManifest(root, out), null, 2)}\n`, { mode: 0o644 });
-console.error('built dist/broker.cjs, dist/worker.cjs (with their bundles and code caches), dist/cli.js, dist/lib/, dist/types/, dist/manifest.json');
+console.error('built dist/broker.cjs, dist/worker.cjs, dist/cli.js (with their bundles and code caches), dist/cli-operate.cjs, dist/lib/, dist/types/, dist/manifest.json');
 
 /**
  * The Node-API addon (native/addon/, binding.gyp), built by node-gyp when it is missing or a source is

@@ -20,7 +20,7 @@ export function defaultContext(): CommandContext {
     stdout: (text) => void process.stdout.write(text),
     stderr: (text) => void process.stderr.write(text),
     run: runCommand,
-    // In the bundle this file is cli.js itself; from the sources, the built dist/ beside src/.
-    bundleDir: import.meta.url.endsWith('.js') ? dirname(fileURLToPath(import.meta.url)) : fileURLToPath(new URL('../../dist', import.meta.url)),
+    // In the bundle this file is a bundle beside cli.js (cli-operate.cjs); from the sources, the built dist/ beside src/.
+    bundleDir: import.meta.url.endsWith('.ts') ? fileURLToPath(new URL('../../dist', import.meta.url)) : dirname(fileURLToPath(import.meta.url)),
   };
 }

@@ -6,6 +6,8 @@ import { runStop } from './stop.ts';
 import { runUninstall } from './uninstall.ts';
 import { runVerify } from './verify.ts';
 
+export { defaultContext } from './context.ts';
+
 export const OPERATOR_COMMANDS: Record<string, (args: readonly string[], context: CommandContext) => number> = {
   install: runInstall,
   uninstall: runUninstall,

@@ -28,9 +28,9 @@ function cacheOf(source: Buffer): Buffer {
 
 const ran = () => (globalThis as { ran?: Record<string, unknown> }).ran;
 
-test('evaluating a built root bundle (as the build does, as root, for its cache) runs nothing: its entry calls the run it exports', () => {
+test('evaluating a built bundle (as the build does, as root, for its cache) runs nothing: its entry calls the run it exports', () => {
   const child = fileURLToPath(new URL('./evaluate-child.ts', import.meta.url));
-  for (const name of ['broker-main.cjs', 'worker-main.cjs']) {
+  for (const name of ['broker-main.cjs', 'worker-main.cjs', 'cli-main.cjs']) {
     const run = spawnSync('env', ['-i', process.execPath, '--import', 'tsx', child, join(root, 'dist', name)], { encoding: 'utf8', cwd: root, timeout: 20_000 });
     // Before: the bundle ran its main, which failed (exit status 1, its error on stderr).
     assert.equal([run.status, run.stdout.trim(), run.stderr], [0, 'function', ''], name);
@@ -86,7 +86,7 @@ test('a cut or empty cache is ignored', () => {
   assert.ok(cachedDataFor(source, cacheOf(source)));
 });
 
-for (const name of ['broker-main.cjs', 'worker-main.cjs']) {
+for (const name of ['broker-main.cjs', 'worker-main.cjs', 'cli-main.cjs']) {
   test(`the build's ${name} cache fits this Node`, () => {
     const path = join(root, 'dist', name);
     const cache = cachedDataFor(readFileSync(path), readFileSync(path + CACHE_SUFFIX));

@@ -18,9 +18,11 @@ export const BROKER_UNIT = 'opencode-pty-supervisor@broker.service';
 export const AGENT_SERVICE = 'opencode-pty-agent.service';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-/** What a deployment copies from dist/; this platform's binaries (dist/<platform>-<arch>/) go beside the bundles. */
+/** What a deployment copies from dist/; this platform's binaries (dist/<platform>-<arch>/) go beside the bundles.
+ * Not dist/package.json: test scripts (ES modules named .js) go beside the bundles here, and Node takes
+ * cli.js, which has no ES module syntax, for CommonJS without it. */
 const PLATFORM = `${process.platform}-${process.arch}`;
-const BUNDLE = ['broker.cjs', 'broker-main.cjs', 'broker-main.cjs.cache', 'worker.cjs', 'worker-main.cjs', 'worker-main.cjs.cache', 'cli.js', `${PLATFORM}/opencode_pty.node`, `${PLATFORM}/opencode-pty-session`];
+const BUNDLE = ['broker.cjs', 'broker-main.cjs', 'broker-main.cjs.cache', 'worker.cjs', 'worker-main.cjs', 'worker-main.cjs.cache', 'cli.js', 'cli-main.cjs', 'cli-main.cjs.cache', 'cli-operate.cjs', `${PLATFORM}/opencode_pty.node`, `${PLATFORM}/opencode-pty-session`];
 
 /** The config file a deployment gets: the sandbox's client account, its agent service, and overrides. */
 export function deployConfig(sandbox: Sandbox, overrides: Record<string, unknown> = {}): Record<string, unknown> {
