@@ -230,6 +230,8 @@ async function heldAndMemory(ctx: Context, samplesPerLevel: number): Promise<Hel
     };
     add('broker', [m.broker]);
     add('spare', [m.spare]);
+    // What the supervisor costs while it waits (issue 31's goal: at most 32 MB), a held session's worker beside it.
+    if (sessions === 0 && m.broker && m.spare) memFigures.push(figure('idle broker + spare USS', 'opencode-pty', [(m.broker.uss + m.spare.uss) / 1024], 'MB', 'goal ≤ 32 MB'));
     add('worker', m.workers);
     add('helper', m.helpers);
     add('client process', m.anchors, SDRUN);

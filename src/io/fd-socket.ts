@@ -21,6 +21,8 @@ export interface FdSocketOptions {
 
 const DEFAULT_MAX_QUEUED = 8 * 1024 * 1024;
 const DEFAULT_READ_BUFFER = 64 * 1024;
+/** Where a peek puts its byte: read at once, before anything else can peek (one thread). */
+const PEEKED = Buffer.alloc(1);
 /** Reads per readable event before yielding: uv_poll is level-triggered, so the rest comes on the next turn. */
 const READS_PER_EVENT = 16;
 
@@ -49,12 +51,15 @@ export class FdSocket extends EventEmitter {
   #dead = false;
   #hangupReported = false;
   #writer: SocketWriter;
-  #scratch: Buffer;
+  /** A streaming read's buffer, made at the first streaming read: most of the broker's sockets only
+   * read frame-exact or peek, and 64 KiB for each of them was garbage (docs/testing.md, the broker's RSS). */
+  #scratch: Buffer | undefined;
+  readonly #readBufferSize: number;
 
   /** Takes ownership of `fd` (closed by close(), or here if it cannot be made non-blocking). */
   constructor(fd: number, options: FdSocketOptions = {}) {
     super();
-    this.#scratch = Buffer.allocUnsafe(options.readBufferSize ?? DEFAULT_READ_BUFFER);
+    this.#readBufferSize = options.readBufferSize ?? DEFAULT_READ_BUFFER;
     try {
       native().setNonBlocking(fd, true);
     } catch (error) {
@@ -144,7 +149,7 @@ export class FdSocket extends EventEmitter {
     if (!request || this.#fd < 0) return;
     let got: number;
     try {
-      got = native().peek(this.#fd, this.#scratch, 0, 1);
+      got = native().peek(this.#fd, PEEKED, 0, 1);
     } catch (error) {
       this.#peek = undefined;
       return request.reject(fromSystemError(error, 'recv'));
@@ -155,7 +160,7 @@ export class FdSocket extends EventEmitter {
       this.#ended = true;
       return request.reject(new IoError('EOF', 'the peer closed the connection'));
     }
-    request.resolve(this.#scratch[0]!);
+    request.resolve(PEEKED[0]!);
   }
 
   /** Streams every byte to onData from the event loop. An fd arriving here is closed at once and reported
@@ -278,7 +283,7 @@ export class FdSocket extends EventEmitter {
       if (!onData || this.#paused || this.#fd < 0 || this.#ended) return;
       let read: StreamRead;
       try {
-        read = readChunk(this.#fd, this.#scratch);
+        read = readChunk(this.#fd, (this.#scratch ??= Buffer.allocUnsafe(this.#readBufferSize)));
       } catch (error) {
         return this.#fatal(error as IoError);
       }
@@ -320,7 +325,7 @@ export class FdSocket extends EventEmitter {
       if (!onData) return;
       let read: StreamRead;
       try {
-        read = readChunk(this.#fd, this.#scratch);
+        read = readChunk(this.#fd, (this.#scratch ??= Buffer.allocUnsafe(this.#readBufferSize)));
       } catch {
         return;
       }

@@ -300,4 +300,22 @@ test('peekByte looks at the next byte and leaves it, and the descriptor riding o
   socket.close();
 });
 
+test("a socket that only peeks and reads frame-exact (the broker's connections) holds no streaming buffer", async () => {
+  const pairs = Array.from({ length: 64 }, () => native().socketpair());
+  const before = process.memoryUsage().arrayBuffers;
+  const sockets = pairs.map(([ours]) => new FdSocket(ours));
+  const grown = process.memoryUsage().arrayBuffers - before;
+  // Before: 64 KiB each at construction, 4 MiB for these 64.
+  assert.ok(grown < 64 * 1024, `${grown} bytes of ArrayBuffers for 64 sockets`);
+  sendRaw(pairs[0]![1], Buffer.from('AB'));
+  assert.is(await sockets[0]!.peekByte(), 'A'.charCodeAt(0));
+  assert.is((await sockets[0]!.readExact(2, 0)).data.toString(), 'AB');
+  // A streaming read still gets its buffer, and every byte.
+  sendRaw(pairs[1]![1], Buffer.from('streamed'));
+  const chunk = await new Promise<Buffer>((resolve) => sockets[1]!.startReading(resolve));
+  assert.is(chunk.toString(), 'streamed');
+  for (const socket of sockets) socket.close();
+  for (const [, theirs] of pairs) closeSync(theirs);
+});
+
 test.run();
