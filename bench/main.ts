@@ -127,7 +127,7 @@ async function warm(ctx: Context, rounds: number): Promise<Section> {
   figures.push(figure('connect→WELCOME', LIB, ms(lib.map((s) => s.welcome))));
   figures.push(figure('connect→STARTED', LIB, ms(lib.map((s) => s.started))));
   for (const name of who) figures.push(figure('→first OUTPUT', name, ms(samples.get(name)!.map((s) => s.first))));
-  for (const name of who) figures.push(figure('→EXIT', name, ms(samples.get(name)!.map((s) => s.exit))));
+  for (const name of who) figures.push(figure('→EXIT', name, ms(samples.get(name)!.map((s) => s.exit)), 'ms', name === CLI ? 'spawn→exit; goal ≤ 1.5× systemd-run (issue 31)' : undefined));
   for (const [name, exits] of burst) figures.push(figure('→EXIT, back to back', name, exits));
   return withRatios({ title: `Warm start of \`echo hi\` (connect or spawn →; ${SETTLE_MS} ms idle before each sample)`, anchor: SDRUN, figures });
 }
