@@ -43,11 +43,17 @@ test("root's ls lists the agent's kept session; attach observes its replay from 
   const entry = (JSON.parse(json.stdout) as { id: number; label: string; next: number; state: string }[]).find((one) => one.id === id);
   assert.equal(entry && [entry.label, entry.next, entry.state], ['cli view', output.length, 'detached']);
 
-  // timeout(1) ends the attach with SIGTERM after 3 s; --preserve-status gives back the CLI's own status.
-  const attached = await sandbox.exec(['timeout', '--preserve-status', '-s', 'TERM', '3', ...CLI, 'attach', '--socket', SOCKET_PATH, String(id)], {
-    input: 'typed by an observer\n',
-    timeoutMs: 20_000,
-  });
+  // SIGTERM once the attach has written the whole replay (an event, not a time: under load the attach may
+  // take seconds to connect, and a signal before its handler is installed ends it as 143).
+  const attachArgv = [...CLI, 'attach', '--socket', SOCKET_PATH, String(id)].join(' ');
+  const script = [
+    'out=/tmp/attach.out; err=/tmp/attach.err',
+    `printf 'typed by an observer\\n' | ${attachArgv} >$out 2>$err & pid=$!`,
+    `until [ "$(wc -c <$out)" -ge ${output.length} ] || ! kill -0 $pid 2>/dev/null; do sleep 0.02; done`,
+    'kill -TERM $pid; wait $pid; code=$?',
+    'cat $out; cat $err >&2; rm -f $out $err; exit $code',
+  ].join('\n');
+  const attached = await sandbox.exec(['sh', '-c', script], { timeoutMs: 30_000 });
   assert.is(attached.code, 0, attached.stderr);
   assert.is(attached.stdout, output, 'the replay from 0 is exactly the program\'s output, and the observer\'s input was not echoed');
   assert.match(attached.stderr, `detached from session ${id} at offset ${output.length}`);
