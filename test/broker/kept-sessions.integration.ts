@@ -106,9 +106,12 @@ test('a program that exits while detached: listed as ended with its status, and 
 });
 
 test('STOP_SESSION of a program that ended while detached: STOPPED carries how the program ended, and the unit goes', async () => {
-  const started = await agent.keep({ op: 'start', name: 'se1', argv: ['sh', '-c', 'read line; echo done; exit 4'], keepMs: 60_000, read: {} });
-  await agent.keep({ op: 'write', name: 'se1', data: 'x\r' });
+  // The program ends only once the test says so, after the detach: no race with the connection's close.
+  const go = `${sandbox.client.home}/go-se1`;
+  const started = await agent.keep({ op: 'start', name: 'se1', argv: ['sh', '-c', `while [ ! -e ${go} ]; do sleep 0.02; done; echo done; exit 4`], keepMs: 60_000, read: {} });
   await agent.keep({ op: 'detach', name: 'se1' });
+  await until(async () => (await listed(started.id!))?.state === 'detached', 10_000, 'the session listed as detached');
+  await agent.command({ run: ['touch', go] });
   await until(async () => (await listed(started.id!))?.state === 'ended', 10_000, 'the session listed as ended');
   const stopped = await agent.keep({ op: 'stop-session', id: started.id! });
   assert.is(stopped.error, undefined, stopped.message);
