@@ -9,6 +9,7 @@ import type { KeepPlan } from './keep-plan.ts';
 import { KeptSide, keptFacts, refuseUnkept, sessionNow } from './kept-side.ts';
 import type { SessionState } from './session-state.ts';
 import type { Started } from './session-start.ts';
+import type { KeptRecord, KeptStore } from '../kept-store/index.ts';
 
 export interface SessionKeepDeps {
   writeTimeoutMs: number;
@@ -18,12 +19,21 @@ export interface SessionKeepDeps {
   /** The broker's 'kept' report. */
   kept(facts: KeptFacts): void;
   log(line: string): void;
+  /** Where the session's record goes (absent: it does not outlive its worker). */
+  store?: KeptStore;
+  /** Its unit, and the client service its peer was confirmed inside (the record's). */
+  unit?(): string | undefined;
+  service?: string;
 }
 
 export class SessionKeep {
   #deps: SessionKeepDeps;
   #plan: KeepPlan | undefined;
   #side: KeptSide | undefined;
+  /** What root records of the session for the next worker (kept-store/record.ts), once it has started. */
+  #record: KeptRecord | undefined;
+  /** An adopted session's first deadline, as its record says (Unix ms); later ones run keepMs from a detach. */
+  #adoptedDeadlineAt: number | undefined;
   /** A DETACHED for conn 0 that came before the side (the helper wrote STARTED, then lost the client). */
   #earlyDetached: DetachReport[] = [];
 
@@ -51,6 +61,9 @@ export class SessionKeep {
     // finished, or the helper's DETACHED did) is a detach after that attach, which arms the deadline.
     attached();
     this.#deps.kept(facts);
+    const unit = this.#deps.unit?.();
+    if (unit) this.#record = { format: 1, unit, ...facts, retainBytes: this.#plan!.retainBytes, service: this.#deps.service ?? null, detachedSinceMs: null };
+    this.#save();
     side.connections.add(0, client);
     for (const report of this.#earlyDetached.splice(0)) side.connections.detached(report);
   }
@@ -73,12 +86,60 @@ export class SessionKeep {
     this.#side.fromBroker(message, fds, sessionNow(state), to);
   }
 
+  /**
+   * A session the next broker found running with its record (kept-store): its side holds no connection
+   * (the helper let them go with its worker), its deadline is the record's (adoptionDeadline), and the
+   * broker learns its facts as after a start ('kept').
+   */
+  adopted(record: KeptRecord, link: HelperLink, deadlineAt: number): void {
+    const { writeTimeoutMs, attached, detached, log } = this.#deps;
+    const { format: _format, unit: _unit, retainBytes: _retain, service: _service, detachedSinceMs: _since, ...facts } = record;
+    this.#record = { ...record, detachedSinceMs: deadlineAt - record.keepMs };
+    this.#adoptedDeadlineAt = deadlineAt;
+    this.#side = new KeptSide({ facts, link, writeTimeoutMs, attached, detached, log });
+    this.#deps.kept(facts);
+    this.#save();
+  }
+
   arm(onDeadline: () => void): void {
-    this.#side?.arm(onDeadline);
+    const at = this.#adoptedDeadlineAt;
+    this.#adoptedDeadlineAt = undefined;
+    this.#side?.arm(onDeadline, at);
+    if (this.#record) this.#save(at === undefined ? Date.now() : at - this.#record.keepMs);
   }
 
   disarm(): void {
     this.#side?.disarm();
+    this.#save(null);
+  }
+
+  /**
+   * The worker goes and the session stays (its shutdown, kept-store): the record says since when nobody
+   * is attached, which is now for connections the helper is about to let go. False when there is no
+   * record to leave behind: the session then ends as any other.
+   */
+  release(): boolean {
+    if (!this.#record || !this.#side) return false;
+    if (this.#record.detachedSinceMs === null) this.#save(Date.now());
+    return true;
+  }
+
+  /** The session is over: its socket and record go. */
+  ended(): void {
+    const id = this.#record?.sessionId ?? this.#side?.facts.sessionId;
+    if (id !== undefined) this.#deps.store?.remove(id);
+  }
+
+  /** Written whole or not at all; a failure is logged (the next broker then reaps the session as an orphan). */
+  #save(detachedSinceMs?: number | null): void {
+    const { store, log } = this.#deps;
+    if (!this.#record || !store) return;
+    if (detachedSinceMs !== undefined) this.#record = { ...this.#record, detachedSinceMs };
+    try {
+      store.write(this.#record);
+    } catch (error) {
+      log(`its record could not be written (${(error as Error).message}): it will not outlive this worker`);
+    }
   }
 
   closeAll(): void {

@@ -1,0 +1,100 @@
+// Kept sessions outlive the supervisor (issue 30) against the real systemd: the broker and every worker
+// killed (SIGKILL) while kept programs write, then ATTACH from the last offset each connection saw: the
+// bytes received across connections are exactly the program's output (sha256). The next broker adopts
+// each session through its rendezvous socket and holds it as a detached kept session; nothing of it is
+// left once it ends (unit, socket, record).
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { createHash } from 'node:crypto';
+import type { Sandbox } from '../sandbox/index.ts';
+import type { Agent } from '../support/agent.ts';
+import { bootSupervisor, brokerPid, sessionUnits } from '../support/supervisor.ts';
+import { until } from '../support/wait.ts';
+import { BROKER_UNIT } from '../sandbox/deploy.ts';
+
+let sandbox: Sandbox;
+let agent: Agent;
+
+test.before(async () => {
+  ({ sandbox, agent } = await bootSupervisor('kept-survive', { limits: { maxSessions: 6, maxKept: 4 } }));
+});
+
+test.after(async () => {
+  await sandbox?.stop();
+});
+
+const sha = (text: string) => createHash('sha256').update(text).digest('hex');
+/** `seq 1 N` as the terminal gives it (ONLCR: \r\n). */
+const seq = (n: number) => Array.from({ length: n }, (_, i) => `${i + 1}\r\n`).join('');
+/** Writes `seq 1 N` in `steps` pieces, `pauseS` apart: output throughout, known byte for byte. */
+const paced = (n: number, steps: number, pauseS: number) =>
+  `k=0; while [ $k -lt ${steps} ]; do seq $((k*${n / steps}+1)) $(((k+1)*${n / steps})); k=$((k+1)); sleep ${pauseS}; done; read line; exit 4`;
+
+const keptFiles = async () => (await sandbox.exec(['sh', '-c', 'ls -A /run/opencode-pty-kept 2>/dev/null'])).stdout.split('\n').filter(Boolean);
+
+async function killSupervisor(): Promise<void> {
+  const before = await brokerPid(sandbox);
+  assert.ok(before > 0, 'a broker runs');
+  // The broker and every worker (its unit's whole cgroup), as a crash or an OOM kill would.
+  await sandbox.systemctl('kill', '--signal=SIGKILL', BROKER_UNIT);
+  await until(async () => (await brokerPid(sandbox)) === 0, 10_000, 'the broker gone');
+  await sandbox.systemctl('reset-failed', BROKER_UNIT);
+}
+
+test('kill -9 of the broker and every worker mid-output: each session runs on, and ATTACH from the last offset seen gives the rest (sha256)', async () => {
+  const n = 30_000;
+  const expected = seq(n);
+  const argv = ['sh', '-c', paced(n, 300, 0.02)];
+  const detached = await agent.keep({ op: 'start', name: 'd', argv, keepMs: 120_000, label: 'detached', read: { bytes: 1000 } });
+  assert.is(detached.error, undefined, detached.message);
+  const first = await agent.keep({ op: 'detach', name: 'd' });
+  const attached = await agent.keep({ op: 'start', name: 'a', argv, keepMs: 120_000, label: 'attached', read: { bytes: 2000 } });
+  assert.is(attached.error, undefined, attached.message);
+  assert.is((await sessionUnits(sandbox)).length, 2);
+  const files = (await keptFiles()).sort();
+  if (files.length !== 4) console.log((await sandbox.exec(['sh', '-c', 'ls -la /run; journalctl -o cat | tail -40'])).stdout);
+  assert.equal(files, [`${detached.id}.json`, `${detached.id}.sock`, `${attached.id}.json`, `${attached.id}.sock`].sort());
+
+  await killSupervisor();
+  // The attached connection ends with its worker (the helper lets it go): no last frame, an offset to come back to.
+  const cut = await agent.keep({ op: 'read', name: 'a', read: { untilEnd: true, ms: 10_000 } });
+  assert.ok(cut.end === undefined, `no last frame: ${JSON.stringify(cut.end)}`);
+  assert.is(cut.sha256, sha(expected.slice(0, cut.bytes!)), 'what the attached connection got is a prefix of the output');
+  assert.is((await sessionUnits(sandbox)).length, 2, 'both sessions run on without a supervisor');
+
+  // The first ATTACH starts the broker by socket activation; its orphan scan adopts both sessions.
+  const asked = Date.now();
+  const back = await agent.keep({ op: 'attach', name: 'a2', id: attached.id!, from: cut.offset, role: 'control', read: { bytes: 1 } });
+  const firstByteMs = Date.now() - asked;
+  assert.is(back.error, undefined, back.message);
+  assert.is(back.first, cut.offset);
+  const rest = await agent.keep({ op: 'read', name: 'a2', read: { bytes: expected.length - cut.offset! } });
+  assert.is(rest.sha256, sha(expected.slice(cut.offset!)), 'the rest, nothing lost or repeated across the kill');
+  const other = await agent.keep({ op: 'attach', name: 'd2', id: detached.id!, from: first.offset, read: { bytes: expected.length - first.offset! } });
+  assert.is(other.error, undefined, other.message);
+  assert.is(first.sha256, sha(expected.slice(0, first.bytes!)));
+  assert.is(other.sha256, sha(expected.slice(first.offset!)), 'the detached session too');
+
+  const listed = (await agent.keep({ op: 'list' })).list as { id: number; label: string; controllers: number }[];
+  assert.equal(listed.map((one) => one.label).sort(), ['attached', 'detached'], 'both listed with their labels after the adoption');
+
+  // Both end as kept sessions do: their EXIT to the connection attached, then nothing of them is left.
+  for (const name of ['a2', 'd2']) {
+    await agent.keep({ op: 'write', name, data: 'x\r' });
+    const ended = await agent.keep({ op: 'read', name, read: { untilEnd: true } });
+    assert.is((ended.end as { status?: number } | undefined)?.status, 4, `${name}: ${JSON.stringify(ended)}`);
+  }
+  await until(async () => (await sessionUnits(sandbox)).length === 0 && (await keptFiles()).length === 0, 15_000, 'units, sockets and records gone');
+
+  // A cold start to compare with: the broker stopped with nothing to keep, then a START through socket activation.
+  await sandbox.systemctl('stop', BROKER_UNIT);
+  const coldAsked = Date.now();
+  const cold = await agent.keep({ op: 'start', name: 'cold', argv: ['sh', '-c', 'echo x; read line'], keepMs: 60_000, read: { bytes: 1 } });
+  const coldMs = Date.now() - coldAsked;
+  assert.is(cold.error, undefined, cold.message);
+  console.log(`first ATTACH after the kill (activation + adoption + attach) to its first byte: ${firstByteMs} ms; a cold START to its first byte: ${coldMs} ms`);
+  assert.ok(firstByteMs < coldMs + 1500, `the adoption does not hold the first ATTACH back: ${firstByteMs} ms against ${coldMs} ms`);
+  await agent.keep({ op: 'stop-session', id: cold.id! });
+});
+
+test.run();
