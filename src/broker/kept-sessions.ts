@@ -113,7 +113,7 @@ export class KeptSessions<W extends KeptWorker> {
   /** find, but a session still starting is waited for (at most `boundMs`) until its worker reports it
    * kept, finishing or ended: its STARTED may be out before the worker has seen the start through. */
   async reach(id: number, scope: KeptScope = EVERY, boundMs = STARTING_WAIT_MS): Promise<Found<W>> {
-    await this.#adopted([id]);
+    if (this.#adopting.has(id)) await this.#adopted([id]);
     const worker = this.#locate(id, scope);
     if (!worker || worker.kept || worker.isFinishing || !worker.keptSettled) return this.find(id, scope);
     let timer: NodeJS.Timeout | undefined;
@@ -139,7 +139,8 @@ export class KeptSessions<W extends KeptWorker> {
   /** LIST: every started kept session, as its worker describes it within the bound, else as last known
    * (state 6 unknown). The frame leaves out what would overflow 64 KiB (sessionsFrame). */
   async list(scope: KeptScope = EVERY): Promise<SessionEntry[]> {
-    await this.#adopted([...this.#adopting.keys()]);
+    // Only while adoptions are under way: otherwise every worker is asked at once, in this turn.
+    if (this.#adopting.size > 0) await this.#adopted([...this.#adopting.keys()]);
     const asked: Promise<SessionEntry>[] = [];
     for (const worker of this.#deps.workers()) {
       if (!worker.keepGranted || worker.endReason !== undefined || !worker.kept || !inScope(worker, scope)) continue;

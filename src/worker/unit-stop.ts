@@ -48,8 +48,9 @@ export class UnitStop {
     // A unit we did not start (an adopted kept session's) holds no reference of ours: taken first, or
     // systemd collects it at its end before its exit can be read (CollectMode=inactive-or-failed).
     const { manager } = this.#deps;
-    const ref = referenced || !manager.ref ? Promise.resolve() : manager.ref(this.#name!);
-    ref.then(() => manager.waitForExit(this.#name!)).then(
+    const name = this.#name!;
+    const exit = referenced || !manager.ref ? manager.waitForExit(name) : manager.ref(name).then(() => manager.waitForExit(name));
+    exit.then(
       (exit) => this.#inactive(exit),
       (error: Error) => {
         if (!this.#stopped) this.#deps.watchLost?.(error); // our own stop collected the unit: stop() tells the end

@@ -1,0 +1,129 @@
+// Kept sessions across the supervisor's restarts (issue 30) against the real systemd: root's recorded
+// deadline holds after an adoption (counted from the recorded detach; from the adoption for a session
+// that was attached when its supervisor went); a session without its record is reaped, saying why; and
+// `systemctl restart` of the broker, a stop of the socket and the broker then a start, a D-Bus restart
+// and a daemon-reload leave kept sessions running and attachable, nothing lost (sha256).
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { createHash } from 'node:crypto';
+import type { Sandbox } from '../sandbox/index.ts';
+import type { Agent } from '../support/agent.ts';
+import { bootSupervisor, brokerPid, sessionUnits } from '../support/supervisor.ts';
+import { until } from '../support/wait.ts';
+import { BROKER_UNIT, SOCKET_UNIT } from '../sandbox/deploy.ts';
+
+let sandbox: Sandbox;
+let agent: Agent;
+
+test.before(async () => {
+  ({ sandbox, agent } = await bootSupervisor('kept-restart', { limits: { maxSessions: 6, maxKept: 4 } }));
+});
+
+test.after(async () => {
+  await sandbox?.stop();
+});
+
+const sha = (text: string) => createHash('sha256').update(text).digest('hex');
+const seq = (n: number) => Array.from({ length: n }, (_, i) => `${i + 1}\r\n`).join('');
+const paced = (n: number, steps: number, pauseS: number) =>
+  `k=0; while [ $k -lt ${steps} ]; do seq $((k*${n / steps}+1)) $(((k+1)*${n / steps})); k=$((k+1)); sleep ${pauseS}; done; read line; exit 4`;
+const keptFiles = async () => (await sandbox.exec(['sh', '-c', 'ls -A /run/opencode-pty-kept 2>/dev/null'])).stdout.split('\n').filter(Boolean);
+const journalHas = async (text: string) => (await sandbox.journal()).includes(text);
+
+async function killSupervisor(): Promise<void> {
+  await sandbox.systemctl('kill', '--signal=SIGKILL', BROKER_UNIT);
+  await until(async () => (await brokerPid(sandbox)) === 0, 10_000, 'the broker gone');
+  await sandbox.systemctl('reset-failed', BROKER_UNIT);
+}
+
+type Listed = { id: number; state: string; deadlineMs: number | null };
+const listed = async (id: number) => ((await agent.keep({ op: 'list' })).list as Listed[]).find((one) => one.id === id);
+
+test("root's deadline holds across a crash: counted from the recorded detach, not from the adoption", async () => {
+  const keepMs = 8000;
+  const started = await agent.keep({ op: 'start', name: 'k', argv: ['sleep', '600'], keepMs, read: {} });
+  assert.is(started.error, undefined, started.message);
+  await agent.keep({ op: 'detach', name: 'k' });
+  const detachedAt = Date.now();
+  await until(async () => (await listed(started.id!))?.state === 'detached', 5000, 'detached');
+  await killSupervisor();
+  // Adopted well after the detach: a deadline counted from the adoption would come 3 s too late.
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+  const entry = await listed(started.id!);
+  assert.ok(entry, 'listed again once adopted');
+  assert.ok(entry!.deadlineMs !== null && entry!.deadlineMs <= keepMs - 2500, `the recorded deadline: ${entry!.deadlineMs} ms left`);
+  await until(async () => (await sessionUnits(sandbox)).length === 0, 15_000, 'the unit stopped at its deadline');
+  const endedAfter = Date.now() - detachedAt;
+  assert.ok(endedAfter >= keepMs - 500 && endedAfter < keepMs + 2500, `stopped ${endedAfter} ms after the detach (keep ${keepMs} ms)`);
+  await until(async () => (await keptFiles()).length === 0, 5000, 'its socket and record gone');
+});
+
+test('a session attached when its supervisor went is counted as detached from its adoption', async () => {
+  const keepMs = 3000;
+  const started = await agent.keep({ op: 'start', name: 'a', argv: ['sleep', '600'], keepMs, read: {} });
+  await killSupervisor();
+  await agent.keep({ op: 'read', name: 'a', read: { untilEnd: true, ms: 10_000 } });
+  // Longer than its keep since the kill: it still runs, since root never recorded it detached.
+  await new Promise((resolve) => setTimeout(resolve, keepMs + 1000));
+  assert.is((await sessionUnits(sandbox)).length, 1, 'still running');
+  const adoptedAt = Date.now();
+  const entry = await listed(started.id!);
+  assert.ok(entry && entry.deadlineMs !== null && entry.deadlineMs > keepMs - 1500, `its whole keep from the adoption: ${JSON.stringify(entry)}`);
+  await until(async () => (await sessionUnits(sandbox)).length === 0, 15_000, 'the unit stopped at its deadline');
+  assert.ok(Date.now() - adoptedAt >= keepMs - 500, 'not before keepMs after the adoption');
+  await until(async () => (await keptFiles()).length === 0, 5000, 'its socket and record gone');
+});
+
+test('a kept session whose record is lost is reaped as an orphan, with a line saying why', async () => {
+  const started = await agent.keep({ op: 'start', name: 'l', argv: ['sleep', '600'], keepMs: 60_000, read: {} });
+  await agent.keep({ op: 'detach', name: 'l' });
+  await killSupervisor();
+  await sandbox.exec(['rm', `/run/opencode-pty-kept/${started.id}.json`]);
+  assert.is(await listed(started.id!), undefined, 'not adopted');
+  await until(async () => (await sessionUnits(sandbox)).length === 0, 15_000, 'the unit reaped');
+  await until(async () => (await keptFiles()).length === 0, 5000, 'its socket removed');
+  assert.ok(await journalHas('not adopted, it has no record'), 'the journal says why');
+});
+
+/** A kept session writing throughout `disrupt`, attached again afterwards from the last offset seen: sha256 of both halves. */
+async function survives(name: string, disrupt: () => Promise<void>): Promise<void> {
+  const n = 20_000;
+  const expected = seq(n);
+  const started = await agent.keep({ op: 'start', name, argv: ['sh', '-c', paced(n, 200, 0.02)], keepMs: 60_000, read: { bytes: 1000 } });
+  assert.is(started.error, undefined, started.message);
+  await disrupt();
+  // Attached through it, or let go by a helper whose worker went: either way the bytes so far are a prefix.
+  const before = await agent.keep({ op: 'detach', name });
+  assert.is(before.sha256, sha(expected.slice(0, before.bytes!)), `${name}: a prefix before`);
+  const after = await agent.keep({ op: 'attach', name: `${name}-2`, id: started.id!, from: before.offset, read: { bytes: expected.length - before.offset! } });
+  assert.is(after.error, undefined, after.message);
+  assert.is(after.sha256, sha(expected.slice(before.offset!)), `${name}: the rest after`);
+  await agent.keep({ op: 'stop-session', id: started.id! });
+  await until(async () => (await sessionUnits(sandbox)).length === 0 && (await keptFiles()).length === 0, 15_000, `${name}: gone after STOP_SESSION`);
+}
+
+test('systemctl restart of the broker: kept sessions run on and are attached again', async () => {
+  await survives('r', async () => {
+    const before = await brokerPid(sandbox);
+    const restarted = await sandbox.systemctl('restart', BROKER_UNIT);
+    assert.is(restarted.code, 0, restarted.stderr);
+    assert.not.equal(await brokerPid(sandbox), before);
+  });
+});
+
+test('systemctl stop of the socket and the broker, then start: kept sessions run on', async () => {
+  await survives('s', async () => {
+    assert.is((await sandbox.systemctl('stop', SOCKET_UNIT, BROKER_UNIT)).code, 0);
+    assert.is((await sessionUnits(sandbox)).length, 1, 'the kept session runs with no supervisor');
+    assert.is((await sandbox.systemctl('start', SOCKET_UNIT)).code, 0);
+  });
+});
+
+test('a D-Bus restart and a daemon-reload: kept sessions run on', async () => {
+  await survives('d', async () => {
+    assert.is((await sandbox.systemctl('restart', 'dbus.service')).code, 0);
+    assert.is((await sandbox.systemctl('daemon-reload')).code, 0);
+  });
+});
+
+test.run();
