@@ -170,7 +170,11 @@ export class Broker {
    * during a shutdown it is left for the next broker. */
   #keptWorkerGone(unit: string): boolean {
     const judged = this.#adoption.judge(unit);
-    if ('why' in judged) return false;
+    if ('why' in judged) {
+      const id = sessionIdOf(unit, this.#deps.config.unitPrefix);
+      if (id !== undefined) this.#store.remove(id);
+      return false;
+    }
     if (!this.#stopping) this.#adoption.adopt(judged.record);
     return true;
   }

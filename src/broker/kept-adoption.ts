@@ -49,11 +49,24 @@ export class KeptAdoption {
   adoptOrReap(unit: string, context: string): boolean {
     const judged = this.judge(unit);
     if ('why' in judged) {
+      this.#forget(unit);
       this.#deps.reap(unit, `${context}: not adopted, ${judged.why}`);
       return false;
     }
     this.adopt(judged.record);
     return true;
+  }
+
+  /** A session that will not be adopted: what is left of it here (a socket without its record) goes now. */
+  #forget(unit: string): void {
+    const id = sessionIdOf(unit, this.#deps.unitPrefix);
+    if (id !== undefined) this.#deps.store.remove(id);
+  }
+
+  /** `unit`'s session is stopped as an orphan, its files gone. */
+  reap(unit: string, why: string): void {
+    this.#forget(unit);
+    this.#deps.reap(unit, why);
   }
 
   /** A new worker for the session; ATTACH, LIST and STOP_SESSION for it wait until it holds it. */
@@ -71,14 +84,14 @@ export class KeptAdoption {
     try {
       worker = await this.#deps.takeWorker();
     } catch (error) {
-      return this.#deps.reap(record.unit, `kept, but no worker could adopt it (${(error as Error).message})`);
+      return this.reap(record.unit, `kept, but no worker could adopt it (${(error as Error).message})`);
     }
     const slot = this.#deps.slots.tryTake() ?? UNCOUNTED;
     try {
       worker.adoptKept(record.unit, record.sessionId, record.service ?? undefined);
     } catch (error) {
       slot.release();
-      return this.#deps.reap(record.unit, `kept, but its adoption could not be handed to worker ${worker.child.pid} (${(error as Error).message})`);
+      return this.reap(record.unit, `kept, but its adoption could not be handed to worker ${worker.child.pid} (${(error as Error).message})`);
     }
     this.#deps.hold(worker, slot, record.service ?? undefined);
     log('notice', `adopting kept session ${record.unit} (worker ${worker.child.pid})`);
