@@ -51,6 +51,14 @@ export class SessionKeep {
     this.#plan = plan;
   }
 
+  /** The rendezvous is passed, the unit about to be asked for: the first record (its pids unknown yet, 0),
+   * so that a supervisor gone before the start is seen through leaves a session the next one adopts. */
+  launching(facts: { unit: string; sessionId: number; plan: KeepPlan; program: string; cwd: string; rows: number; cols: number }, origin: SessionOriginCode): void {
+    const { unit, sessionId, plan, program, cwd, rows, cols } = facts;
+    this.#record = { format: 1, unit, sessionId, keepMs: plan.keepMs, retainBytes: plan.retainBytes, label: plan.label, program, cwd, startedAtMs: Date.now(), rows, cols, programPid: 0, mainPid: 0, origin, service: this.#deps.service ?? null, detachedSinceMs: null };
+    this.#save();
+  }
+
   /** The kept session has started: its START's connection is conn 0, attached; the broker routes its id here. */
   started(started: Started, client: FdSocket, link: HelperLink | undefined, origin: SessionOriginCode): void {
     const { writeTimeoutMs, attached, detached, log } = this.#deps;

@@ -45,6 +45,9 @@ export interface StartContext {
   stopping(): boolean;
   /** Version 3: the START is kept (the broker granted it), before its unit is asked for. */
   kept?(plan: KeepPlan): void;
+  /** Version 3: the kept session's rendezvous is bound and passed (its first record is written now, before
+   * its unit is asked for: a supervisor that dies from here on leaves a session the next one adopts). */
+  rendezvous?(facts: { unit: string; sessionId: number; plan: KeepPlan; program: string; cwd: string; rows: number; cols: number }): void;
 }
 
 /** What the started session's journal line and the broker's report need. */
@@ -113,6 +116,7 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   const { link, helperEnd } = openHelperLink(envMessage, started, context.helperEvents, keep ? { retainBytes: keep.retainBytes } : undefined);
   if (keep && deps.keptStore) rendezvous(deps.keptStore, sessionId, link, helperEnd);
   const cwd = cwdOf(cwdFd);
+  if (keep && deps.keptStore) context.rendezvous?.({ unit: name, sessionId, plan: keep, program: frame.argv[0] ?? '', cwd, rows: frame.rows, cols: frame.cols });
   context.launched(link);
   const start = startUnit(manager, name, spec, { cwdFd, clientFd: context.client.fd, helperEnd }, context.aborted);
   const { job } = start;

@@ -166,6 +166,7 @@ export class Session {
         this.#keep.planned(plan);
         this.#dispatch({ type: 'keep' });
       },
+      rendezvous: (facts) => this.#keep.launching(facts, this.#peer.origin ?? SessionOrigin.UNKNOWN),
     }).then(
       (started) => {
         this.#started = started;

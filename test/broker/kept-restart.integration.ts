@@ -31,6 +31,9 @@ const keptFiles = async () => (await sandbox.exec(['sh', '-c', 'ls -A /run/openc
 const journalHas = async (text: string) => (await sandbox.journal()).includes(text);
 
 async function killSupervisor(): Promise<void> {
+  // Stopped first, then killed: no process of it runs a line more (a worker that saw the broker go
+  // first would release its session cleanly, which is the shutdown's path, not a crash's).
+  await sandbox.systemctl('kill', '--signal=SIGSTOP', BROKER_UNIT);
   await sandbox.systemctl('kill', '--signal=SIGKILL', BROKER_UNIT);
   await until(async () => (await brokerPid(sandbox)) === 0, 10_000, 'the broker gone');
   await sandbox.systemctl('reset-failed', BROKER_UNIT);
@@ -124,6 +127,22 @@ test('a D-Bus restart and a daemon-reload: kept sessions run on', async () => {
   await survives('d', async () => {
     assert.is((await sandbox.systemctl('restart', 'dbus.service')).code, 0);
     assert.is((await sandbox.systemctl('daemon-reload')).code, 0);
+  });
+});
+
+test('an install of another build between detach and attach: its broker adopts the session the previous build started, whose helper runs on', async () => {
+  const next = '/opt/opencode-pty-next';
+  await survives('u', async () => {
+    // As an upgrade lays out a new version beside the old one and points the unit at it; the running
+    // session's helper stays the old build's binary. A busy broker is not restarted by an install: the operator's restart here.
+    const copied = await sandbox.exec(['sh', '-c', `rm -rf ${next} && cp -a /opt/opencode-pty ${next} && printf '[Service]\nExecStart=\nExecStart=/usr/bin/node ${next}/broker.cjs\nEnvironment=OPENCODE_PTY_CONFIG=/opt/opencode-pty/config.json\n' >/etc/systemd/system/opencode-pty-supervisor@.service.d/paths.conf`]);
+    assert.is(copied.code, 0, copied.stderr);
+    assert.is((await sandbox.systemctl('daemon-reload')).code, 0);
+    assert.is((await sandbox.systemctl('restart', BROKER_UNIT)).code, 0);
+    const broker = await sandbox.exec(['sh', '-c', `tr '\\0' ' ' </proc/${await brokerPid(sandbox)}/cmdline`]);
+    assert.ok(broker.stdout.includes(`${next}/broker.cjs`), broker.stdout);
+    const helper = await sandbox.exec(['sh', '-c', 'for u in $(systemctl list-units --plain --no-legend "opencode-pty-session-*" | cut -d" " -f1); do readlink /proc/$(systemctl show -P MainPID $u)/exe; done']);
+    assert.is(helper.stdout.trim(), '/opt/opencode-pty/opencode-pty-session', 'the session helper of the build before');
   });
 });
 

@@ -36,6 +36,9 @@ async function killSupervisor(): Promise<void> {
   const before = await brokerPid(sandbox);
   assert.ok(before > 0, 'a broker runs');
   // The broker and every worker (its unit's whole cgroup), as a crash or an OOM kill would.
+  // Stopped first, then killed: no process of it runs a line more (a worker that saw the broker go
+  // first would release its session cleanly, which is the shutdown's path, not a crash's).
+  await sandbox.systemctl('kill', '--signal=SIGSTOP', BROKER_UNIT);
   await sandbox.systemctl('kill', '--signal=SIGKILL', BROKER_UNIT);
   await until(async () => (await brokerPid(sandbox)) === 0, 10_000, 'the broker gone');
   await sandbox.systemctl('reset-failed', BROKER_UNIT);
