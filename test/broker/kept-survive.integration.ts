@@ -99,6 +99,26 @@ test('kill -9 of the broker and every worker mid-output: each session runs on, a
   await agent.keep({ op: 'stop-session', id: cold.id! });
 });
 
+test('kill -9 of every worker, the broker alive: each kept session is adopted by a new worker at once, not stopped; the rest of its output after', async () => {
+  const n = 20_000;
+  const expected = seq(n);
+  const started = await agent.keep({ op: 'start', name: 'w', argv: ['sh', '-c', paced(n, 200, 0.02)], keepMs: 120_000, read: { bytes: 1500 } });
+  assert.is(started.error, undefined, started.message);
+  const broker = await brokerPid(sandbox);
+  const killed = await sandbox.exec(['sh', '-c', `for p in $(cat /sys/fs/cgroup$(systemctl show -P ControlGroup ${BROKER_UNIT})/cgroup.procs); do [ "$p" = ${broker} ] || kill -9 $p; done`]);
+  assert.is(killed.code, 0, killed.stderr);
+  const cut = await agent.keep({ op: 'read', name: 'w', read: { untilEnd: true, ms: 10_000 } });
+  assert.is(cut.sha256, sha(expected.slice(0, cut.bytes!)));
+  // Listed again (adopted) with the broker that saw its worker die, and its unit never stopped.
+  await until(async () => ((await agent.keep({ op: 'list' })).list as { id: number }[]).some((one) => one.id === started.id), 10_000, 'adopted again');
+  assert.is(await brokerPid(sandbox), broker, 'the same broker');
+  const rest = await agent.keep({ op: 'attach', name: 'w2', id: started.id!, from: cut.offset, read: { bytes: expected.length - cut.offset! } });
+  assert.is(rest.sha256, sha(expected.slice(cut.offset!)), 'nothing lost or repeated across the worker\'s death');
+  assert.ok((await sandbox.journal()).includes('exited with its kept session'), 'the journal says it runs on');
+  await agent.keep({ op: 'stop-session', id: started.id! });
+  await until(async () => (await sessionUnits(sandbox)).length === 0 && (await keptFiles()).length === 0, 15_000, 'gone after STOP_SESSION');
+});
+
 /** Socket activation to a first byte: a cold START (nothing to adopt), then after a kill with one kept
  * session, its first ATTACH (activation, the orphan scan's adoption, the ATTACH), alternated. */
 test('the first ATTACH after a crash waits for no more than a cold start does (one kept session; medians of alternated rounds)', async () => {
