@@ -1,7 +1,7 @@
 // A session's kept part (protocol version 3), beside session.ts: the START's keep plan, the kept side
 // once the start is seen through (kept-side.ts), and what the helper and the broker say of it before
 // and after. Session owns the state machine; this turns kept-session messages into its events.
-import type { BrokerMessage, DescribedEntry, DetachReport, HelperState, KeptFacts } from '../control/index.ts';
+import { HELPER_DIALECT, type BrokerMessage, type DescribedEntry, type DetachReport, type HelperState, type KeptFacts } from '../control/index.ts';
 import type { FdSocket } from '../io/index.ts';
 import type { SessionOriginCode } from '../protocol/index.ts';
 import type { HelperLink } from './helper-link.ts';
@@ -32,6 +32,8 @@ export class SessionKeep {
   #side: KeptSide | undefined;
   /** What root records of the session for the next worker (kept-store/record.ts), once it has started. */
   #record: KeptRecord | undefined;
+  /** When the session was adopted through its rendezvous (undefined: started here). */
+  #adoptedAt: number | undefined;
   /** An adopted session's first deadline, as its record says (Unix ms); later ones run keepMs from a detach. */
   #adoptedDeadlineAt: number | undefined;
   /** A DETACHED for conn 0 that came before the side (the helper wrote STARTED, then lost the client). */
@@ -104,6 +106,7 @@ export class SessionKeep {
     const { format: _format, unit: _unit, retainBytes: _retain, service: _service, detachedSinceMs: _since, ...facts } = record;
     this.#record = { ...record, detachedSinceMs: deadlineAt - record.keepMs };
     this.#adoptedDeadlineAt = deadlineAt;
+    this.#adoptedAt = Date.now();
     this.#side = new KeptSide({ facts, link, writeTimeoutMs, attached, detached, log });
     this.#deps.kept(facts);
     this.#save();
@@ -122,14 +125,28 @@ export class SessionKeep {
   }
 
   /**
-   * The worker goes and the session stays (its shutdown, kept-store): the record says since when nobody
-   * is attached, which is now for connections the helper is about to let go. False when there is no
-   * record to leave behind: the session then ends as any other.
+   * The worker goes and the session stays (its shutdown, kept-store), if it runs kept with its end not
+   * decided: the record says since when nobody is attached, which is now for connections the helper is
+   * about to let go. False when there is no record to leave behind: the session then ends as any other.
    */
-  release(): boolean {
+  releasesAt(state: Pick<SessionState, 'phase' | 'kept' | 'stopping' | 'report'>): boolean {
+    if (!state.kept || state.phase !== 'running' || state.stopping || state.report !== undefined) return false;
     if (!this.#record || !this.#side) return false;
     if (this.#record.detachedSinceMs === null) this.#save(Date.now());
     return true;
+  }
+
+  /**
+   * An adopted helper's dialect (its HELLO): this worker speaks the rendezvous's, HELPER_DIALECT, and
+   * nothing else to it. A helper of another (a later release's, after a downgrade) is let be: our end of
+   * its channel closed (it waits for the next worker), nothing sent to it, ATTACH refused INTERNAL, LIST
+   * from root's record; the session is held to its deadline, at which its unit is stopped. Never ended
+   * silently for it.
+   */
+  helperDialect(dialect: number, link: HelperLink | undefined): void {
+    if (this.#adoptedAt === undefined || dialect === HELPER_DIALECT) return;
+    this.#deps.log(`its session helper speaks control dialect ${dialect}, this worker ${HELPER_DIALECT}: the session runs on untouched until its deadline`);
+    link?.close();
   }
 
   /** The session is over: its socket and record go. */

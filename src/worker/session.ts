@@ -8,7 +8,7 @@
 // events (helper-messages.ts), and a kept session's part (session-keep.ts, kept-side.ts).
 import { FdSocket, closeQuietly } from '../io/index.ts';
 import { ErrorCode, PROTOCOL_VERSION, SessionError, SessionOrigin } from '../protocol/index.ts';
-import { HELPER_DIALECT, type BrokerMessage, type SessionPeer } from '../control/index.ts';
+import type { BrokerMessage, SessionPeer } from '../control/index.ts';
 import { lastWriteFor, writeFinalFrame, type EndReason } from './final-frame.ts';
 import { HelperLink, type HelperLinkEvents } from './helper-link.ts';
 import { ProgramPid } from './program-pid.ts';
@@ -41,8 +41,6 @@ export class Session {
   #ending: Ending | undefined;
   /** Version 3: the START's keep plan, and the kept session's side once it has started. */
   #keep: SessionKeep;
-  /** A kept session taken over through its rendezvous (adoptKept). */
-  #adopted = false;
   /** Ends the start's waits (the START read, the unit's start). */
   #abort: (error: SessionError | undefined) => void = () => undefined;
   #aborted = new Promise<SessionError | undefined>((resolve) => (this.#abort = resolve));
@@ -52,7 +50,7 @@ export class Session {
   #reject: (error: unknown) => void = () => undefined;
   #ended = new Promise<EndReason>((resolve, reject) => ((this.#resolve = resolve), (this.#reject = reject)));
   #helperEvents: HelperLinkEvents = {
-    message: (message) => onHelperMessage(message, { dispatch: (event) => this.#dispatch(event), programPid: this.#programPid, keep: this.#keep, log: this.#deps.log, unit: this.unit, hello: (dialect) => this.#hello(dialect) }),
+    message: (message) => onHelperMessage(message, { dispatch: (event) => this.#dispatch(event), programPid: this.#programPid, keep: this.#keep, log: this.#deps.log, unit: this.unit, hello: (dialect) => this.#keep.helperDialect(dialect, this.#helper) }),
     // The helper's word is untrusted: what it broke is logged as its fault, quoted (never spliced in).
     failed: (error) => {
       this.#deps.log(`${this.unit}: protocol fault of the session helper on its control channel: ${JSON.stringify(error.message)}`);
@@ -126,8 +124,7 @@ export class Session {
   /** The worker's own end: broker shutdown or a failure of ours. A kept session that runs with its record
    * written is released at a shutdown instead: it outlives the supervisor (the next broker adopts it). */
   end(reason: 'shutdown' | 'error', error: SessionError): void {
-    const { phase, kept, stopping, report } = this.#state;
-    if (reason === 'shutdown' && kept && phase === 'running' && !stopping && report === undefined && this.#keep.release()) {
+    if (reason === 'shutdown' && this.#keep.releasesAt(this.#state)) {
       this.#deps.log(`${this.unit}: left running for the next supervisor (kept)`);
       return this.#dispatch({ type: 'release' });
     }
@@ -201,25 +198,12 @@ export class Session {
    */
   adoptKept(record: KeptRecord, helperFd: number, deadlineAt: number): Promise<EndReason> {
     this.#units.named(record.unit);
-    this.#adopted = true;
     this.#helper = new HelperLink(helperFd, this.#helperEvents, { retainBytes: record.retainBytes });
     this.#keep.adopted(record, this.#helper, deadlineAt);
     this.#helper.start();
     this.#units.watch(false);
     this.#dispatch({ type: 'adopted', kept: true });
     return this.#ended;
-  }
-
-  /**
-   * An adopted helper's dialect: this worker speaks the rendezvous's, 4, and nothing else to it. A helper
-   * of another (a later release's, after a downgrade) is let be: our end of its channel closed (it waits
-   * for the next worker), nothing sent to it, ATTACH refused INTERNAL, LIST from root's record; the
-   * session is held to its deadline, at which its unit is stopped. Never ended silently for it.
-   */
-  #hello(dialect: number): void {
-    if (!this.#adopted || dialect === HELPER_DIALECT) return;
-    this.#deps.log(`${this.unit}: its session helper speaks control dialect ${dialect}, this worker ${HELPER_DIALECT}: the session runs on untouched until its deadline`);
-    this.#helper?.close();
   }
 
   /** The one way in: the state machine decides, then its actions are done, in order. An action may
