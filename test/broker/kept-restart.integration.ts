@@ -16,7 +16,8 @@ let sandbox: Sandbox;
 let agent: Agent;
 
 test.before(async () => {
-  ({ sandbox, agent } = await bootSupervisor('kept-restart', { limits: { maxSessions: 6, maxKept: 4 } }));
+  // A short idle exit: the broker must not take it while a kept session exists.
+  ({ sandbox, agent } = await bootSupervisor('kept-restart', { limits: { maxSessions: 6, maxKept: 4, idleExitMs: 1500 } }));
 });
 
 test.after(async () => {
@@ -87,6 +88,20 @@ test('a kept session whose record is lost is reaped as an orphan, with a line sa
   await until(async () => (await sessionUnits(sandbox)).length === 0, 15_000, 'the unit reaped');
   await until(async () => (await keptFiles()).length === 0, 5000, 'its socket removed');
   assert.ok(await journalHas('not adopted, it has no record'), 'the journal says why');
+});
+
+test('no idle exit while only a detached kept session is left: the broker holds its deadline; it exits idle once the session is gone', async () => {
+  const started = await agent.keep({ op: 'start', name: 'i', argv: ['sleep', '600'], keepMs: 60_000, read: {} });
+  await agent.keep({ op: 'detach', name: 'i' });
+  const pid = await brokerPid(sandbox);
+  assert.ok(pid > 0);
+  // Twice the idle time with nothing attached: no event to wait for, the absence of the exit is the point.
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+  assert.is(await brokerPid(sandbox), pid, 'the same broker, still up');
+  const entry = await listed(started.id!);
+  assert.ok(entry && entry.state === 'detached' && entry.deadlineMs !== null, JSON.stringify(entry));
+  await agent.keep({ op: 'stop-session', id: started.id! });
+  await until(async () => (await brokerPid(sandbox)) === 0, 10_000, 'the idle exit once nothing is kept');
 });
 
 /** A kept session writing throughout `disrupt`, attached again afterwards from the last offset seen: sha256 of both halves. */
