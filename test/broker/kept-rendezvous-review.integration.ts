@@ -1,0 +1,70 @@
+// Who may become a kept session's control channel through its rendezvous (issue 30). The principals
+// (src/broker/principals.ts) let root list, attach and stop kept sessions only with CAP_SYS_PTRACE: "a root
+// service with its capabilities dropped must not read or type into the agent's terminals". The rendezvous
+// must not be a way around that: a uid-0 process with no capability can reach /run/opencode-pty-kept
+// (0700 root:root: uid 0 owns it, so no capability is asked to search it), queue a connection on a kept
+// session's socket while its worker is alive, and the helper accepts the oldest pending peer whose uid is
+// 0 once its worker goes: the intruder gets HELLO, before the adopting worker.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { Sandbox } from '../sandbox/index.ts';
+import type { Agent } from '../support/agent.ts';
+import { bootSupervisor, sessionUnits } from '../support/supervisor.ts';
+import { until } from '../support/wait.ts';
+import { BROKER_UNIT } from '../sandbox/deploy.ts';
+
+let sandbox: Sandbox;
+let agent: Agent;
+
+test.before(async () => {
+  ({ sandbox, agent } = await bootSupervisor('review30-rendezvous', { limits: { maxSessions: 4, maxKept: 2 } }));
+});
+
+test.after(async () => {
+  await sandbox?.stop();
+});
+
+const OUT = '/run/review30-intruder';
+const read = async (name: string) => {
+  const result = await sandbox.exec(['cat', `${OUT}.${name}`]);
+  return result.code === 0 ? result.stdout.trim() : undefined;
+};
+
+/** A root service with an empty bounding set (no capability at all) that connects to `path`, records what
+ * it reads, and answers HELLO with TERMINATE (0x02, empty): what a worker sends to end a session. */
+const intruder = (path: string) => `
+const net = require('node:net'), fs = require('node:fs');
+const out = (name, text) => fs.writeFileSync('${OUT}.' + name, String(text));
+out('cap', /CapEff:\\s*(\\S+)/.exec(fs.readFileSync('/proc/self/status', 'utf8'))[1]);
+const socket = net.connect('${path}');
+socket.on('connect', () => out('connected', 'yes'));
+socket.on('error', (error) => out('error', error.message));
+let got = Buffer.alloc(0), sent = false;
+socket.on('data', (data) => {
+  got = Buffer.concat([got, data]);
+  out('read', got.toString('hex'));
+  if (!sent && got.length >= 7) { sent = true; socket.write(Buffer.from([2, 0, 0, 0, 0])); }
+});
+setInterval(() => undefined, 1 << 30);
+`;
+
+test('a capability-less root process cannot take over a kept session through its rendezvous', async () => {
+  const started = await agent.keep({ op: 'start', name: 'v', argv: ['sh', '-c', 'echo up; exec sleep 600'], keepMs: 60_000, read: { bytes: 4 } });
+  assert.is(started.error, undefined, started.message);
+  await agent.keep({ op: 'detach', name: 'v' });
+  const run = await sandbox.exec(['systemd-run', '--unit=review30-intruder', '-p', 'CapabilityBoundingSet=', '-p', 'AmbientCapabilities=', '/usr/bin/node', '-e', intruder(`/run/opencode-pty-kept/${started.id}.sock`)]);
+  assert.is(run.code, 0, run.stderr);
+  await until(async () => (await read('connected')) !== undefined || (await read('error')) !== undefined, 10_000, 'the intruder connected or failed');
+  assert.is(await read('cap'), '0000000000000000', 'the intruder holds no capability');
+  const connected = await read('connected');
+  // The worker goes (a restart of the broker, an upgrade, a crash): the helper accepts its next channel.
+  assert.is((await sandbox.systemctl('restart', BROKER_UNIT)).code, 0);
+  const attached = await agent.keep({ op: 'attach', name: 'v-2', id: started.id!, from: 0, read: { bytes: 4 } });
+  const intruderRead = await read('read');
+  await sandbox.systemctl('stop', 'review30-intruder.service');
+  assert.is(intruderRead, undefined, `a capability-less root process (connected: ${connected}) became the session's control channel and read ${intruderRead}`);
+  assert.is(attached.error, undefined, `the agent attaches again after the restart: ${attached.message}`);
+  assert.is((await sessionUnits(sandbox)).length, 1, 'the kept session still runs');
+});
+
+test.run();
