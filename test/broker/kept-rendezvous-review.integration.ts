@@ -9,7 +9,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Sandbox } from '../sandbox/index.ts';
 import type { Agent } from '../support/agent.ts';
-import { bootSupervisor, sessionUnits } from '../support/supervisor.ts';
+import { bootSupervisor, brokerPid, sessionUnits } from '../support/supervisor.ts';
 import { until } from '../support/wait.ts';
 import { BROKER_UNIT } from '../sandbox/deploy.ts';
 
@@ -47,6 +47,34 @@ socket.on('data', (data) => {
 });
 setInterval(() => undefined, 1 << 30);
 `;
+
+const keptFiles = async () => (await sandbox.exec(['sh', '-c', 'ls -A /run/opencode-pty-kept 2>/dev/null'])).stdout.split('\n').filter(Boolean);
+
+// The client can make a kept start fail after the worker bound its rendezvous: a working directory it
+// may read but not enter (mode 0400, its own) is opened by the client and refused by the helper's fchdir,
+// before the program runs. Nothing of that session may stay in root's directory while the broker runs.
+test('a kept start that fails after its rendezvous was bound leaves no file behind', async () => {
+  const home = sandbox.client.home;
+  const mode = (await sandbox.exec(['stat', '-c', '%a', home])).stdout.trim();
+  // A kept session holds the broker up (no idle exit), so no start of a broker tidies the directory meanwhile.
+  const holder = await agent.keep({ op: 'start', name: 'holder', argv: ['sleep', '600'], keepMs: 60_000, read: {} });
+  assert.is(holder.error, undefined, holder.message);
+  const before = await keptFiles();
+  const pid = await brokerPid(sandbox);
+  let started;
+  try {
+    assert.is((await sandbox.exec(['chmod', '0400', home])).code, 0);
+    started = await agent.keep({ op: 'start', name: 'f', argv: ['true'], keepMs: 60_000, read: {} });
+  } finally {
+    await sandbox.exec(['chmod', mode, home]);
+  }
+  assert.ok(started.error !== undefined, 'the start failed');
+  assert.is(await brokerPid(sandbox), pid, 'the same broker: no start of a broker cleaned the directory');
+  const after = await keptFiles();
+  await agent.keep({ op: 'stop-session', id: holder.id! });
+  await until(async () => (await sessionUnits(sandbox)).length === 0, 15_000, 'the holder stopped');
+  assert.equal(after, before, 'no socket or record of the failed start is left');
+});
 
 test('a capability-less root process cannot take over a kept session through its rendezvous', async () => {
   const started = await agent.keep({ op: 'start', name: 'v', argv: ['sh', '-c', 'echo up; exec sleep 600'], keepMs: 60_000, read: { bytes: 4 } });
