@@ -48,6 +48,20 @@ socket.on('data', (data) => {
 setInterval(() => undefined, 1 << 30);
 `;
 
+// What held: the client's account reaches neither the socket nor the record, nor can it put a name there.
+test("the client's account cannot connect to a rendezvous, read a record or make a name in root's directory", async () => {
+  const started = await agent.keep({ op: 'start', name: 'c', argv: ['sleep', '600'], keepMs: 60_000, read: {} });
+  assert.is(started.error, undefined, started.message);
+  const dir = '/run/opencode-pty-kept';
+  const connect = await sandbox.exec(['/usr/bin/node', '-e', `require('node:net').connect('${dir}/${started.id}.sock').on('connect', () => (console.log('connected'), process.exit(0))).on('error', (e) => (console.log(e.code), process.exit(0)))`], { as: 'client' });
+  assert.is(connect.stdout.trim(), 'EACCES');
+  assert.not.equal((await sandbox.exec(['cat', `${dir}/${started.id}.json`], { as: 'client' })).code, 0);
+  assert.not.equal((await sandbox.exec(['ln', '-s', '/etc/shadow', `${dir}/1.json`], { as: 'client' })).code, 0);
+  assert.is((await sandbox.exec(['stat', '-c', '%U:%G %a %F', dir])).stdout.trim(), 'root:root 700 directory');
+  await agent.keep({ op: 'stop-session', id: started.id! });
+  await until(async () => (await sessionUnits(sandbox)).length === 0, 15_000, 'stopped');
+});
+
 const keptFiles = async () => (await sandbox.exec(['sh', '-c', 'ls -A /run/opencode-pty-kept 2>/dev/null'])).stdout.split('\n').filter(Boolean);
 
 // The client can make a kept start fail after the worker bound its rendezvous: a working directory it
