@@ -30,24 +30,6 @@ const read = async (name: string) => {
   return result.code === 0 ? result.stdout.trim() : undefined;
 };
 
-/** A root service with an empty bounding set (no capability at all) that connects to `path`, records what
- * it reads, and answers HELLO with TERMINATE (0x02, empty): what a worker sends to end a session. */
-const intruder = (path: string) => `
-const net = require('node:net'), fs = require('node:fs');
-const out = (name, text) => fs.writeFileSync('${OUT}.' + name, String(text));
-out('cap', /CapEff:\\s*(\\S+)/.exec(fs.readFileSync('/proc/self/status', 'utf8'))[1]);
-const socket = net.connect('${path}');
-socket.on('connect', () => out('connected', 'yes'));
-socket.on('error', (error) => out('error', error.message));
-let got = Buffer.alloc(0), sent = false;
-socket.on('data', (data) => {
-  got = Buffer.concat([got, data]);
-  out('read', got.toString('hex'));
-  if (!sent && got.length >= 7) { sent = true; socket.write(Buffer.from([2, 0, 0, 0, 0])); }
-});
-setInterval(() => undefined, 1 << 30);
-`;
-
 // What held: the client's account reaches neither the socket nor the record, nor can it put a name there.
 test("the client's account cannot connect to a rendezvous, read a record or make a name in root's directory", async () => {
   const started = await agent.keep({ op: 'start', name: 'c', argv: ['sleep', '600'], keepMs: 60_000, read: {} });
@@ -90,21 +72,65 @@ test('a kept start that fails after its rendezvous was bound leaves no file behi
   assert.equal(after, before, 'no socket or record of the failed start is left');
 });
 
+/** A root service with an empty bounding set (no capability at all) that connects to `path`, records the
+ * helper's first bytes, then sends ATTACH (conn 1, control, from offset 0, 24x80) with a socket of its own
+ * on its first byte, as a worker does, and records what the helper writes there: the agent's terminal. */
+const intruder = (path: string) => `
+import re, socket, struct, time
+def out(name, text):
+    open('${OUT}.' + name, 'w').write(str(text))
+out('cap', re.search(r'CapEff:\\s*(\\S+)', open('/proc/self/status').read()).group(1))
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.connect('${path}')
+except OSError as error:
+    out('error', error)
+    raise SystemExit(0)
+out('connected', 'yes')
+got = b''
+while len(got) < 7:
+    data = s.recv(4096)
+    if not data:
+        out('error', 'end of the channel before HELLO')
+        raise SystemExit(0)
+    got += data
+out('read', got.hex())
+ours, theirs = socket.socketpair()
+socket.send_fds(s, [bytes([5, 0, 0, 0, 14, 1, 1]) + struct.pack('>QHH', 0, 24, 80)], [theirs.fileno()])
+theirs.close()
+ours.settimeout(10)
+seen = b''
+try:
+    while b'secret-42' not in seen:
+        data = ours.recv(65536)
+        if not data:
+            break
+        seen += data
+except OSError:
+    pass
+out('terminal', seen.decode('latin-1').encode('unicode_escape').decode())
+time.sleep(600)
+`;
+
 test('a capability-less root process cannot take over a kept session through its rendezvous', async () => {
-  const started = await agent.keep({ op: 'start', name: 'v', argv: ['sh', '-c', 'echo up; exec sleep 600'], keepMs: 60_000, read: { bytes: 4 } });
+  const started = await agent.keep({ op: 'start', name: 'v', argv: ['sh', '-c', 'echo secret-$((6*7)); exec sleep 600'], keepMs: 60_000, read: { bytes: 11 } });
   assert.is(started.error, undefined, started.message);
   await agent.keep({ op: 'detach', name: 'v' });
-  const run = await sandbox.exec(['systemd-run', '--unit=review30-intruder', '-p', 'CapabilityBoundingSet=', '-p', 'AmbientCapabilities=', '/usr/bin/node', '-e', intruder(`/run/opencode-pty-kept/${started.id}.sock`)]);
+  const run = await sandbox.exec(['systemd-run', '--unit=review30-intruder', '-p', 'CapabilityBoundingSet=', '-p', 'AmbientCapabilities=', '/usr/bin/python3', '-c', intruder(`/run/opencode-pty-kept/${started.id}.sock`)]);
   assert.is(run.code, 0, run.stderr);
   await until(async () => (await read('connected')) !== undefined || (await read('error')) !== undefined, 10_000, 'the intruder connected or failed');
   assert.is(await read('cap'), '0000000000000000', 'the intruder holds no capability');
   const connected = await read('connected');
   // The worker goes (a restart of the broker, an upgrade, a crash): the helper accepts its next channel.
   assert.is((await sandbox.systemctl('restart', BROKER_UNIT)).code, 0);
-  const attached = await agent.keep({ op: 'attach', name: 'v-2', id: started.id!, from: 0, read: { bytes: 4 } });
-  const intruderRead = await read('read');
+  const took = await until(async () => (await read('terminal')) !== undefined || (await read('error')) !== undefined, 10_000, 'the intruder read the terminal or failed').then(
+    () => true,
+    () => false,
+  );
+  const [hello, terminal, error] = [await read('read'), await read('terminal'), await read('error')];
   await sandbox.systemctl('stop', 'review30-intruder.service');
-  assert.is(intruderRead, undefined, `a capability-less root process (connected: ${connected}) became the session's control channel and read ${intruderRead}`);
+  assert.ok(!took || error !== undefined, `a capability-less root process (connected: ${connected}) became the session's control channel (read ${hello}) and, by ATTACH, read the agent's terminal: ${terminal}`);
+  const attached = await agent.keep({ op: 'attach', name: 'v-2', id: started.id!, from: 0, read: { bytes: 11 } });
   assert.is(attached.error, undefined, `the agent attaches again after the restart: ${attached.message}`);
   assert.is((await sessionUnits(sandbox)).length, 1, 'the kept session still runs');
 });
