@@ -4,7 +4,7 @@
 // must not be a way around that: a uid-0 process with no capability can reach /run/opencode-pty-kept
 // (0700 root:root: uid 0 owns it, so no capability is asked to search it), queue a connection on a kept
 // session's socket while its worker is alive, and the helper accepts the oldest pending peer whose uid is
-// 0 once its worker goes: the intruder gets HELLO, before the adopting worker.
+// 0 once its worker goes: the intruder gets HELLO before the adopting worker, and its own ATTACH reads the ring.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Sandbox } from '../sandbox/index.ts';
