@@ -216,6 +216,16 @@ static bool act_on(struct session *s, struct client *c, uint8_t type, uint32_t l
     int fd = link_take_fd(&s->worker);
     return fd >= 0 && keep_attach(s, s->worker.in + CONTROL_HEADER_SIZE, fd);
   }
+  if (s->keep && type == CONTROL_RENDEZVOUS && len == 0) {
+    // Once, after GO: the session is started; a worker gone from here on leaves it running (keep-rendezvous.c).
+    int fd = link_take_fd(&s->worker);
+    if (fd < 0 || s->rendezvous >= 0 || !c->go) {
+      if (fd >= 0) close(fd);
+      return false;
+    }
+    s->rendezvous = fd;
+    return true;
+  }
   if (len != 0) return false;
   if (type == CONTROL_TERMINATE) end_with(s, END_TERMINATED, ERR_SHUTDOWN, "terminated by the supervisor");
   else if (type == CONTROL_KILL) signal_unit_others(s, SIGKILL);
@@ -243,8 +253,8 @@ void control_read(struct session *s, struct client *c) {
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
     if (n <= 0 || fault) break;
     link->got += (size_t)n;
-    // A descriptor comes with ATTACH only, which a session that is not kept is never sent.
-    if (link->got >= 1 && link->passed_fd >= 0 && (link->in[0] != CONTROL_ATTACH || !s->keep)) break;
+    // A descriptor comes with ATTACH and RENDEZVOUS only, which a session that is not kept is never sent.
+    if (link->got >= 1 && link->passed_fd >= 0 && ((link->in[0] != CONTROL_ATTACH && link->in[0] != CONTROL_RENDEZVOUS) || !s->keep)) break;
     if (link->got < CONTROL_HEADER_SIZE) continue;
     uint32_t len = get_be32(link->in + 1);
     if (link->in[0] == CONTROL_ATTACH && s->keep && len == ATTACH_SIZE && link->got < CONTROL_HEADER_SIZE + ATTACH_SIZE) continue;

@@ -17,6 +17,9 @@ enum control_type {
   CONTROL_ATTACH = 0x05,    // dialect 3 (--keep): conn u8, role u8, fromOffset u64, rows u16, cols u16; the
                             // connection's fd rides on its first byte (SCM_RIGHTS)
   CONTROL_QUERY = 0x06,     // dialect 3 (--keep): empty; answered by one STATE
+  CONTROL_RENDEZVOUS = 0x07, // dialect 4 (--keep): empty; a listening socket rides on its first byte (SCM_RIGHTS):
+                             // with it, the worker's end of the channel no longer ends the session, and a uid 0
+                             // peer accepted there is the next control channel (docs/architecture.md)
   // helper -> worker
   CONTROL_HELLO = 0x40,     // the helper's dialect u16, its first message on every channel (dialect 1 sent none)
   CONTROL_LOG = 0x41,       // priority u8 (sd-daemon), text
@@ -69,8 +72,9 @@ enum end_reason {
 
 // The control channel's message set: 1 is the set before HELLO; 2 adds HELLO, and a helper that ends
 // the program itself when it drives the end (hang-up, SIGTERM, SIGKILL: docs/architecture.md); 3 adds
-// kept sessions (--keep: ATTACH, QUERY, DETACHED, STATE, PROGRAM_ENDED).
-enum { CONTROL_DIALECT = 3 };
+// kept sessions (--keep: ATTACH, QUERY, DETACHED, STATE, PROGRAM_ENDED); 4 adds RENDEZVOUS: a kept session
+// outlives its worker and is reached again by the next one.
+enum { CONTROL_DIALECT = 4 };
 
 enum control_limits {
   CONTROL_HEADER_SIZE = 5,

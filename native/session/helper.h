@@ -68,6 +68,7 @@ struct session {
   // The unit STARTED names (GO's payload): the only cgroup whose processes the helper may signal.
   char unit[MAX_UNIT_NAME + 1];
   struct keep *keep; // --keep: the ring and the connections (keep.h); NULL for a session that is not kept
+  int rendezvous;    // RENDEZVOUS's listening socket (a kept session outlives its worker), -1 none
 };
 
 enum decode_state { WANT_HEADER, WANT_INPUT, WANT_SMALL };

@@ -42,7 +42,9 @@ static void keep_check_done(struct session *s) {
     }
     if (any && drained) end_with(s, s->stopping ? END_STOP : END_EXIT, 0, "%s", "");
   }
-  if (!s->end.reason && s->worker.gone) end_with(s, END_TERMINATED, ERR_SHUTDOWN, "the supervisor ended the session");
+  // With a rendezvous the session outlives its worker (keep-rendezvous.c); without one it ends with it.
+  if (!s->end.reason && s->worker.gone && s->rendezvous >= 0 && s->worker.fd >= 0) keep_orphaned(s);
+  if (!s->end.reason && s->worker.gone && s->rendezvous < 0) end_with(s, END_TERMINATED, ERR_SHUTDOWN, "the supervisor ended the session");
   if (!s->end.reason) return;
   if (!s->worker.ended) {
     // Before GO the START connection is still the worker's, and nothing was written to it.
@@ -92,7 +94,7 @@ _Noreturn void keep_relay(struct session *s, struct client *c0, int sigfd) {
     keep_check_done(s);
     bool running = !s->end.reason;
 
-    struct pollfd p[3 + MAX_CONNS];
+    struct pollfd p[4 + MAX_CONNS];
     short master_events = (short)(POLLIN | (k->controller && k->controller->ring_len > 0 ? POLLOUT : 0));
     p[0] = (struct pollfd){.fd = sigfd, .events = POLLIN};
     p[1] = (struct pollfd){.fd = running && !s->worker.gone ? s->worker.fd : -1, .events = POLLIN};
@@ -104,9 +106,11 @@ _Noreturn void keep_relay(struct session *s, struct client *c0, int sigfd) {
       p[3 + i] = (struct pollfd){.fd = on ? c->fd : -1, .events = (short)(POLLIN | POLLRDHUP | (on && blocked[i] ? POLLOUT : 0))};
       if (on && c->stall_since >= 0) timeout = timeout_earlier(timeout, timeout_until(c->stall_since + c->write_timeout_ms));
     }
+    // The next worker's channel, once the last one is gone: one at a time, never beside a live one.
+    p[3 + MAX_CONNS] = (struct pollfd){.fd = running && s->worker.gone && s->rendezvous >= 0 ? s->rendezvous : -1, .events = POLLIN};
     if (running && (!k->controller || k->controller->ring_len == 0)) timeout = timeout_earlier(timeout, timeout_until(s->eof.next));
     timeout = timeout_earlier(timeout, child_stop_timeout(s));
-    if (poll(p, 3 + MAX_CONNS, timeout) < 0) {
+    if (poll(p, 4 + MAX_CONNS, timeout) < 0) {
       if (errno == EINTR) continue;
       say(&s->worker, 3, "poll: %s", strerror(errno));
       end_with(s, END_INTERNAL, ERR_INTERNAL, "session helper failed: poll: %s", strerror(errno));
@@ -114,6 +118,7 @@ _Noreturn void keep_relay(struct session *s, struct client *c0, int sigfd) {
     }
     if (p[0].revents) child_signals(s, sigfd);
     if (p[1].revents) control_read(s, c0);
+    if (p[3 + MAX_CONNS].revents) keep_accept(s);
     for (int i = 0; i < MAX_CONNS; i++) {
       struct client *c = k->conns[i];
       // A connection attached during this turn has no events yet: p[] was built before it came.

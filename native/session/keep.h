@@ -54,6 +54,10 @@ bool conn_drained(const struct session *s, const struct client *c);
 void control_send_detached(struct session *s, uint8_t conn, int reason, uint16_t code, const unsigned char *rest, size_t rest_len, const char *text);
 unsigned keep_observers(const struct keep *k);
 
+// keep-rendezvous.c
+void keep_orphaned(struct session *s);
+void keep_accept(struct session *s);
+
 // keep-relay.c
 struct keep *keep_new(uint64_t retain, unsigned max_observers, uint64_t session_id);
 _Noreturn void keep_relay(struct session *s, struct client *c0, int sigfd);

@@ -93,6 +93,7 @@ int main(int argc, char **argv) {
   s->eof.next = -1;
   s->child.next_step = -1;
   s->worker.passed_fd = -1;
+  s->rendezvous = -1;
   c->stall_since = -1;
   int cwd = take_fds(s, c);
   if (cwd < 0) {

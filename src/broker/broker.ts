@@ -22,6 +22,9 @@ import { Orphans } from './orphans.ts';
 import { Tarpit } from './tarpit.ts';
 import { startOrigin } from './start-origin.ts';
 import { native } from '../native/index.ts';
+import { KeptStore } from '../kept-store/index.ts';
+import { sessionIdOf } from '../systemd/index.ts';
+import { KeptAdoption } from './kept-adoption.ts';
 
 export { ADMISSION_REFUSED } from './accept-gate.ts';
 
@@ -32,6 +35,8 @@ export interface BrokerDeps {
   pool: WorkerPool;
   log: Logger;
   notify(state: string): void;
+  /** Where kept sessions' records are (tests: a directory of their own). */
+  keptStore?: KeptStore;
 }
 
 export class Broker {
@@ -48,6 +53,9 @@ export class Broker {
   /** Units of an earlier run still being stopped; each holds a session slot until it is gone. */
   #orphans: Orphans;
   #accepts: AcceptLoop;
+  /** Kept sessions' rendezvous sockets and records, and their adoption by new workers. */
+  #store: KeptStore;
+  #adoption: KeptAdoption;
   /** Refusals at accept, answered after a short delay (tarpit.ts). */
   #tarpit = new Tarpit<{ fd: number; code: ErrorCodeValue; message: string }>(({ fd, code, message }) => this.#refuseFd(fd, code, message));
   #idleTimer: NodeJS.Timeout | undefined;
@@ -74,6 +82,7 @@ export class Broker {
       slotFreed: () => this.#status(),
       maxKept: limits.maxKept,
       unitPrefix: deps.config.unitPrefix,
+      keptWorkerGone: (unit) => this.#keptWorkerGone(unit),
     });
     this.#orphans = new Orphans({
       units: deps.manager,
@@ -83,6 +92,19 @@ export class Broker {
       stopTimeoutSec: deps.config.session.stopTimeoutSec,
       killWaitMs: limits.operationTimeoutMs,
       changed: () => this.#changed(),
+      unclaimed: (unit, why) => void this.#adoption.adoptOrReap(unit, why),
+    });
+    this.#store = deps.keptStore ?? new KeptStore();
+    this.#adoption = new KeptAdoption({
+      store: this.#store,
+      unitPrefix: deps.config.unitPrefix,
+      takeWorker: () => deps.pool.take(),
+      slots: this.#slots,
+      kept: this.#sessions.kept,
+      hold: (worker, slot, service) => this.#sessions.adopt(worker, slot, service),
+      // A shutdown leaves kept sessions for the next broker, whatever became of their adoption.
+      reap: (unit, why) => (this.#stopping ? deps.log('notice', `${unit} left for the next supervisor (${why})`) : this.#orphans.reap(unit, why)),
+      log: deps.log,
     });
     this.#accepts = new AcceptLoop(deps.listener.fd, (fd) => this.#accepted(fd), deps.log);
     if (client.service) this.#service = new ClientService(client.service, () => deps.manager.serviceState(client.service!));
@@ -118,7 +140,12 @@ export class Broker {
    */
   async start(): Promise<void> {
     const { config, log, pool, listener } = this.#deps;
-    for (const unit of await this.#orphans.list()) this.#orphans.reap(unit);
+    const units = await this.#orphans.list();
+    // Kept sessions with their record are adopted (each by a new worker, in the background: an ATTACH
+    // for one waits for it, kept-sessions.ts), the rest reaped; a record or socket no unit has is removed.
+    for (const unit of units) this.#adoption.adoptOrReap(unit, 'left by an earlier run');
+    const live = new Set(units.map((unit) => sessionIdOf(unit, config.unitPrefix)));
+    for (const id of this.#store.ids()) if (!live.has(id)) this.#store.remove(id);
     pool.warm();
     // No connection takes descriptors until its START is due (accepted ones inherit this at connect()).
     const refusesFds = passRights(listener.fd, false);
@@ -139,7 +166,21 @@ export class Broker {
     return this.#orphans.recheck(owner, this.#deps.config.limits.operationTimeoutMs);
   }
 
-  /** SIGTERM: accept nothing more, end every session and wait until their units are gone. */
+  /** A worker died with its kept session: adopted anew when its record says so (else its unit is stopped);
+   * during a shutdown it is left for the next broker. */
+  #keptWorkerGone(unit: string): boolean {
+    const judged = this.#adoption.judge(unit);
+    if ('why' in judged) {
+      const id = sessionIdOf(unit, this.#deps.config.unitPrefix);
+      if (id !== undefined) this.#store.remove(id);
+      return false;
+    }
+    if (!this.#stopping) this.#adoption.adopt(judged.record);
+    return true;
+  }
+
+  /** SIGTERM: accept nothing more, end every session and wait until their units are gone; kept sessions
+   * are released by their workers instead, left running for the next broker (docs/architecture.md). */
   shutdown(): void {
     if (this.#stopping) return;
     this.#stopping = true;

@@ -51,13 +51,39 @@ export interface KeptSessionsDeps<W extends KeptWorker> {
   now?(): number;
 }
 
+/** How long LIST, ATTACH and STOP_SESSION wait for a kept session being adopted (a new worker's start,
+ * with two cores shared: a cold start's worker is ready in about 300 ms). */
+export const ADOPTION_WAIT_MS = 5000;
+
 export class KeptSessions<W extends KeptWorker> {
   #deps: KeptSessionsDeps<W>;
   #nextRequest = 1;
   #waiting = new Map<number, (entry: DescribedEntry) => void>();
+  /** Kept sessions whose worker is gone, by id, until a new worker holds them (kept-adoption.ts). */
+  #adopting = new Map<number, Promise<void>>();
 
   constructor(deps: KeptSessionsDeps<W>) {
     this.#deps = deps;
+  }
+
+  /** `id` is being adopted until `done` settles: requests for it wait (ADOPTION_WAIT_MS at most). */
+  adopting(id: number, done: Promise<void>): void {
+    const settled = done.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#adopting.set(id, settled);
+    void settled.then(() => {
+      if (this.#adopting.get(id) === settled) this.#adopting.delete(id);
+    });
+  }
+
+  async #adopted(ids: number[]): Promise<void> {
+    const pending = ids.flatMap((id) => this.#adopting.get(id) ?? []);
+    if (pending.length === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(pending), new Promise<void>((resolve) => (timer = setTimeout(resolve, ADOPTION_WAIT_MS)))]);
+    clearTimeout(timer);
   }
 
   /** Kept sessions now, starting ones included (each holds its place from its grant). */
@@ -87,6 +113,7 @@ export class KeptSessions<W extends KeptWorker> {
   /** find, but a session still starting is waited for (at most `boundMs`) until its worker reports it
    * kept, finishing or ended: its STARTED may be out before the worker has seen the start through. */
   async reach(id: number, scope: KeptScope = EVERY, boundMs = STARTING_WAIT_MS): Promise<Found<W>> {
+    if (this.#adopting.has(id)) await this.#adopted([id]);
     const worker = this.#locate(id, scope);
     if (!worker || worker.kept || worker.isFinishing || !worker.keptSettled) return this.find(id, scope);
     let timer: NodeJS.Timeout | undefined;
@@ -112,6 +139,8 @@ export class KeptSessions<W extends KeptWorker> {
   /** LIST: every started kept session, as its worker describes it within the bound, else as last known
    * (state 6 unknown). The frame leaves out what would overflow 64 KiB (sessionsFrame). */
   async list(scope: KeptScope = EVERY): Promise<SessionEntry[]> {
+    // Only while adoptions are under way: otherwise every worker is asked at once, in this turn.
+    if (this.#adopting.size > 0) await this.#adopted([...this.#adopting.keys()]);
     const asked: Promise<SessionEntry>[] = [];
     for (const worker of this.#deps.workers()) {
       if (!worker.keepGranted || worker.endReason !== undefined || !worker.kept || !inScope(worker, scope)) continue;

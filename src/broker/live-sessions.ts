@@ -25,6 +25,9 @@ export interface LiveSessionDeps {
   /** limits.maxKept and config.unitPrefix (kept-sessions.ts); by default the config's defaults. */
   maxKept?: number;
   unitPrefix?: string;
+  /** A worker died with its kept session (its unit named, its keep granted): true when that session is
+   * taken care of (adopted by a new worker, or left to the next broker), so its unit is not stopped. */
+  keptWorkerGone?(unit: string): boolean;
 }
 
 export class LiveSessions {
@@ -90,7 +93,9 @@ export class LiveSessions {
       }
       // A worker reports 'ended' only after its unit is gone, unless that cleanup failed.
       const cleanedUp = worker.endReason !== undefined && worker.endReason !== 'cleanup-failed';
-      if (worker.unit && !cleanedUp) {
+      if (worker.unit && !cleanedUp && worker.keepGranted && this.#deps.keptWorkerGone?.(worker.unit)) {
+        log('warning', `worker ${worker.child.pid} exited with its kept session ${worker.unit}, which runs on`);
+      } else if (worker.unit && !cleanedUp) {
         log('warning', `worker ${worker.child.pid} exited without cleaning up; stopping ${worker.unit}`);
         // Never fatal: a unit that will not stop is logged, SIGKILLed, and at worst left to the
         // next start's orphan cleanup, while every other session goes on.

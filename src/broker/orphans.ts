@@ -19,6 +19,8 @@ export interface OrphanDeps {
   killWaitMs: number;
   /** Called when an orphan is gone (the broker may now be idle or done). */
   changed(): void;
+  /** A unit no worker claims: adopted when it is a kept session with its record, else reaped (kept-adoption.ts); reaped when absent. */
+  unclaimed?(unit: string, why: string): void;
 }
 
 /** What the recheck asks of the broker: the units its live workers claim. */
@@ -85,7 +87,8 @@ export class Orphans {
       if (first.length === 0) return;
       await new Promise((resolve) => setTimeout(resolve, pauseMs));
       const still = new Set(await unclaimed());
-      for (const unit of first) if (still.has(unit) && !owner.stopping()) this.reap(unit, 'which no worker claims after the D-Bus reconnection');
+      const why = 'which no worker claims after the D-Bus reconnection';
+      for (const unit of first) if (still.has(unit) && !owner.stopping()) (this.#deps.unclaimed ?? ((name: string, text: string) => this.reap(name, text)))(unit, why);
     } catch (error) {
       log('warning', `re-checking session units after the D-Bus reconnection: ${(error as Error).message}`);
     }

@@ -195,6 +195,20 @@ export class WorkerHandle {
     if (failure) throw failure;
   }
 
+  /**
+   * Gives the worker a kept session whose worker is gone (kept-adoption.ts): the session's unit is known
+   * from now on (so it can be stopped if this worker dies too), it counts as kept, and the pool's next
+   * spare starts now, as after a start. Throws when the message did not go.
+   */
+  adoptKept(unit: string, sessionId: number, service: string | undefined): void {
+    this.send({ type: 'adopt', unit, sessionId });
+    this.#inSession = true;
+    this.unit = unit;
+    this.keepGranted = true;
+    this.service = service;
+    this.#settle();
+  }
+
   /** A message to the worker's session (version 3: attach, stop-session, describe, keep-answer); `fds`
    * are taken whatever happens, as handOff's. Throws when they did not go. */
   send(message: BrokerMessage, fds: number[] = []): void {

@@ -63,6 +63,9 @@ export type BrokerMessage =
   /** `reuse`: after a clean end the broker takes the worker back for another session (else it exits). */
   | { type: 'session'; id: number; peer: SessionPeer; deadlineMs: number; version?: number; reuse?: boolean }
   | { type: 'shutdown' }
+  /** A kept session whose worker is gone, found running with its record (kept-store): the worker reaches its
+   * helper through the rendezvous and holds it as a detached kept session (no fds). */
+  | { type: 'adopt'; unit: string; sessionId: number }
   /** The first message to a worker started before the broker had loaded its config (worker-process.ts). */
   | { type: 'config'; config: Config }
   /** Version 3: a connection to the worker's kept session; fds: [connection, peer pidfd]. `fromOffset`:

@@ -8,6 +8,7 @@ export const HelperMessageType = {
   ENV: 0x04, // worker → helper: the program's environment ("NAME=value\0" each), once, before the fork
   ATTACH: 0x05, // worker → helper, dialect 3: a connection to a kept session (its fd rides on the first byte, SCM_RIGHTS)
   QUERY: 0x06, // worker → helper, dialect 3: the helper answers with one STATE (empty)
+  RENDEZVOUS: 0x07, // worker → helper, dialect 4: a listening socket (SCM_RIGHTS, empty): the session outlives its worker
   HELLO: 0x40, // helper → worker: its dialect (u16), the first message on the channel; dialect 1 helpers send none
   LOG: 0x41, // helper → worker: priority (sd-daemon) and text, for the journal
   STOP: 0x42, // helper → worker: the client sent STOP
@@ -24,9 +25,10 @@ export const HelperMessageType = {
  * what a live helper of an earlier one speaks (an upgrade meets helpers started before it):
  * 1: the set before HELLO (the helper sent none); 2: HELLO, and a helper that ends the program itself
  * (hang-up, SIGTERM, SIGKILL of the unit's processes after --stop-timeout-sec) when it drives the end;
- * 3: kept sessions (--keep): ATTACH and QUERY to it, DETACHED, STATE and PROGRAM_ENDED from it.
+ * 3: kept sessions (--keep): ATTACH and QUERY to it, DETACHED, STATE and PROGRAM_ENDED from it;
+ * 4: RENDEZVOUS: a kept session outlives its worker, and the next worker reaches it on that socket.
  */
-export const HELPER_DIALECT = 3;
+export const HELPER_DIALECT = 4;
 
 /** FIGURES' fields in wire order, named as the systemd properties they stand for (native/session/figures.c);
  * 2^64-1 is "unavailable", as systemd marks it. */

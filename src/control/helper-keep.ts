@@ -77,6 +77,11 @@ export function encodeQuery(): Buffer {
   return Buffer.from([HelperMessageType.QUERY, 0, 0, 0, 0]);
 }
 
+/** RENDEZVOUS (dialect 4): the listening socket root bound for this kept session rides on its first byte. */
+export function encodeRendezvous(): Buffer {
+  return Buffer.from([HelperMessageType.RENDEZVOUS, 0, 0, 0, 0]);
+}
+
 const DETACH_REASONS = new Map<number, DetachReason>(Object.entries(DetachReasonCode).map(([name, code]) => [code, name as DetachReason]));
 
 export function parseDetached(payload: Buffer): DetachReport {

@@ -2,6 +2,7 @@
 import type { Existing, Plan, PlannedStep, Step } from './install-plan.ts';
 import { BROKER_UNIT, SOCKET_UNIT, paths, recordedSlices, type InstallRecord, type Layout } from './layout.ts';
 import { slicesToStop } from './slices.ts';
+import { KEPT_DIR } from '../kept-store/index.ts';
 
 export interface UninstallOptions {
   layout: Layout;
@@ -29,6 +30,9 @@ export function planUninstall(options: UninstallOptions, record: InstallRecord |
   add({ op: 'systemctl', args: ['stop', SOCKET_UNIT] }, existing.socketActive);
   add({ op: 'wait-sessions', units: existing.liveSessions }, existing.liveSessions.length > 0);
   add({ op: 'systemctl', args: ['stop', BROKER_UNIT] }, existing.brokerActive);
+  // Kept sessions' sockets and records: their units are stopped above, and the broker's unit keeps this
+  // directory across its stops (RuntimeDirectoryPreserve=yes), so nothing else would remove it before a reboot.
+  add({ op: 'remove', path: KEPT_DIR, recursive: true }, existing.isDir(KEPT_DIR));
   add({ op: 'systemctl', args: ['disable', SOCKET_UNIT] }, existing.socketEnabled);
   // Slices stay active until stopped, and a stop ends every unit inside: only the recorded ones that hold
   // nothing install did not create (an operator's agent may run in an old install's opencode.slice).

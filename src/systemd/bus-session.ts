@@ -11,7 +11,7 @@ import type { ManagerOptions, UnitManager } from './unit-manager.ts';
 import type { ExitStatus, WatchOptions } from './unit-watch.ts';
 
 /** What session and broker code use of systemd; a UnitManager or this module's reconnecting one. */
-export type Units = Pick<UnitManager, 'startSession' | 'waitForExit' | 'kill' | 'stopAndWait' | 'listUnitsByPrefix' | 'serviceState' | 'close'>;
+export type Units = Pick<UnitManager, 'startSession' | 'waitForExit' | 'kill' | 'stopAndWait' | 'listUnitsByPrefix' | 'serviceState' | 'close'> & Partial<Pick<UnitManager, 'ref'>>;
 
 /** What a reconnecting session needs of a connected manager (a UnitManager, or a fake in tests). */
 export interface Connected extends Units {
@@ -189,6 +189,11 @@ export class BusSession implements Units {
         delay = Math.min(delay * 2, this.#options.maxDelayMs);
       }
     }
+  }
+
+  /** A reference on a unit we did not start (an adopted kept session's), so its end can still be read. */
+  ref(name: string): Promise<void> {
+    return this.#again((manager) => manager.ref(name));
   }
 
   kill(name: string, signal: number | NodeJS.Signals, who: 'all' | 'main' = 'all'): Promise<void> {

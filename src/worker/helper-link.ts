@@ -3,7 +3,7 @@
 // readable to EAGAIN on demand: once the unit is inactive, what is not there now will never come.
 import { native, type FdWatcher } from '../native/index.ts';
 import { closeQuietly, closeReceived, closePeer, passRights } from '../io/index.ts';
-import { HelperChannelError, HelperDecoder, HelperLimits, encodeAttach, encodeCommand, encodeGo, encodeQuery, type AttachRoleName, type HelperMessage, type KeptOptions } from '../control/index.ts';
+import { HelperChannelError, HelperDecoder, HelperLimits, encodeAttach, encodeCommand, encodeGo, encodeQuery, encodeRendezvous, type AttachRoleName, type HelperMessage, type KeptOptions } from '../control/index.ts';
 import { ErrorCode, SessionError } from '../protocol/index.ts';
 
 export interface HelperLinkEvents {
@@ -60,6 +60,23 @@ export class HelperLink {
     }
     this.#decoder.attached(attach.conn);
     return true;
+  }
+
+  /** RENDEZVOUS (dialect 4) with the listening socket root bound for this kept session, queued behind GO:
+   * from then on the helper outlives this channel. False when it did not go whole. */
+  sendRendezvous(listenFd: number): boolean {
+    if (this.#fd < 0 || this.#done) return false;
+    const message = encodeRendezvous();
+    try {
+      return native().sendmsg(this.#fd, message, 0, message.length, [listenFd]) === message.length;
+    } catch {
+      return false;
+    }
+  }
+
+  /** The helper's dialect, once its HELLO has come (1 until then, or for a helper that sends none). */
+  get dialect(): number {
+    return this.#decoder.dialect;
   }
 
   /** QUERY: one STATE answers it. False when it could not go (the channel is gone, or too many are unanswered). */

@@ -13,6 +13,8 @@ export interface HelperMessageTargets {
   keep: SessionKeep;
   log(message: string): void;
   unit: string | undefined;
+  /** The helper's dialect (its HELLO, the first message of every channel). */
+  hello?(dialect: number): void;
 }
 
 export function onHelperMessage(message: HelperMessage, to: HelperMessageTargets): void {
@@ -34,7 +36,7 @@ export function onHelperMessage(message: HelperMessage, to: HelperMessageTargets
     case 'program-ended':
       return to.dispatch({ type: 'program-ended', waitStatus: message.waitStatus });
     case 'hello':
-      return;
+      return to.hello?.(message.dialect);
     case 'end':
       to.dispatch({ type: 'helper-end', report: message.report });
       // Before a pid, the program never ran: the start fails with the helper's reason.

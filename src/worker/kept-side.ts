@@ -92,8 +92,8 @@ export class KeptSide {
   }
 
   /** No connection left: the session ends `keepMs` from now unless one attaches (root's deadline). */
-  arm(onDeadline: () => void): void {
-    this.#deadline.arm(this.#deps.facts.keepMs, onDeadline);
+  arm(onDeadline: () => void, at?: number): void {
+    this.#deadline.arm(at === undefined ? this.#deps.facts.keepMs : Math.max(0, at - Date.now()), onDeadline);
   }
 
   disarm(): void {

@@ -8,6 +8,7 @@ import { readControl, BUS_ADDRESS_ENV, WORKER_CONFIG_ENV } from '../control/inde
 import { helperPath } from './helper-path.ts';
 import { warmUp } from './warm-up.ts';
 import { Worker } from './worker.ts';
+import { KeptStore } from '../kept-store/index.ts';
 import { createLogger, type LogFields, type LogLevel } from '../log.ts';
 
 /** The control socketpair end the broker hands every worker. */
@@ -56,7 +57,7 @@ async function main(): Promise<number> {
   const { config, early } = received;
   // Looked up once, before anything else: a missing helper ends this worker before it says ready
   // (the broker then answers INTERNAL "no worker"), never with a client already handed over.
-  const worker = new Worker({ control, config, helperPath: config.helperPath || helperPath(), log });
+  const worker = new Worker({ control, config, helperPath: config.helperPath || helperPath(), keptStore: new KeptStore(), log });
   // The broker may go while this process still boots (it stopped, or gave up on a slow spare): the end
   // is seen once the worker reads, and it exits with a line saying so.
   const controlLost = (error: Error) => {

@@ -3,6 +3,7 @@
 import type { Config } from '../config/index.ts';
 import type { WorkerMessage } from '../control/index.ts';
 import type { Units } from '../systemd/index.ts';
+import type { KeptStore } from '../kept-store/index.ts';
 import type { Phase, SessionEvent } from './session-state.ts';
 
 export interface SessionDeps {
@@ -16,6 +17,8 @@ export interface SessionDeps {
   version?: number;
   /** Version 3: asks the broker whether a START may be kept (limits.maxKept). */
   askKeep?(): Promise<boolean>;
+  /** Where a kept session's rendezvous socket and record are (absent: sessions are not kept past their worker). */
+  keptStore?: KeptStore;
   /** Each event once the state machine has taken it, with the phase it left the session in (tests, tracing). */
   onEvent?(event: SessionEvent, phase: Phase): void;
 }

@@ -3,6 +3,8 @@
 // systemd's fork and the helper's PID. Every wait is raced against the session's abort.
 import { randomBytes } from 'node:crypto';
 import { readlinkSync } from 'node:fs';
+import { native } from '../native/index.ts';
+import type { KeptStore } from '../kept-store/index.ts';
 import { type FdSocket, closeQuietly, passRights } from '../io/index.ts';
 import { ErrorCode, encodeFrame, type FrameOf, SessionError } from '../protocol/index.ts';
 import { unitNameFor, programLabel, sessionIdOf } from '../systemd/index.ts';
@@ -43,6 +45,9 @@ export interface StartContext {
   stopping(): boolean;
   /** Version 3: the START is kept (the broker granted it), before its unit is asked for. */
   kept?(plan: KeepPlan): void;
+  /** Version 3: the kept session's rendezvous is bound and passed (its first record is written now, before
+   * its unit is asked for: a supervisor that dies from here on leaves a session the next one adopts). */
+  rendezvous?(facts: { unit: string; sessionId: number; plan: KeepPlan; program: string; cwd: string; rows: number; cols: number }): void;
 }
 
 /** What the started session's journal line and the broker's report need. */
@@ -109,7 +114,9 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   // visible to the watch below).
   const started = encodeFrame(startedTemplate(version, name, dropped, sessionId), version);
   const { link, helperEnd } = openHelperLink(envMessage, started, context.helperEvents, keep ? { retainBytes: keep.retainBytes } : undefined);
+  if (keep && deps.keptStore) rendezvous(deps.keptStore, sessionId, link, helperEnd);
   const cwd = cwdOf(cwdFd);
+  if (keep && deps.keptStore) context.rendezvous?.({ unit: name, sessionId, plan: keep, program: frame.argv[0] ?? '', cwd, rows: frame.rows, cols: frame.cols });
   context.launched(link);
   const start = startUnit(manager, name, spec, { cwdFd, clientFd: context.client.fd, helperEnd }, context.aborted);
   const { job } = start;
@@ -142,6 +149,29 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   // The call went out long before: the fork it announced came after its reply.
   start.release();
   return { mainPid, unit: name, frame, sessionId, keep, cwd, programPid: await confirmed };
+}
+
+/**
+ * A kept session's rendezvous (docs/architecture.md "Kept sessions across the supervisor"): root binds
+ * the socket in its own 0700 directory and passes the listening end to the helper behind GO; from then on
+ * the session outlives this worker, and the next one connects there. Bound before the unit is asked for:
+ * a start that cannot have it fails (INTERNAL) with nothing started.
+ */
+function rendezvous(store: KeptStore, sessionId: number, link: HelperLink, helperEnd: number): void {
+  let listening = -1;
+  try {
+    store.ensure();
+    store.remove(sessionId);
+    listening = native().listenUnix(store.socketPath(sessionId), 4);
+    if (!link.sendRendezvous(listening)) throw new Error('the session helper cannot be reached');
+  } catch (error) {
+    link.close();
+    closeQuietly(helperEnd);
+    store.remove(sessionId);
+    throw new SessionError(ErrorCode.INTERNAL, `the kept session's rendezvous: ${(error as Error).message}`, { cause: error });
+  } finally {
+    closeQuietly(listening);
+  }
 }
 
 /** The directory's path as this process sees it (readlink of /proc/self/fd: the kernel's d_path, no

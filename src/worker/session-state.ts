@@ -16,8 +16,9 @@ export type SessionEvent =
   | { type: 'launched' }
   /** systemd announced the helper's fork and the helper named its program (the helper wrote STARTED). */
   | { type: 'started' }
-  /** A session unit that already runs was taken over (kept sessions): watched, never started, no STARTED. */
-  | { type: 'adopted' }
+  /** A session unit that already runs was taken over: watched, never started, no STARTED. `kept`: a kept
+   * session reached through its rendezvous, with no connection attached, its deadline armed at once. */
+  | { type: 'adopted'; kept?: boolean }
   /** The start failed (a bad START, the unit's start job, no PID in time, …). */
   | { type: 'start-failed'; error: SessionError }
   /** No START within the handshake deadline. */
@@ -190,7 +191,9 @@ function apply(state: SessionState, event: SessionEvent): Step {
     case 'started':
       return phase === 'starting' ? { state: { ...state, phase: 'running' }, actions: [{ type: 'report-started' }] } : same;
     case 'adopted':
-      return phase === 'handshake' ? { state: { ...state, phase: 'running' }, actions: [] } : same;
+      if (phase !== 'handshake') return same;
+      if (event.kept) return { state: { ...state, phase: 'running', kept: true, attached: 0, deadlineArmed: true }, actions: [{ type: 'arm-deadline' }] };
+      return { state: { ...state, phase: 'running' }, actions: [] };
     case 'start-failed':
       return startingOrBefore ? failStart(state, event.error, false) : same;
     case 'deadline': {

@@ -21,6 +21,7 @@ import { UnitStop } from './unit-stop.ts';
 import { SessionKeep } from './session-keep.ts';
 import { onHelperMessage } from './helper-messages.ts';
 import { stoppedFor } from './kept-end.ts';
+import type { KeptRecord } from '../kept-store/index.ts';
 
 export type { EndReason, Ending, SessionDeps };
 
@@ -49,7 +50,7 @@ export class Session {
   #reject: (error: unknown) => void = () => undefined;
   #ended = new Promise<EndReason>((resolve, reject) => ((this.#resolve = resolve), (this.#reject = reject)));
   #helperEvents: HelperLinkEvents = {
-    message: (message) => onHelperMessage(message, { dispatch: (event) => this.#dispatch(event), programPid: this.#programPid, keep: this.#keep, log: this.#deps.log, unit: this.unit }),
+    message: (message) => onHelperMessage(message, { dispatch: (event) => this.#dispatch(event), programPid: this.#programPid, keep: this.#keep, log: this.#deps.log, unit: this.unit, hello: (dialect) => this.#keep.helperDialect(dialect, this.#helper) }),
     // The helper's word is untrusted: what it broke is logged as its fault, quoted (never spliced in).
     failed: (error) => {
       this.#deps.log(`${this.unit}: protocol fault of the session helper on its control channel: ${JSON.stringify(error.message)}`);
@@ -74,6 +75,10 @@ export class Session {
     });
     this.#client = new FdSocket(clientFd);
     this.#keep = new SessionKeep({
+      store: deps.keptStore,
+      unit: () => this.unit,
+      // The principals' scope (kept-sessions.ts): the client service, when the peer was confirmed inside it.
+      service: deps.config.requireClientUnit && peer.cgroup !== null && peer.cgroup !== undefined ? (deps.config.client.service ?? undefined) : undefined,
       writeTimeoutMs: deps.config.limits.writeTimeoutMs,
       attached: () => this.#dispatch({ type: 'attach' }),
       detached: () => this.#dispatch({ type: 'detach' }),
@@ -116,8 +121,13 @@ export class Session {
     return this.#state.helperFailed;
   }
 
-  /** The worker's own end: broker shutdown or a failure of ours. */
-  end(_reason: 'shutdown' | 'error', error: SessionError): void {
+  /** The worker's own end: broker shutdown or a failure of ours. A kept session that runs with its record
+   * written is released at a shutdown instead: it outlives the supervisor (the next broker adopts it). */
+  end(reason: 'shutdown' | 'error', error: SessionError): void {
+    if (reason === 'shutdown' && this.#keep.releasesAt(this.#state)) {
+      this.#deps.log(`${this.unit}: left running for the next supervisor (kept)`);
+      return this.#dispatch({ type: 'release' });
+    }
     this.#dispatch({ type: 'worker-end', error });
   }
 
@@ -153,6 +163,7 @@ export class Session {
         this.#keep.planned(plan);
         this.#dispatch({ type: 'keep' });
       },
+      rendezvous: (facts) => this.#keep.launching(facts, this.#peer.origin ?? SessionOrigin.UNKNOWN),
     }).then(
       (started) => {
         this.#started = started;
@@ -175,8 +186,23 @@ export class Session {
       this.#helper = new HelperLink(helperFd, this.#helperEvents);
       this.#helper.start();
     }
-    this.#units.watch();
+    this.#units.watch(false);
     this.#dispatch({ type: 'adopted' });
+    return this.#ended;
+  }
+
+  /**
+   * Takes over a kept session whose worker is gone, through its rendezvous (`helperFd`, connected; taken):
+   * no connection attached, the deadline its record says (`deadlineAt`, Unix ms). From here it runs as
+   * any kept session that was detached: LIST, ATTACH, STOP_SESSION, its deadline, its end.
+   */
+  adoptKept(record: KeptRecord, helperFd: number, deadlineAt: number): Promise<EndReason> {
+    this.#units.named(record.unit);
+    this.#helper = new HelperLink(helperFd, this.#helperEvents, { retainBytes: record.retainBytes });
+    this.#keep.adopted(record, this.#helper, deadlineAt);
+    this.#helper.start();
+    this.#units.watch(false);
+    this.#dispatch({ type: 'adopted', kept: true });
     return this.#ended;
   }
 
@@ -280,6 +306,7 @@ export class Session {
     this.#units.clearTimers();
     this.#helper?.close();
     this.#keep.closeAll();
+    this.#keep.ended();
     // The session is over for every holder (the helper, PID 1's copy as the unit's stdout): what the
     // client left queued is read away here, or the last of them to close would release its fds.
     if (!this.#client.closeDrained()) {
@@ -296,6 +323,7 @@ export class Session {
   #release(): void {
     this.#units.clearTimers();
     this.#helper?.close();
+    this.#keep.closeAll();
     this.#client.close();
     closeQuietly(this.#pidfd);
     this.#ending = { reason: 'released' };

@@ -44,8 +44,13 @@ export class UnitStop {
 
   /** Watches the started unit. AddRef keeps the unit loaded after a fast exit, so this sees it even if
    * it already happened. */
-  watch(): void {
-    this.#deps.manager.waitForExit(this.#name!).then(
+  watch(referenced = true): void {
+    // A unit we did not start (an adopted kept session's) holds no reference of ours: taken first, or
+    // systemd collects it at its end before its exit can be read (CollectMode=inactive-or-failed).
+    const { manager } = this.#deps;
+    const name = this.#name!;
+    const exit = referenced || !manager.ref ? manager.waitForExit(name) : manager.ref(name).then(() => manager.waitForExit(name));
+    exit.then(
       (exit) => this.#inactive(exit),
       (error: Error) => {
         if (!this.#stopped) this.#deps.watchLost?.(error); // our own stop collected the unit: stop() tells the end

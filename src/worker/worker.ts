@@ -1,7 +1,7 @@
 // A worker process's life once it has its config: one reader of the broker's control channel, the
 // sessions it hands over run one at a time, and after each the decision to serve another or exit.
 import { native } from '../native/index.ts';
-import { type FdSocket, deferredDrains, closeAll } from '../io/index.ts';
+import { type FdSocket, deferredDrains, closeAll, closeQuietly, passRights } from '../io/index.ts';
 import type { Config } from '../config/index.ts';
 import { ErrorCode, KEEP_VERSION, PROTOCOL_VERSION, SessionError } from '../protocol/index.ts';
 import type { Units } from '../systemd/index.ts';
@@ -9,10 +9,12 @@ import { readControl, sendControl } from '../control/index.ts';
 import type { LogFields, LogLevel } from '../log.ts';
 import { sessionFields } from '../log.ts';
 import { describeEnd } from './end-report.ts';
+import { adoptionDeadline, type KeptRecord, type KeptStore } from '../kept-store/index.ts';
 import { Session } from './session.ts';
 
 type Received = Awaited<ReturnType<typeof readControl>>;
 type SessionMessage = Extract<Received['message'], { type: 'session' }>;
+type AdoptMessage = Extract<Received['message'], { type: 'adopt' }>;
 
 /** What decides whether a worker may serve another session (mayServeAnother). */
 export interface ReuseFacts {
@@ -51,6 +53,8 @@ export interface WorkerDeps {
   config: Config;
   /** The session helper's path as the units see it. */
   helperPath: string;
+  /** Where kept sessions' rendezvous sockets and records are (absent: kept sessions end with their worker). */
+  keptStore?: KeptStore;
   log(message: string, fields?: LogFields, level?: LogLevel): void;
 }
 
@@ -98,9 +102,9 @@ export class Worker {
         sendControl(control, { type: 'ready' });
       });
       this.#next = () => undefined;
-      if (!received || received.message.type !== 'session') break;
+      if (!received || (received.message.type !== 'session' && received.message.type !== 'adopt')) break;
       const message = received.message;
-      const ran = await this.#runSession(received, message, manager);
+      const ran = message.type === 'adopt' ? await this.#adoptSession(message, manager) : await this.#runSession(received, message, manager);
       this.#session = undefined;
       served += 1;
       const reusable = mayServeAnother({
@@ -111,7 +115,7 @@ export class Worker {
         closing: this.#closing,
         served,
         sessionsPerWorker: config.limits.sessionsPerWorker,
-        offered: message.reuse === true,
+        offered: message.type === 'session' && message.reuse === true,
       });
       sendControl(control, { type: 'ended', reason: ran.reason, reusable });
       if (!ran.clean) return 1;
@@ -135,7 +139,7 @@ export class Worker {
         // Version 3, routed here by the broker for this worker's kept session.
         if (this.#session) this.#session.fromBroker(message, next.fds);
         else closeAll(next.fds);
-      } else if (message.type !== 'session') {
+      } else if (message.type !== 'session' && message.type !== 'adopt') {
         // The config comes first or never (main.ts receiveConfig); anything else here is the broker's bug.
         closeAll(next.fds);
         log(`an unexpected ${next.message.type} message on the control channel; ignored`, undefined, 'error');
@@ -144,6 +148,55 @@ export class Worker {
         closeAll(next.fds);
         log('a session was handed over while another runs; closing it', undefined, 'error');
       } else this.#next(next);
+    }
+  }
+
+  /**
+   * Takes over a kept session whose worker is gone (the broker's orphan scan, or its worker's death): its
+   * record read again here (root's, never the helper's word), its helper reached on the rendezvous socket.
+   * Without either the unit is stopped as an orphan's is, with a line saying why.
+   */
+  async #adoptSession(message: AdoptMessage, manager: Units): Promise<{ reason: string; clean: boolean; helperFailed: boolean }> {
+    const { config, helperPath, log, keptStore } = this.#deps;
+    const { unit } = message;
+    const [ours, theirs] = native().socketpair();
+    closeQuietly(theirs); // no client: the session's connections come with ATTACH
+    const peer = { pid: 0, uid: 0, gid: 0, cgroup: null };
+    const session: Session = new Session(ours, -1, peer, 0, {
+      manager,
+      config,
+      helperPath,
+      keptStore,
+      version: KEEP_VERSION,
+      report: (report) => sendControl(this.#deps.control, report),
+      log: (line) => log(line, sessionFields(unit)),
+    });
+    this.#session = session;
+    const adoptedAt = Date.now();
+    let reached: { record: KeptRecord; fd: number } | string;
+    try {
+      reached = reach(keptStore, unit, message.sessionId, config.unitPrefix);
+    } catch (error) {
+      reached = (error as Error).message;
+    }
+    let ended: Promise<string>;
+    if (typeof reached === 'string') {
+      log(`kept session ${unit} cannot be adopted: ${reached}; stopping it`, sessionFields(unit), 'warning');
+      keptStore?.remove(message.sessionId);
+      ended = session.adopt(unit);
+      session.end('error', new SessionError(ErrorCode.INTERNAL, reached));
+    } else {
+      const deadlineAt = adoptionDeadline(reached.record, adoptedAt);
+      log(`kept session ${unit} adopted: ${reached.record.detachedSinceMs === null ? 'it was attached when its supervisor went (counted as detached from now)' : `detached since ${new Date(reached.record.detachedSinceMs).toISOString()}`}, its deadline ${new Date(deadlineAt).toISOString()}`, sessionFields(unit));
+      ended = session.adoptKept(reached.record, reached.fd, deadlineAt);
+    }
+    try {
+      const reason = await ended;
+      log(`session ${unit} ended: ${session.ending ? describeEnd(session.ending) : reason}`, { ...sessionFields(unit), RESULT: reason });
+      return { reason, clean: true, helperFailed: session.helperFailed };
+    } catch (error) {
+      log(`session ${unit} could not be cleaned up: ${(error as Error).message}`, sessionFields(unit), 'error');
+      return { reason: 'cleanup-failed', clean: false, helperFailed: session.helperFailed };
     }
   }
 
@@ -157,6 +210,7 @@ export class Worker {
       manager,
       config,
       helperPath,
+      keptStore: this.#deps.keptStore,
       version,
       report: (report) => sendControl(control, report),
       askKeep: () =>
@@ -178,4 +232,20 @@ export class Worker {
       return { reason: 'cleanup-failed', clean: false, helperFailed: session.helperFailed };
     }
   }
+}
+
+/** The record (checked) and a connection to the helper's rendezvous, or why not. */
+function reach(store: KeptStore | undefined, unit: string, sessionId: number, prefix: string): { record: KeptRecord; fd: number } | string {
+  if (!store) return 'kept sessions are not kept past their worker here';
+  const read = store.read(unit, sessionId, prefix);
+  if ('why' in read) return read.why;
+  let fd: number;
+  try {
+    fd = native().connectUnix(store.socketPath(sessionId));
+  } catch (error) {
+    return `its rendezvous cannot be reached (${(error as Error).message})`;
+  }
+  // The helper never sends a descriptor: the kernel refuses any it tries.
+  passRights(fd, false);
+  return { record: read.record, fd };
 }

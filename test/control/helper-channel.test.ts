@@ -144,7 +144,7 @@ test('HELLO names the helper\'s dialect, first; a helper that sends none speaks 
     assert.equal([...first.messages, ...rest.messages], [{ type: 'hello', dialect: 2 }, { type: 'pid', pid: 12345 }], `cut at ${cut}`);
     assert.is(decoder.dialect, 2);
   }
-  assert.is(HELPER_DIALECT, 3, 'dialect 3: kept sessions (ATTACH, QUERY, DETACHED, STATE, PROGRAM_ENDED)');
+  assert.is(HELPER_DIALECT, 4, 'dialect 4: kept sessions outlive their worker (RENDEZVOUS)');
   const older = new HelperDecoder();
   assert.equal(older.push(pid).messages, [{ type: 'pid', pid: 12345 }]);
   assert.is(older.dialect, 1, 'no HELLO: the message set before it');

@@ -143,6 +143,12 @@ test('uninstall: refuses without a record; stops first, removes what the record 
   assert.not.ok(lines.some((l) => l.includes('config.json')));
   assert.ok(changed(planUninstall({ layout: DEFAULT_LAYOUT, purge: true }, installed.record, installed, 0)).includes('remove /etc/opencode-pty/config.json'));
   assert.is(lines.at(-1), 'systemctl daemon-reload');
+  // Kept sessions' sockets and records go too, after their units and the broker are stopped.
+  const kept = { ...installed, isDir: (path: string) => path === '/run/opencode-pty-kept' || installed.isDir(path) };
+  const withKept = changed(planUninstall({ layout: DEFAULT_LAYOUT, purge: false }, installed.record, kept, 0));
+  const removeKept = withKept.indexOf('remove /run/opencode-pty-kept and everything below it');
+  assert.ok(removeKept > withKept.indexOf('systemctl stop opencode-pty-supervisor@broker.service'), withKept.join('\n'));
+  assert.not.ok(lines.some((l) => l.includes('opencode-pty-kept')), 'nothing to remove when it is not there');
 });
 
 test.run();

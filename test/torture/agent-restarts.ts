@@ -5,7 +5,8 @@
 // the ring still held them (every connection's bytes must be exactly the program's stream from where
 // it starts; a TRUNCATED start is the ring's, counted apart), and the helpers' memory beside their rings.
 import { createHash } from 'node:crypto';
-import { AGENT_SERVICE } from '../sandbox/deploy.ts';
+import { AGENT_SERVICE, BROKER_UNIT } from '../sandbox/deploy.ts';
+import { brokerPid } from '../support/supervisor.ts';
 import { Agent } from '../support/agent.ts';
 import type { KeepAnswer } from '../support/agent-keep.ts';
 import { until } from '../support/wait.ts';
@@ -107,7 +108,26 @@ function judgeConnection(stream: Stream, from: number, answer: KeepAnswer): { lo
   return { lost: 0, truncated: dropped };
 }
 
-export async function runAgentRestarts(ctx: TortureContext): Promise<{ cases: number; passed: number; unexpected: string[]; notes: string[]; driver: Agent; figures: RestartFigures }> {
+/** What each round does before the agent's restart: nothing more ('agent'), or the supervisor's too
+ * ('supervisor': its unit stopped then SIGKILLed in odd rounds, `systemctl restart` in even ones), so
+ * every kept session is adopted again by the next broker while it writes (issue 30). */
+export type Disruption = 'agent' | 'supervisor';
+
+async function restartSupervisor(ctx: TortureContext, round: number): Promise<void> {
+  const { sandbox } = ctx;
+  if (round % 2 === 0) {
+    const restarted = await sandbox.systemctl('restart', BROKER_UNIT);
+    if (restarted.code !== 0) throw new Error(`restart ${round}: ${restarted.stderr}`);
+    return;
+  }
+  // Stopped first, so no process of it runs a line more before the kill (a crash, not a shutdown).
+  await sandbox.systemctl('kill', '--signal=SIGSTOP', BROKER_UNIT);
+  await sandbox.systemctl('kill', '--signal=SIGKILL', BROKER_UNIT);
+  await until(async () => (await brokerPid(sandbox)) === 0, 10_000, 'the broker gone');
+  await sandbox.systemctl('reset-failed', BROKER_UNIT);
+}
+
+export async function runAgentRestarts(ctx: TortureContext, disruption: Disruption = 'agent'): Promise<{ cases: number; passed: number; unexpected: string[]; notes: string[]; driver: Agent; figures: RestartFigures }> {
   const { sandbox } = ctx;
   let driver = ctx.driver;
   const restarts = ctx.scale === 'full' ? 100 : 3;
@@ -140,12 +160,21 @@ export async function runAgentRestarts(ctx: TortureContext): Promise<{ cases: nu
       figures.helperRssKb.max = Math.max(figures.helperRssKb.max, ...rss);
     };
     for (let round = 1; round <= restarts; round += 1) {
+      if (disruption === 'supervisor') await restartSupervisor(ctx, round);
       await sandbox.exec(['kill', '-KILL', String(driver.mainPid)]);
       await until(async () => (await sandbox.systemctl('is-active', AGENT_SERVICE)).stdout.trim() !== 'active', 10_000, 'the agent dead');
       // A SIGKILLed main process leaves its unit failed: cleared, as an operator's restart would.
       await sandbox.systemctl('reset-failed', AGENT_SERVICE);
       driver = await Agent.start(sandbox);
-      const listed = ((await driver.keep({ op: 'list' })).list ?? []) as Listed[];
+      let listed = ((await driver.keep({ op: 'list' })).list ?? []) as Listed[];
+      // After the supervisor's restart each session waits for a worker of its own (16 Node starts on two
+      // cores): LIST again until every one is adopted, within a bound (a session never listed is lost).
+      if (disruption === 'supervisor') {
+        await until(async () => {
+          listed = ((await driver.keep({ op: 'list' })).list ?? []) as Listed[];
+          return tracked.every((t) => listed.some((entry) => entry.id === t.id && entry.state !== 'unknown'));
+        }, 60_000, 'every kept session adopted').catch(() => undefined);
+      }
       const byId = new Map(listed.map((entry) => [entry.id, entry]));
       const answers = await Promise.all(
         tracked.map(async (t) => {
@@ -177,17 +206,24 @@ export async function runAgentRestarts(ctx: TortureContext): Promise<{ cases: nu
       }
       await sample();
       if (round % 10 === 0 || round === 1) brokerMb.push(Math.round((await brokerRss(sandbox)) / 2 ** 17) / 8);
-      if (round % 10 === 0) ctx.note(`agent restarts: ${round} of ${restarts}, ${figures.bytesChecked} bytes checked, helper RSS max ${figures.helperRssKb.max} kB`);
+      if (round % 10 === 0) ctx.note(`${disruption} restarts: ${round} of ${restarts}, ${figures.bytesChecked} bytes checked, helper RSS max ${figures.helperRssKb.max} kB`);
       // Every session lost stays lost: the rest go on.
       tracked.splice(0, tracked.length, ...tracked.filter((t) => byId.has(t.id)));
     }
   } finally {
     for (const t of tracked) await driver.keep({ op: 'stop-session', id: t.id }).catch(() => undefined);
   }
+  if (disruption === 'supervisor') {
+    // Nothing of a kept session outlives it: its rendezvous socket and record go with its unit.
+    const left = async () => (await ctx.sandbox.exec(['sh', '-c', 'ls -A /run/opencode-pty-kept 2>/dev/null'])).stdout.trim();
+    await until(async () => (await left()) === '', 20_000, 'the kept sessions\' files gone').catch(() => undefined);
+    const files = await left();
+    check(`sockets or records left: ${files}`, files === '');
+  }
   const bound = figures.helperRssKb.ring + HELPER_OVERHEAD_KB;
   check(`helper RSS at most ${figures.helperRssKb.max} kB, beyond the bound of ring + ${HELPER_OVERHEAD_KB} kB = ${bound} kB`, figures.helperRssKb.max > 0 && figures.helperRssKb.max <= bound);
   const notes = [
-    `${restarts} agent restarts (SIGKILL, then a new agent) with ${count} kept sessions writing: ${figures.sessionsLost} sessions lost, ${figures.bytesLost} bytes lost of ${figures.bytesChecked} checked, ${figures.bytesTruncated} let go by the rings (TRUNCATED on ${figures.truncatedConnections} connections: the first burst is twice a ring, the agent's first word was at its first KiB, and a burst may overtake a replaying controller)`,
+    `${restarts} ${disruption === 'supervisor' ? 'supervisor restarts (SIGKILL and systemctl restart, alternated, each with the agent\'s)' : 'agent restarts (SIGKILL, then a new agent)'} with ${count} kept sessions writing: ${figures.sessionsLost} sessions lost, ${figures.bytesLost} bytes lost of ${figures.bytesChecked} checked, ${figures.bytesTruncated} let go by the rings (TRUNCATED on ${figures.truncatedConnections} connections: the first burst is twice a ring, the agent's first word was at its first KiB, and a burst may overtake a replaying controller)`,
     `helper RSS per kept session with a full ${figures.helperRssKb.ring} KiB ring: ${figures.helperRssKb.first} kB at the first restart, at most ${figures.helperRssKb.max} kB (bound asserted: ring + ${HELPER_OVERHEAD_KB} kB)`,
     `broker RSS (MB) after restart 1 and every 10th: ${brokerMb.join(', ')}`,
   ];

@@ -15,7 +15,7 @@ import { RESTARTS_LIMITS, runAgentRestarts } from './agent-restarts.ts';
 import { runKeptFrameCases } from './bad-kept-frames.ts';
 import { runKeptPeerCases } from './bad-kept-peers.ts';
 
-export const CLASSES = ['bad-frames', 'bad-fds', 'bad-peers', 'faults', 'soak', 'agent-restarts'] as const;
+export const CLASSES = ['bad-frames', 'bad-fds', 'bad-peers', 'faults', 'soak', 'agent-restarts', 'supervisor-restarts'] as const;
 export type ClassName = (typeof CLASSES)[number];
 
 /** Config the torture deployment runs with: the frame classes open thousands of connections a minute. */
@@ -27,6 +27,7 @@ const CLASS_CONFIG: Partial<Record<ClassName, Record<string, unknown>>> = {
   faults: { limits: { ...TORTURE_CONFIG.limits, writeTimeoutMs: FAULTS_WRITE_TIMEOUT_MS } },
   // 16 kept sessions at once (limits.maxKept), and a slot beside them for the warm-up session.
   'agent-restarts': { limits: { ...TORTURE_CONFIG.limits, ...RESTARTS_LIMITS } },
+  'supervisor-restarts': { limits: { ...TORTURE_CONFIG.limits, ...RESTARTS_LIMITS } },
 };
 
 /** Whether the agent's starts under the peer floods are asserted (they are: no start may fail). */
@@ -132,8 +133,9 @@ export class Torture {
         const { passed, unexpected, notes, driver } = await runFaults(ctx);
         return { cases: passed + unexpected.length, passed, unexpected, notes, driver };
       }
-      case 'agent-restarts': {
-        const { cases, passed, unexpected, notes, driver } = await runAgentRestarts(ctx);
+      case 'agent-restarts':
+      case 'supervisor-restarts': {
+        const { cases, passed, unexpected, notes, driver } = await runAgentRestarts(ctx, name === 'agent-restarts' ? 'agent' : 'supervisor');
         return { cases, passed, unexpected, notes, driver };
       }
       case 'soak': {

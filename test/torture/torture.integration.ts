@@ -25,9 +25,9 @@ test.after(async () => {
 });
 
 /** Classes whose expected broker restarts are part of the case (the faults kill it on purpose). */
-const RESTARTS_EXPECTED = new Set<ClassName>(['faults']);
+const RESTARTS_EXPECTED = new Set<ClassName>(['faults', 'supervisor-restarts']);
 
-for (const name of ['bad-frames', 'bad-fds', 'bad-peers', 'faults', 'soak', 'agent-restarts'] as const) {
+for (const name of ['bad-frames', 'bad-fds', 'bad-peers', 'faults', 'soak', 'agent-restarts', 'supervisor-restarts'] as const) {
   test(`${name}: documented answers, no crash, back to baseline`, async () => {
     const result = await torture.run(name);
     results.push(result);

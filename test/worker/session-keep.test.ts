@@ -67,4 +67,45 @@ test('a DETACHED of conn 0 before the start was seen through is held, then count
   closeQuietly(theirs);
 });
 
+test('an adopted session: its record rewritten with the deadline it was adopted with; a helper of another dialect is let be (our end closed, a line saying so), one of ours is kept; a release leaves the record', async () => {
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const { tmpdir } = await import('node:os');
+  const { KeptStore } = await import('../../src/kept-store/store.ts');
+  const { HELPER_DIALECT } = await import('../../src/control/helper-channel.ts');
+  const dir = mkdtempSync(join(tmpdir(), 'session-keep-'));
+  try {
+    const store = new KeptStore(dir);
+    const lines: string[] = [];
+    const events: string[] = [];
+    const part = new SessionKeep({ store, writeTimeoutMs: 1000, attached: () => undefined, detached: () => undefined, kept: () => void events.push('kept'), log: (line) => void lines.push(line) });
+    const unit = 'opencode-pty-session-0123456789abcdef0123456789abcdef.service';
+    const record = { format: 1 as const, unit, sessionId: parseInt('0123456789abc', 16), keepMs: 1000, retainBytes: 4096, label: '', program: 'sh', cwd: '/', startedAtMs: 1, rows: 24, cols: 80, programPid: 2, mainPid: 3, origin: 1 as const, service: null, detachedSinceMs: null };
+    let closed = 0;
+    const link = { close: () => void (closed += 1) } as never;
+    part.adopted(record, link, 50_000);
+    assert.equal(events, ['kept']);
+    assert.equal(store.read(unit, record.sessionId, 'opencode-pty-'), { record: { ...record, detachedSinceMs: 49_000 } }, 'detached since the deadline less its keep');
+    part.helperDialect(HELPER_DIALECT, link);
+    assert.is(closed, 0, 'our own dialect: spoken');
+    part.helperDialect(HELPER_DIALECT + 1, link);
+    assert.is(closed, 1, 'another: let be');
+    assert.match(lines.join('\n'), /dialect 5, this worker 4: the session runs on untouched until its deadline/);
+    assert.ok(part.releasesAt({ phase: 'running', kept: true, stopping: false, report: undefined }));
+    assert.not.ok(part.releasesAt({ phase: 'running', kept: true, stopping: true, report: undefined }), 'a session being stopped is not released');
+    assert.equal(store.ids(), [record.sessionId], 'the record stays for the next worker');
+    part.ended();
+    assert.equal(store.ids(), [], 'gone with the session');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a session started here: its dialect is never judged (a start speaks ours)', () => {
+  let closed = 0;
+  const part = keep([]);
+  part.helperDialect(99, { close: () => void (closed += 1) } as never);
+  assert.is(closed, 0);
+});
+
 test.run();

@@ -294,6 +294,18 @@ test('adopt: a running unit taken over is never started and never tells STARTED;
   for (const type of ['launched', 'started', 'start-failed', 'deadline'] as const) assert.equal(step(adopted, SAMPLE[type]), { state: adopted, actions: [] }, type);
 });
 
+test('adopt a kept session: running, kept, nobody attached, its deadline armed at once; an ATTACH disarms it, the deadline ends it', () => {
+  const adopted = step(initialState(), { type: 'adopted', kept: true });
+  assert.equal([adopted.state.phase, adopted.state.kept, adopted.state.attached, adopted.state.deadlineArmed], ['running', true, 0, true]);
+  assert.equal(adopted.actions, [{ type: 'arm-deadline' }]);
+  const attached = step(adopted.state, SAMPLE.attach);
+  assert.equal(attached.actions, [{ type: 'disarm-deadline' }]);
+  const ended = step(adopted.state, SAMPLE['keep-deadline']);
+  assert.equal(ended.actions.map((action) => action.type), ['report-finishing', 'end-helper']);
+  // Release (a shutdown) leaves it running again, for the broker after this one.
+  assert.is(step(adopted.state, SAMPLE.release).state.released, true);
+});
+
 test('release: our side closes with no stop and no last frame; nothing the unit does later reaches the session', () => {
   const { state, actions } = run([SAMPLE.launched, SAMPLE.started, SAMPLE.release, { type: 'helper-end', report: report('exit') }, SAMPLE['unit-inactive'], SAMPLE['client-gone']]);
   assert.is(state.phase, 'done');

@@ -1,0 +1,138 @@
+// Who may become a kept session's control channel through its rendezvous (issue 30). The principals
+// (src/broker/principals.ts) let root list, attach and stop kept sessions only with CAP_SYS_PTRACE: "a root
+// service with its capabilities dropped must not read or type into the agent's terminals". The rendezvous
+// must not be a way around that: a uid-0 process with no capability can reach /run/opencode-pty-kept
+// (0700 root:root: uid 0 owns it, so no capability is asked to search it), queue a connection on a kept
+// session's socket while its worker is alive, and the helper accepts the oldest pending peer whose uid is
+// 0 once its worker goes: the intruder gets HELLO before the adopting worker, and its own ATTACH reads the ring.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { Sandbox } from '../sandbox/index.ts';
+import type { Agent } from '../support/agent.ts';
+import { bootSupervisor, brokerPid, sessionUnits } from '../support/supervisor.ts';
+import { until } from '../support/wait.ts';
+import { BROKER_UNIT } from '../sandbox/deploy.ts';
+
+let sandbox: Sandbox;
+let agent: Agent;
+
+test.before(async () => {
+  ({ sandbox, agent } = await bootSupervisor('review30-rendezvous', { limits: { maxSessions: 4, maxKept: 2 } }));
+});
+
+test.after(async () => {
+  await sandbox?.stop();
+});
+
+const OUT = '/run/review30-intruder';
+const read = async (name: string) => {
+  const result = await sandbox.exec(['cat', `${OUT}.${name}`]);
+  return result.code === 0 ? result.stdout.trim() : undefined;
+};
+
+// What held: the client's account reaches neither the socket nor the record, nor can it put a name there.
+test("the client's account cannot connect to a rendezvous, read a record or make a name in root's directory", async () => {
+  const started = await agent.keep({ op: 'start', name: 'c', argv: ['sleep', '600'], keepMs: 60_000, read: {} });
+  assert.is(started.error, undefined, started.message);
+  const dir = '/run/opencode-pty-kept';
+  const connect = await sandbox.exec(['/usr/bin/node', '-e', `require('node:net').connect('${dir}/${started.id}.sock').on('connect', () => (console.log('connected'), process.exit(0))).on('error', (e) => (console.log(e.code), process.exit(0)))`], { as: 'client' });
+  assert.is(connect.stdout.trim(), 'EACCES');
+  assert.not.equal((await sandbox.exec(['cat', `${dir}/${started.id}.json`], { as: 'client' })).code, 0);
+  assert.not.equal((await sandbox.exec(['ln', '-s', '/etc/shadow', `${dir}/1.json`], { as: 'client' })).code, 0);
+  assert.is((await sandbox.exec(['stat', '-c', '%U:%G %a %F', dir])).stdout.trim(), 'root:root 700 directory');
+  await agent.keep({ op: 'stop-session', id: started.id! });
+  await until(async () => (await sessionUnits(sandbox)).length === 0, 15_000, 'stopped');
+});
+
+const keptFiles = async () => (await sandbox.exec(['sh', '-c', 'ls -A /run/opencode-pty-kept 2>/dev/null'])).stdout.split('\n').filter(Boolean);
+
+// The client can make a kept start fail after the worker bound its rendezvous: a working directory it
+// may read but not enter (mode 0400, its own) is opened by the client and refused by the helper's fchdir,
+// before the program runs. Nothing of that session may stay in root's directory while the broker runs.
+test('a kept start that fails after its rendezvous was bound leaves no file behind', async () => {
+  const home = sandbox.client.home;
+  const mode = (await sandbox.exec(['stat', '-c', '%a', home])).stdout.trim();
+  // A kept session holds the broker up (no idle exit), so no start of a broker tidies the directory meanwhile.
+  const holder = await agent.keep({ op: 'start', name: 'holder', argv: ['sleep', '600'], keepMs: 60_000, read: {} });
+  assert.is(holder.error, undefined, holder.message);
+  const before = await keptFiles();
+  const pid = await brokerPid(sandbox);
+  let started;
+  try {
+    assert.is((await sandbox.exec(['chmod', '0400', home])).code, 0);
+    started = await agent.keep({ op: 'start', name: 'f', argv: ['true'], keepMs: 60_000, read: {} });
+  } finally {
+    await sandbox.exec(['chmod', mode, home]);
+  }
+  assert.ok(started.error !== undefined, 'the start failed');
+  assert.is(await brokerPid(sandbox), pid, 'the same broker: no start of a broker cleaned the directory');
+  const after = await keptFiles();
+  await agent.keep({ op: 'stop-session', id: holder.id! });
+  await until(async () => (await sessionUnits(sandbox)).length === 0, 15_000, 'the holder stopped');
+  assert.equal(after, before, 'no socket or record of the failed start is left');
+});
+
+/** A root service with an empty bounding set (no capability at all) that connects to `path`, records the
+ * helper's first bytes, then sends ATTACH (conn 1, control, from offset 0, 24x80) with a socket of its own
+ * on its first byte, as a worker does, and records what the helper writes there: the agent's terminal. */
+const intruder = (path: string) => `
+import re, socket, struct, time
+def out(name, text):
+    open('${OUT}.' + name, 'w').write(str(text))
+out('cap', re.search(r'CapEff:\\s*(\\S+)', open('/proc/self/status').read()).group(1))
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.connect('${path}')
+except OSError as error:
+    out('error', error)
+    raise SystemExit(0)
+out('connected', 'yes')
+got = b''
+while len(got) < 7:
+    data = s.recv(4096)
+    if not data:
+        out('error', 'end of the channel before HELLO')
+        raise SystemExit(0)
+    got += data
+out('read', got.hex())
+ours, theirs = socket.socketpair()
+socket.send_fds(s, [bytes([5, 0, 0, 0, 14, 1, 1]) + struct.pack('>QHH', 0, 24, 80)], [theirs.fileno()])
+theirs.close()
+ours.settimeout(10)
+seen = b''
+try:
+    while b'secret-42' not in seen:
+        data = ours.recv(65536)
+        if not data:
+            break
+        seen += data
+except OSError:
+    pass
+out('terminal', seen.decode('latin-1').encode('unicode_escape').decode())
+time.sleep(600)
+`;
+
+test('a capability-less root process cannot take over a kept session through its rendezvous', async () => {
+  const started = await agent.keep({ op: 'start', name: 'v', argv: ['sh', '-c', 'echo secret-$((6*7)); exec sleep 600'], keepMs: 60_000, read: { bytes: 11 } });
+  assert.is(started.error, undefined, started.message);
+  await agent.keep({ op: 'detach', name: 'v' });
+  const run = await sandbox.exec(['systemd-run', '--unit=review30-intruder', '-p', 'CapabilityBoundingSet=', '-p', 'AmbientCapabilities=', '/usr/bin/python3', '-c', intruder(`/run/opencode-pty-kept/${started.id}.sock`)]);
+  assert.is(run.code, 0, run.stderr);
+  await until(async () => (await read('connected')) !== undefined || (await read('error')) !== undefined, 10_000, 'the intruder connected or failed');
+  assert.is(await read('cap'), '0000000000000000', 'the intruder holds no capability');
+  const connected = await read('connected');
+  // The worker goes (a restart of the broker, an upgrade, a crash): the helper accepts its next channel.
+  assert.is((await sandbox.systemctl('restart', BROKER_UNIT)).code, 0);
+  const took = await until(async () => (await read('terminal')) !== undefined || (await read('error')) !== undefined, 10_000, 'the intruder read the terminal or failed').then(
+    () => true,
+    () => false,
+  );
+  const [hello, terminal, error] = [await read('read'), await read('terminal'), await read('error')];
+  await sandbox.systemctl('stop', 'review30-intruder.service');
+  assert.ok(!took || error !== undefined, `a capability-less root process (connected: ${connected}) became the session's control channel (read ${hello}) and, by ATTACH, read the agent's terminal: ${terminal}`);
+  const attached = await agent.keep({ op: 'attach', name: 'v-2', id: started.id!, from: 0, read: { bytes: 11 } });
+  assert.is(attached.error, undefined, `the agent attaches again after the restart: ${attached.message}`);
+  assert.is((await sessionUnits(sandbox)).length, 1, 'the kept session still runs');
+});
+
+test.run();

@@ -1,0 +1,66 @@
+// A kept session's record (src/kept-store/record.ts): what the next broker takes on trust, and the
+// deadline it reckons from it.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { adoptionDeadline, parseRecord, type KeptRecord } from '../../src/kept-store/record.ts';
+
+const PREFIX = 'opencode-pty-';
+const UNIT = 'opencode-pty-session-0123456789abcdef0123456789abcdef.service';
+const RECORD: KeptRecord = {
+  format: 1,
+  unit: UNIT,
+  sessionId: parseInt('0123456789abc', 16),
+  keepMs: 60_000,
+  retainBytes: 2 << 20,
+  label: 'build',
+  program: 'sh',
+  cwd: '/home/u',
+  startedAtMs: 1_700_000_000_000,
+  rows: 24,
+  cols: 80,
+  programPid: 42,
+  mainPid: 41,
+  origin: 1,
+  service: 'opencode.service',
+  detachedSinceMs: 1_700_000_100_000,
+};
+
+test('a record written whole is read back', () => {
+  assert.equal(parseRecord(JSON.stringify(RECORD), UNIT, PREFIX), { record: RECORD });
+  assert.equal(parseRecord(JSON.stringify({ ...RECORD, service: null, detachedSinceMs: null }), UNIT, PREFIX), { record: { ...RECORD, service: null, detachedSinceMs: null } });
+});
+
+test('what is not taken: torn JSON, another unit or id, another format, any field out of its bounds (each says why)', () => {
+  const why = (json: string, unit = UNIT) => {
+    const parsed = parseRecord(json, unit, PREFIX);
+    return 'why' in parsed ? parsed.why : 'taken';
+  };
+  assert.match(why(JSON.stringify(RECORD).slice(0, 40)), /not JSON/);
+  assert.match(why('null'), /not an object/);
+  assert.match(why(JSON.stringify({ ...RECORD, format: 2 })), /format 2/);
+  assert.match(why(JSON.stringify(RECORD), 'opencode-pty-session-ffffffffffffffffffffffffffffffff.service'), /another unit/);
+  assert.match(why(JSON.stringify({ ...RECORD, sessionId: RECORD.sessionId + 1 })), /id/);
+  const bad: [keyof KeptRecord, unknown][] = [
+    ['keepMs', 0],
+    ['keepMs', 2 ** 31],
+    ['retainBytes', 100],
+    ['label', 'x'.repeat(257)],
+    ['program', 5],
+    ['cwd', 'a\0b'],
+    ['rows', 0],
+    ['origin', 9],
+    ['service', 7],
+    ['detachedSinceMs', -1],
+    ['detachedSinceMs', 1.5],
+  ];
+  for (const [field, value] of bad) assert.match(why(JSON.stringify({ ...RECORD, [field]: value })), new RegExp(field), `${field} ${JSON.stringify(value)}`);
+});
+
+test('the deadline: keepMs after the recorded detach; a session attached when its supervisor went gets its whole keep from its adoption', () => {
+  assert.is(adoptionDeadline(RECORD, 1_700_000_200_000), RECORD.detachedSinceMs! + RECORD.keepMs);
+  assert.is(adoptionDeadline({ ...RECORD, detachedSinceMs: null }, 1_700_000_200_000), 1_700_000_200_000 + RECORD.keepMs);
+  // Past already: due at once (the worker's timer fires with a delay of 0).
+  assert.ok(adoptionDeadline(RECORD, 1_800_000_000_000) < 1_800_000_000_000);
+});
+
+test.run();

@@ -1,0 +1,54 @@
+// Root's directory of kept sessions (src/kept-store/store.ts): created 0700, refused when it is not
+// root's alone; records replaced whole; a session's files removed together.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { chmodSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KeptStore } from '../../src/kept-store/store.ts';
+import type { KeptRecord } from '../../src/kept-store/record.ts';
+
+const UNIT = 'opencode-pty-session-0123456789abcdef0123456789abcdef.service';
+const ID = parseInt('0123456789abc', 16);
+const RECORD: KeptRecord = { format: 1, unit: UNIT, sessionId: ID, keepMs: 1000, retainBytes: 4096, label: '', program: 'sh', cwd: '/', startedAtMs: 1, rows: 24, cols: 80, programPid: 2, mainPid: 3, origin: 3, service: null, detachedSinceMs: null };
+
+function inTemp(body: (base: string) => void): void {
+  const base = mkdtempSync(join(tmpdir(), 'kept-store-'));
+  try {
+    body(base);
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
+}
+
+test('ensure creates the directory 0700 and refuses one anyone else could enter, or a symlink', () => {
+  inTemp((base) => {
+    // Root's own directory: its check needs uid 0 (the test runner's, as the supervisor's).
+    if (process.getuid?.() !== 0) return;
+    const store = new KeptStore(join(base, 'kept'));
+    store.ensure();
+    store.ensure();
+    chmodSync(store.dir, 0o755);
+    assert.throws(() => store.ensure(), /mode 0700/);
+    symlinkSync(base, join(base, 'link'));
+    assert.throws(() => new KeptStore(join(base, 'link')).ensure(), /not a directory/);
+  });
+});
+
+test('a record is written whole, read back, and every file of a session goes with remove; ids names what is there', () => {
+  inTemp((base) => {
+    const store = new KeptStore(base);
+    store.write(RECORD);
+    store.write({ ...RECORD, detachedSinceMs: 5 });
+    assert.equal(store.read(UNIT, ID, 'opencode-pty-'), { record: { ...RECORD, detachedSinceMs: 5 } });
+    writeFileSync(store.socketPath(ID), '');
+    writeFileSync(join(base, `${ID}.json.77.tmp`), '{');
+    writeFileSync(join(base, '99.sock'), '');
+    assert.equal(store.ids().sort(), [99, ID].sort());
+    store.remove(ID);
+    assert.equal(readdirSync(base), ['99.sock']);
+    assert.equal(store.read(UNIT, ID, 'opencode-pty-'), { why: 'it has no record' });
+  });
+});
+
+test.run();
