@@ -5,8 +5,13 @@ import * as assert from 'uvu/assert';
 import { closeSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AcceptLoop, closeBacklog } from '../../src/broker/accept-loop.ts';
+import { type AcceptHandler, AcceptLoop, closeBacklog } from '../../src/broker/accept-loop.ts';
 import { native } from '../../src/native/binding.ts';
+
+/** A handler that checks every connection (none is refused quickly). */
+function handler(check: (fd: number) => void): AcceptHandler {
+  return { quick: () => false, check: (connection) => check(connection.fd), drop: (connection) => closeSync(connection.fd), order: () => ({ mainPid: undefined, clientUid: 1000 }) };
+}
 
 const scratchRoot = fileURLToPath(new URL('../../.sandbox/', import.meta.url));
 mkdirSync(scratchRoot, { recursive: true });
@@ -21,7 +26,7 @@ test('while the close pool is backlogged nothing is accepted (logged once); afte
   const accepted: number[] = [];
   const loop = new AcceptLoop(
     listenFd,
-    (fd) => (accepted.push(fd), heard?.()),
+    handler((fd) => (accepted.push(fd), heard?.())),
     (level, message) => (logs.push({ level, message }), heard?.()),
     () => backlog,
   );
