@@ -17,9 +17,12 @@ import { type AcceptedConnection, acceptedConnections, fromMainPid, serveOrder }
  * (accept → gate decided 16 ms at p90, measured); 8 bound it near 1 ms.
  */
 export const CHECKS_PER_EVENT = 8;
-/** Connections taken from the kernel per native call, and per readable event in all: a refusal from
- * what is known costs a few microseconds, so an event's work stays near the bound above. */
+/** Connections taken from the kernel per native call. */
 export const ACCEPT_BATCH = 64;
+/** Connections taken per readable event in all. A refusal from what is known costs 10–20 µs, so an
+ * event's work stays under ≈10 ms; under a flood connecting and closing as fast as it can (30,000–
+ * 40,000 a second), 64 an event let the queue fill now and then (`EAGAIN` for 1% of the flood's
+ * connects, which the agent's connect would meet too), 512 never did (test/torture/inside-flood.ts). */
 export const ACCEPTS_PER_EVENT = 512;
 /** Connections accepted whose full checks wait for a later event; accepting pauses at this many,
  * leaving the rest in the kernel's queue. */
