@@ -24,8 +24,8 @@ export const ACCEPT_BATCH = 64;
  * 40,000 a second), 64 an event let the queue fill now and then (`EAGAIN` for 1% of the flood's
  * connects, which the agent's connect would meet too), 512 never did (test/torture/inside-flood.ts). */
 export const ACCEPTS_PER_EVENT = 512;
-/** Connections accepted whose full checks wait for a later event; accepting pauses at this many,
- * leaving the rest in the kernel's queue. */
+/** Connections accepted whose full checks wait for a later event; accepting pauses at this many
+ * (one batch more at most), leaving the rest in the kernel's queue. */
 export const MAX_WAITING_CHECKS = 64;
 
 /** What the loop asks of the broker for each connection. */
@@ -123,6 +123,10 @@ export class AcceptLoop {
       accepted += batch.length;
       const { mainPid, clientUid } = this.#handler.order();
       for (const connection of serveOrder(batch, mainPid, clientUid)) {
+        if (this.#closed) {
+          this.#handler.drop(connection);
+          continue;
+        }
         if (this.#handler.quick(connection)) continue;
         // The agent's own connection never waits behind the flood's checks: it is checked at once.
         if (fromMainPid(connection, mainPid, clientUid)) this.#handler.check(connection);
