@@ -160,6 +160,48 @@ Napi::Value Recvmsg(const Napi::CallbackInfo& info) {
   return result;
 }
 
+// DrainPeer's work: shutdown(SHUT_RD), then every queued message read away and its descriptors closed;
+// false when it stopped because the close pool's queue is long (the rest stays queued on `fd`).
+bool DrainQueued(int fd, FastDevices* fast, double* messages, ReceivedCloseCounts* counts) {
+  shutdown(fd, SHUT_RD);  // ENOTCONN, EBADF: nothing can be queued behind it
+  static QueuedMessages reader;  // the event loop's thread only
+  // After the shutdown the queue only shrinks: the bound is a guard, one socket buffer needs far fewer.
+  for (int reads = 0; reads < 65536; reads++) {
+    // The close pool's queue is long (its threads held by a file system that never answers FLUSH, or
+    // a burst they have not caught up with): no more is taken from this peer for now. What it queued
+    // stays in flight, charged to the sender, and the caller drains again later (peer-close.ts).
+    if (CloseQueueLong()) return false;
+    std::vector<int> fds;
+    if (!reader.Next(fd, &fds)) break;
+    CloseReceived(fds, fast, counts);
+    (*messages)++;
+  }
+  return true;
+}
+
+// A refusal in one call, for connections refused by the thousand under a flood: `frame` sent as
+// sendmsg does (MSG_DONTWAIT | MSG_NOSIGNAL) with any failure ignored (a refused peer may be gone or
+// not reading: nothing is thrown, since an exception per refusal was a sixth of the broker's CPU
+// under a flood), then DrainPeer's drain, and close(fd) when it completed. Returns whether `fd` is
+// closed; when not, the close pool's queue is long and the caller drains it later (peer-close.ts).
+Napi::Value RefusePeer(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int fd;
+  uint8_t* data;
+  size_t offset, length;
+  if (!ArgFd(info, 0, &fd) || !ArgBytes(info, 1, &data, &offset, &length)) return Napi::Value();
+  ssize_t sent;
+  do {
+    sent = send(fd, data + offset, length, MSG_DONTWAIT | MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  FastDevices fast;  // no list: the mount table is read only if a received file needs it
+  double messages = 0;
+  ReceivedCloseCounts counts;
+  if (!DrainQueued(fd, &fast, &messages, &counts)) return Napi::Boolean::New(env, false);
+  close(fd);
+  return Napi::Boolean::New(env, true);
+}
+
 // The last close of a peer's connection, in one call: shut our reading side (a Unix stream peer can
 // queue nothing more: its sends fail with EPIPE), then read away every queued message, closing each
 // descriptor on it as CloseReceived (received-close.cc) decides, so the kernel has none of the peer's left to release in the
@@ -176,25 +218,9 @@ Napi::Value DrainPeer(const Napi::CallbackInfo& info) {
     ThrowType(env, "The \"fastDevices\" argument must be an array of \"major:minor\" strings");
     return Napi::Value();
   }
-  shutdown(fd, SHUT_RD);  // ENOTCONN, EBADF: nothing can be queued behind it
-  static QueuedMessages reader;  // the event loop's thread only
   double messages = 0;
   ReceivedCloseCounts counts;
-  bool complete = true;
-  // After the shutdown the queue only shrinks: the bound is a guard, one socket buffer needs far fewer.
-  for (int reads = 0; reads < 65536; reads++) {
-    // The close pool's queue is long (its threads held by a file system that never answers FLUSH, or
-    // a burst they have not caught up with): no more is taken from this peer for now. What it queued
-    // stays in flight, charged to the sender, and the caller drains again later (peer-close.ts).
-    if (CloseQueueLong()) {
-      complete = false;
-      break;
-    }
-    std::vector<int> fds;
-    if (!reader.Next(fd, &fds)) break;
-    CloseReceived(fds, &fast, &counts);
-    messages++;
-  }
+  const bool complete = DrainQueued(fd, &fast, &messages, &counts);
   Napi::Object result = Napi::Object::New(env);
   result.Set("messages", Napi::Number::New(env, messages));
   result.Set("closed", Napi::Number::New(env, counts.closed));
@@ -278,6 +304,7 @@ void InitFdPassing(Napi::Env env, Napi::Object exports) {
   exports.Set("sendmsg", Napi::Function::New(env, Sendmsg, "sendmsg"));
   exports.Set("peek", Napi::Function::New(env, Peek, "peek"));
   exports.Set("drainPeer", Napi::Function::New(env, DrainPeer, "drainPeer"));
+  exports.Set("refusePeer", Napi::Function::New(env, RefusePeer, "refusePeer"));
 }
 
 }  // namespace opencode_pty

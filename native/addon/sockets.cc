@@ -9,6 +9,7 @@
 
 #include <climits>
 #include <cstring>
+#include <vector>
 #include <string>
 
 namespace opencode_pty {
@@ -200,6 +201,46 @@ Napi::Value Accept(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, connection);
 }
 
+// Up to `max` queued connections at once, each with its SO_PEERCRED, in one call: under a flood the
+// accept queue is emptied in microseconds per connection, so a connection behind thousands (the
+// agent's) is reached at once and can be served first (src/broker/accept-order.ts). Returns an
+// Int32Array of fd, pid, uid, gid per connection (pid -errno and uid, gid -1 when SO_PEERCRED
+// failed). A failing accept4 ends the batch; it throws only when nothing was accepted (the next call
+// meets the same error then), so the caller's back-off sees resource errors as with accept().
+Napi::Value AcceptBatch(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int fd;
+  int64_t max;
+  if (!ArgFd(info, 0, &fd) || !ArgInt(info, 1, "max", 1, 65536, &max)) return Napi::Value();
+  std::vector<int32_t> out;
+  out.reserve(static_cast<size_t>(max) * 4);
+  int failure = 0;
+  for (int64_t i = 0; i < max; i++) {
+    int connection;
+    do {
+      connection = accept4(fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    } while (connection < 0 && (errno == EINTR || errno == ECONNABORTED));
+    if (connection < 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK) failure = errno;
+      break;
+    }
+    ucred credentials{};
+    socklen_t length = sizeof credentials;
+    if (getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &credentials, &length) < 0) {
+      out.insert(out.end(), {connection, -errno, -1, -1});
+    } else {
+      out.insert(out.end(), {connection, credentials.pid, static_cast<int32_t>(credentials.uid), static_cast<int32_t>(credentials.gid)});
+    }
+  }
+  if (out.empty() && failure != 0) {
+    ThrowErrno(env, failure, "accept4");
+    return Napi::Value();
+  }
+  Napi::Int32Array result = Napi::Int32Array::New(env, out.size());
+  if (!out.empty()) std::memcpy(result.Data(), out.data(), out.size() * sizeof(int32_t));
+  return result;
+}
+
 Napi::Value ConnectUnix(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   std::string path;
@@ -262,6 +303,7 @@ void InitSockets(Napi::Env env, Napi::Object exports) {
   exports.Set("setPassRights", Napi::Function::New(env, SetPassRights, "setPassRights"));
   exports.Set("listenUnix", Napi::Function::New(env, ListenUnix, "listenUnix"));
   exports.Set("accept", Napi::Function::New(env, Accept, "accept"));
+  exports.Set("acceptBatch", Napi::Function::New(env, AcceptBatch, "acceptBatch"));
   exports.Set("connectUnix", Napi::Function::New(env, ConnectUnix, "connectUnix"));
   exports.Set("sdNotify", Napi::Function::New(env, SdNotify, "sdNotify"));
 }

@@ -11,6 +11,8 @@ import { native, type PeerCredentials } from '../native/index.ts';
 import { ErrorCode, type ErrorCodeValue } from '../protocol/index.ts';
 import { type ClientService, credentialsMatch, peerPidfd, pidfdIdentity, ticksSinceBoot } from '../identity/index.ts';
 import { MAX_ROOT_CONNECTIONS, type Admission, type Slot } from './admission.ts';
+import type { AcceptedConnection } from './accept-order.ts';
+import { RefusalMemo, refusedFromMemo, type MemoVerdict } from './refusal-memo.ts';
 
 export const ADMISSION_REFUSED = 'authentication admission limit reached';
 export const AUTHENTICATION_FAILED = 'authentication failed';
@@ -34,17 +36,17 @@ export interface PeerAtAccept {
   startTicks: number;
 }
 
-export type GateResult =
-  | { admitted: true; slot: Slot; peer: PeerAtAccept }
-  | {
-      admitted: false;
-      code: ErrorCodeValue;
-      message: string;
-      /** Who was refused, stable across a flood's new PIDs (refusal-log.ts). */
-      key: string;
-      reason: string;
-      detail: string;
-    };
+export type GateResult = { admitted: true; slot: Slot; peer: PeerAtAccept } | GateRefusal;
+
+export interface GateRefusal {
+  admitted: false;
+  code: ErrorCodeValue;
+  message: string;
+  /** Who was refused, stable across a flood's new PIDs (refusal-log.ts). */
+  key: string;
+  reason: string;
+  detail: string;
+}
 
 export interface GateDeps {
   config: Config;
@@ -58,6 +60,8 @@ export interface GateDeps {
 
 export class AcceptGate {
   #deps: GateDeps;
+  /** Refusals of peers found by the full checks, for quick() (refusal-memo.ts). */
+  #memo = new RefusalMemo<object | undefined>();
   /** Connections awaiting a client-service read right now. */
   pending = 0;
 
@@ -65,21 +69,38 @@ export class AcceptGate {
     this.#deps = deps;
   }
 
-  /** Decides for a freshly accepted `fd` (never closes it). */
-  async decide(fd: number): Promise<GateResult> {
-    const { config } = this.#deps;
+  /**
+   * The refusals decided from what is known at accept, without a pidfd, a /proc read or a wait: a wrong
+   * account, credentials that could not be read, and a peer the refusal memo knows (refusal-memo.ts).
+   * Undefined when the connection needs decide(); the same refusal decide() would give otherwise.
+   */
+  quick(connection: AcceptedConnection): GateRefusal | undefined {
+    const { credentials } = connection;
+    if (!credentials) return credentialsRefusal(`errno ${connection.credentialsError}`);
+    if (credentials.uid === 0 && this.#deps.admitRoot) return undefined;
+    if (!credentialsMatch(credentials, this.#deps.config)) return wrongAccount(credentials);
+    const { service, admission, config } = this.#deps;
+    if (!service || !config.requireClientUnit) return undefined;
+    // A memo kept against a read much older than the peer would answer for a state long gone.
+    service.freshen();
+    const remembered = this.#memo.recall(credentials.pid, service.latest);
+    if (!refusedFromMemo(remembered, credentials.pid, admission.ordinaryAvailable(Date.now()), service.latestMainPid)) return undefined;
+    const who = `pid ${credentials.pid}`;
+    if (remembered!.verdict === 'outside') return refusal(ErrorCode.AUTHENTICATION, OUTSIDE_UNIT_REFUSED, remembered!.cgroup, `not inside ${service.service}`, who);
+    return refusal(ErrorCode.ADMISSION, ADMISSION_REFUSED, remembered!.cgroup, 'admission: only the MainPID\'s reserved slot is free', who);
+  }
+
+  /** Decides for a freshly accepted `fd` (never closes it); `credentials`: its SO_PEERCRED, if read already. */
+  async decide(fd: number, known?: PeerCredentials): Promise<GateResult> {
     let credentials: PeerCredentials;
     try {
-      credentials = native().peerCredentials(fd);
+      credentials = known ?? native().peerCredentials(fd);
     } catch (error) {
-      return refusal(ErrorCode.INTERNAL, 'peer credentials unavailable', '(unknown peer)', `peer credentials: ${(error as Error).message}`, '');
+      return credentialsRefusal((error as Error).message);
     }
     const who = `pid ${credentials.pid}`;
     if (credentials.uid === 0 && this.#deps.admitRoot) return this.#decideRoot(fd, credentials);
-    if (!credentialsMatch(credentials, config)) {
-      // AUTHENTICATION, not ADMISSION: retrying cannot help a wrong account.
-      return refusal(ErrorCode.AUTHENTICATION, WRONG_ACCOUNT_REFUSED, `uid ${credentials.uid} gid ${credentials.gid}`, 'not the client account', who);
-    }
+    if (!credentialsMatch(credentials, this.#deps.config)) return wrongAccount(credentials);
     let pidfd = -1;
     let identity;
     try {
@@ -122,12 +143,15 @@ export class AcceptGate {
     if (config.requireClientUnit && service) {
       // Decided here, synchronously: a peer that cannot be inside never waits on (or counts against) a read.
       if (!service.plausible(peer.cgroup)) {
+        this.#remember(peer, 'outside', service.latest);
         return refusal(ErrorCode.AUTHENTICATION, OUTSIDE_UNIT_REFUSED, peer.cgroup, `not inside ${service.service}`, who);
       }
       // A provisional yes (an old snapshot) is confirmed after HELLO, before anything is started.
       const looked = await this.#lookup(() => service.containsProvisionally(peer.cgroup, peer.startTicks));
       if (looked === 'busy') return busy(peer);
       if (!looked.inside) {
+        // A read that failed decides nothing for the next connection.
+        if (looked.snapshot && !looked.snapshot.error) this.#remember(peer, 'outside', looked.snapshot);
         const cause = looked.snapshot?.error ? `; its state could not be read: ${looked.snapshot.error.message}` : '';
         return refusal(ErrorCode.AUTHENTICATION, OUTSIDE_UNIT_REFUSED, peer.cgroup, `not inside ${service.service}${cause}`, who);
       }
@@ -137,9 +161,19 @@ export class AcceptGate {
     if (!admission.ordinaryAvailable(Date.now()) && admission.reservedFree && service) {
       const looked = await this.#lookup(() => service.isMainPid(peer.credentials.pid, peer.startTicks));
       if (looked === 'busy') return busy(peer);
-      return this.#admit(peer, looked.main);
+      const result = this.#admit(peer, looked.main);
+      if (!result.admitted && !looked.main && !looked.snapshot.error) this.#remember(peer, 'inside-not-main', looked.snapshot);
+      return result;
     }
     return this.#admit(peer, false);
+  }
+
+  /** Keeps a refusal's finding for quick(), when it was judged against the latest read (any older one
+   * is no longer what quick() compares with). */
+  #remember(peer: PeerAtAccept, verdict: MemoVerdict, snapshot: object | undefined): void {
+    const service = this.#deps.service;
+    if (!service || snapshot !== service.latest) return;
+    this.#memo.remember(peer.credentials.pid, snapshot, { verdict, cgroup: peer.cgroup });
   }
 
   #admit(peer: PeerAtAccept, likelyMainPid: boolean): GateResult {
@@ -170,10 +204,19 @@ export function identityRefusal(error: unknown, who: string): GateResult {
   return refusal(ErrorCode.INTERNAL, 'peer identity unavailable', 'peer identity unavailable', `peer identity: ${message}`, who);
 }
 
+function credentialsRefusal(cause: string): GateRefusal {
+  return refusal(ErrorCode.INTERNAL, 'peer credentials unavailable', '(unknown peer)', `peer credentials: ${cause}`, '');
+}
+
+/** AUTHENTICATION, not ADMISSION: retrying cannot help a wrong account. */
+function wrongAccount(credentials: PeerCredentials): GateRefusal {
+  return refusal(ErrorCode.AUTHENTICATION, WRONG_ACCOUNT_REFUSED, `uid ${credentials.uid} gid ${credentials.gid}`, 'not the client account', `pid ${credentials.pid}`);
+}
+
 function busy(peer: PeerAtAccept): GateResult {
   return refusal(ErrorCode.ADMISSION, ADMISSION_REFUSED, peer.cgroup, `${MAX_PENDING_LOOKUPS} connections already wait for the client service's state`, `pid ${peer.credentials.pid}`);
 }
 
-function refusal(code: ErrorCodeValue, message: string, key: string, reason: string, detail: string): GateResult {
+function refusal(code: ErrorCodeValue, message: string, key: string, reason: string, detail: string): GateRefusal {
   return { admitted: false, code, message, key, reason, detail };
 }

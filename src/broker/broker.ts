@@ -21,7 +21,8 @@ import { LiveSessions } from './live-sessions.ts';
 import { Orphans } from './orphans.ts';
 import { Tarpit } from './tarpit.ts';
 import { startOrigin } from './start-origin.ts';
-import { native } from '../native/index.ts';
+import { native, type PeerCredentials } from '../native/index.ts';
+import type { AcceptedConnection } from './accept-order.ts';
 import { KeptStore } from '../kept-store/index.ts';
 import { sessionIdOf } from '../systemd/index.ts';
 import { KeptAdoption } from './kept-adoption.ts';
@@ -106,8 +107,18 @@ export class Broker {
       reap: (unit, why) => (this.#stopping ? deps.log('notice', `${unit} left for the next supervisor (${why})`) : this.#orphans.reap(unit, why)),
       log: deps.log,
     });
-    this.#accepts = new AcceptLoop(deps.listener.fd, (fd) => this.#accepted(fd), deps.log);
     if (client.service) this.#service = new ClientService(client.service, () => deps.manager.serviceState(client.service!));
+    this.#accepts = new AcceptLoop(
+      deps.listener.fd,
+      {
+        quick: (connection) => this.#quick(connection),
+        check: (connection) => this.#accepted(connection.fd, connection.credentials),
+        drop: (connection) => this.#refuseFd(connection.fd, ErrorCode.SHUTDOWN, 'supervisor is shutting down'),
+        order: () => ({ mainPid: this.#service?.latestMainPid, clientUid: client.uid }),
+        afterEvent: () => this.#changed(),
+      },
+      deps.log,
+    );
     this.#gate = new AcceptGate({ config: deps.config, admission: this.#admission, service: this.#service, admitRoot: true });
     this.#connections = {
       handshakeTimeoutMs: limits.handshakeTimeoutMs,
@@ -208,17 +219,27 @@ export class Broker {
     }
   }
 
-  #accepted(fd: number): void {
+  /** A refusal decided from what is known at accept (AcceptGate.quick): noted, answered after the tarpit's delay. */
+  #quick(connection: AcceptedConnection): boolean {
+    const refused = this.#gate.quick(connection);
+    if (!refused) return false;
+    clearTimeout(this.#idleTimer);
+    this.#refusals.note(refused.key, refused.reason, refused.detail);
+    this.#tarpit.hold({ fd: connection.fd, code: refused.code, message: refused.message });
+    return true;
+  }
+
+  #accepted(fd: number, credentials: PeerCredentials | undefined): void {
     // One queued before the listener refused descriptors (the connection that started us) takes
     // none from now on either; what it already queued is drained at its last close.
     passRights(fd, false);
     clearTimeout(this.#idleTimer);
-    this.#handle(fd).catch((error: Error) => this.#deps.log('error', `connection: ${error.message}`));
+    this.#handle(fd, credentials).catch((error: Error) => this.#deps.log('error', `connection: ${error.message}`));
   }
 
-  async #handle(fd: number): Promise<void> {
+  async #handle(fd: number, credentials: PeerCredentials | undefined): Promise<void> {
     try {
-      await this.#admit(fd);
+      await this.#admit(fd, credentials);
     } finally {
       // Every way out, refused ones included, may leave the broker idle or let a shutdown finish.
       this.#changed();
@@ -226,9 +247,9 @@ export class Broker {
   }
 
   /** Identity and admission at accept (accept-gate.ts); owns `fd` until #authenticate takes it. */
-  async #admit(fd: number): Promise<void> {
+  async #admit(fd: number, credentials: PeerCredentials | undefined): Promise<void> {
     const acceptedAt = Date.now();
-    const decision = await this.#gate.decide(fd);
+    const decision = await this.#gate.decide(fd, credentials);
     if (!decision.admitted) {
       this.#refusals.note(decision.key, decision.reason, decision.detail);
       return this.#tarpit.hold({ fd, code: decision.code, message: decision.message });

@@ -1,5 +1,5 @@
 // Refusing a connection without ever blocking: one ERROR frame, then what the peer sent is read away.
-import { closePeer, type FdSocket } from '../io/index.ts';
+import { refuseAndClose, type FdSocket } from '../io/index.ts';
 import { native } from '../native/index.ts';
 import { encodeFrame, errorFrame, type ErrorCodeValue } from '../protocol/index.ts';
 
@@ -11,13 +11,12 @@ export function sendError(fd: number, code: ErrorCodeValue, message: string): vo
   } catch {}
 }
 
-/** sendError, then the last close (closePeer): what the peer sent is read away first, since closing a
+/** sendError, then the last close (closePeer's, in one native call: refuseAndClose): what the peer sent is read away first, since closing a
  * Unix socket with unread input resets the peer's side, which could then lose the ERROR frame before
  * reading it, and the kernel would release the descriptors on that input in our thread, a lingering
  * TCP socket among them holding the broker for its linger time. `fd` is closePeer's from here on. */
 export function refuseNow(fd: number, code: ErrorCodeValue, message: string): void {
-  sendError(fd, code, message);
-  closePeer(fd);
+  refuseAndClose(fd, encodedError(code, message));
 }
 
 /** refuseNow for a connection already an FdSocket; nothing once it is closed. */

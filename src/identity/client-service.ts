@@ -129,6 +129,30 @@ export class ClientService {
     }
   }
 
+  /** The latest successful read, as it is (no read is started): the accept path's hint of the MainPID,
+   * and the epoch its refusal memo is kept against (src/broker/refusal-memo.ts). */
+  get latest(): ServiceSnapshot | undefined {
+    return this.#latest;
+  }
+
+  /** The live service's MainPID by the latest read, if that read found it live. */
+  get latestMainPid(): number | undefined {
+    const state = this.#latest?.state;
+    return serviceIsLive(state, this.service) ? state.mainPid : undefined;
+  }
+
+  /** Starts a read in the background when the latest is past half its freshness window (as current()
+   * does), so what is decided from `latest` without waiting stays within about one window of now. */
+  freshen(): void {
+    const latest = this.#latest;
+    if (this.#inFlight || (latest && this.#now() - latest.readAt < this.#ttlMs / 2)) return;
+    try {
+      void this.#start().done;
+    } catch {
+      // The clock could not be read (EMFILE): the next connection's full checks will say so.
+    }
+  }
+
   /** Whether `cgroup` could be inside the service at all (no read; see plausiblyInside). */
   plausible(cgroup: string): boolean {
     return plausiblyInside(cgroup, this.service);

@@ -3,4 +3,4 @@ export { FdSocket } from './fd-socket.ts';
 export { closeAll, closeQuietly, closeReceived } from './fds.ts';
 export { IoError, isPeerGone } from './io-error.ts';
 export { passRights } from './pass-rights.ts';
-export { closePeer, deferredDrains, drainPeer } from './peer-close.ts';
+export { closePeer, deferredDrains, drainPeer, refuseAndClose } from './peer-close.ts';

@@ -76,6 +76,10 @@ export interface NativeBinding {
    * pool's queue is long (`complete` false): what is left stays queued, and the caller drains again later.
    * `fastDevices`: as for closeReceived. */
   drainPeer(fd: number, fastDevices?: string[]): { messages: number; closed: number; detached: number; complete: boolean };
+  /** A refusal in one call: buffer[offset, offset+length) sent with MSG_DONTWAIT | MSG_NOSIGNAL, any failure ignored (never
+   * thrown), then drainPeer's drain, then close(fd) if it completed. True when `fd` is closed; false
+   * when the close pool's queue is long and the drain must go on later (peer-close.ts). */
+  refusePeer(fd: number, buffer: Buffer, offset: number, length: number): boolean;
   /** Closes a peer's descriptors: at once a pipe, an anonymous inode or a file on one of `fastDevices`
    * ("major:minor" of non-FUSE mounts; without the list, the non-FUSE mounts of /proc/self/mountinfo,
    * read only if a file needs it); every other one (sockets, FUSE, mounts we cannot see) on the close
@@ -114,6 +118,10 @@ export interface NativeBinding {
   listenUnix(path: string, backlog: number): number;
   /** accept4 with SOCK_CLOEXEC | SOCK_NONBLOCK; -1 when nothing is pending. */
   accept(fd: number): number;
+  /** Up to `max` accept4 calls, each followed by SO_PEERCRED: fd, pid, uid, gid per connection (uid and
+   * gid as int32: read them with `>>> 0`; pid is -errno when SO_PEERCRED failed). Empty when nothing is
+   * pending; throws accept4's error only when it failed before any connection was accepted. */
+  acceptBatch(fd: number, max: number): Int32Array;
   /** A non-blocking connect to a Unix stream socket path; returns the connected fd (close-on-exec, non-blocking). */
   connectUnix(path: string): number;
   /** Watch an fd on the event loop (uv_poll, with POLLRDHUP). The callback runs on the loop thread. */

@@ -77,6 +77,29 @@ function scripted(initialTicks = 100) {
   };
 }
 
+test('freshen: a read in the background when none was made or the latest is past half its window, never two at once; latest and latestMainPid as read', async () => {
+  const bus = scripted(100);
+  assert.is(bus.service.latest, undefined);
+  assert.is(bus.service.latestMainPid, undefined);
+  bus.service.freshen();
+  bus.service.freshen();
+  assert.is(bus.pending.length, 1, 'single-flight');
+  bus.pending.shift()!.resolve(live(7));
+  await bus.settle();
+  const first = bus.service.latest;
+  assert.is(bus.service.latestMainPid, 7);
+  bus.setNow(400);
+  bus.service.freshen();
+  assert.is(bus.pending.length, 0, 'young enough: no read');
+  bus.setNow(600);
+  bus.service.freshen();
+  assert.is(bus.pending.length, 1);
+  bus.pending.shift()!.resolve({ ...live(0), activeState: 'inactive', subState: 'dead' });
+  await bus.settle();
+  assert.ok(bus.service.latest !== first, 'a new read is a new epoch for what was decided from the old one');
+  assert.is(bus.service.latestMainPid, undefined, 'a service that is not live names no MainPID');
+});
+
 test('reads are single-flight: concurrent callers share one read', async () => {
   const bus = scripted();
   const answers = Promise.all([bus.service.contains('/system.slice/agent.service', 50), bus.service.contains('/system.slice/agent.service/x', 50), bus.service.isMainPid(7, 50)]);

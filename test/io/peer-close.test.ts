@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { native } from '../../src/native/binding.ts';
-import { closePeer, deferredDrains, drainPeer } from '../../src/io/peer-close.ts';
+import { closePeer, deferredDrains, drainPeer, refuseAndClose } from '../../src/io/peer-close.ts';
 import { closeReceived } from '../../src/io/fds.ts';
 import { passRights } from '../../src/io/pass-rights.ts';
 import { leakedSince, openFds } from '../native/fd-helpers.ts';
@@ -33,6 +33,21 @@ test('queued messages with files, sockets and pipes: all read away and closed, a
   closeSync(a);
   closeSync(b);
   // The Unix sockets went to close threads (their close frees their own queues): let those return.
+  while (native().pendingCloses() > 0) await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(leakedSince(before), []);
+});
+
+test('refuseAndClose: the frame reaches the peer, what it queued (descriptors too) is read away and closed, and the descriptor with it', async () => {
+  const before = openFds();
+  const [a, b] = native().socketpair();
+  const files = Array.from({ length: 8 }, () => openSync('/dev/null', 'r'));
+  assert.is(native().sendmsg(a, Buffer.from('x'), 0, 1, files), 1);
+  for (const fd of files) closeSync(fd);
+  assert.is(refuseAndClose(b, Buffer.from('no')), true);
+  const got = Buffer.alloc(8);
+  assert.is(native().recvmsg(a, got, 0, 8, 0)?.bytes, 2);
+  assert.throws(() => native().sendmsg(a, Buffer.from('z'), 0, 1), /EPIPE|ECONNRESET/);
+  closeSync(a);
   while (native().pendingCloses() > 0) await new Promise((resolve) => setImmediate(resolve));
   assert.equal(leakedSince(before), []);
 });

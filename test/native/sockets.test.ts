@@ -88,6 +88,57 @@ test('accept on a non-listening socket throws EINVAL; on nothing pending returns
   }
 });
 
+test('acceptBatch: up to max connections with their SO_PEERCRED, in queue order, non-blocking and close-on-exec; empty when none; EINVAL on a non-listener', () => {
+  const dir = tempDir();
+  const [a, b] = addon.socketpair();
+  const path = join(dir.path, 'l');
+  const listener = addon.listenUnix(path, 16);
+  const clients: number[] = [];
+  const accepted: number[] = [];
+  try {
+    assert.throws(() => addon.acceptBatch(a, 4), isErrno('EINVAL', 'accept4'));
+    assert.is(addon.acceptBatch(listener, 4).length, 0);
+    for (let i = 0; i < 5; i += 1) clients.push(addon.connectUnix(path));
+    const first = addon.acceptBatch(listener, 3);
+    const second = addon.acceptBatch(listener, 3);
+    assert.is(first.length, 12);
+    assert.is(second.length, 8);
+    const uid = process.getuid!();
+    const gid = process.getgid!();
+    for (const batch of [first, second]) {
+      for (let at = 0; at < batch.length; at += 4) {
+        accepted.push(batch[at]!);
+        assert.equal([batch[at + 1], batch[at + 2]! >>> 0, batch[at + 3]! >>> 0], [process.pid, uid, gid]);
+        assert.is(fdFlags(batch[at]!) & (O_CLOEXEC | O_NONBLOCK), O_CLOEXEC | O_NONBLOCK);
+      }
+    }
+    // Queue order: what each client sends arrives on the connection accepted in the same place.
+    clients.forEach((client, i) => addon.sendmsg(client, Buffer.from([i]), 0, 1));
+    accepted.forEach((fd, i) => assert.is(addon.recvmsg(fd, Buffer.alloc(1), 0, 1, 0)?.bytes, 1, `connection ${i}`));
+    assert.is(addon.acceptBatch(listener, 64).length, 0);
+  } finally {
+    closeAll([a, b, listener, ...clients, ...accepted]);
+    dir.remove();
+  }
+});
+
+test('refusePeer: the frame reaches a reading peer before its EOF, the descriptor is closed, and a gone peer throws nothing', () => {
+  const [a, b] = addon.socketpair();
+  const frame = Buffer.from('refused');
+  assert.is(addon.refusePeer(a, frame, 0, frame.length), true);
+  assert.throws(() => fstatSync(a));
+  const got = Buffer.alloc(16);
+  assert.is(addon.recvmsg(b, got, 0, 16, 0)?.bytes, 7);
+  assert.is(got.subarray(0, 7).toString(), 'refused');
+  assert.is(addon.recvmsg(b, got, 0, 16, 0)?.bytes, 0);
+  closeSync(b);
+  // The peer closed first (a flood's connect-and-close): EPIPE is not thrown, the descriptor still closed.
+  const [c, d] = addon.socketpair();
+  closeSync(d);
+  assert.is(addon.refusePeer(c, frame, 0, frame.length), true);
+  assert.throws(() => fstatSync(c));
+});
+
 test('dupCloexec gives a new close-on-exec fd on the same file', () => {
   const dir = tempDir();
   const file = join(dir.path, 'f');

@@ -395,10 +395,19 @@ function run(argv: string[], background: boolean): Promise<unknown> {
  * Keeps `concurrency` connections open for `durationMs`, each re-opened as soon as the server closes
  * it; counts what the server answered. mode "silent" sends nothing, "hello" sends HELLO.
  */
-async function flood(spec: { concurrency: number; durationMs: number; mode: 'silent' | 'hello'; socket?: string }): Promise<{ opened: number; answers: Record<string, number> }> {
+/**
+ * A connection flood: `concurrency` lanes, each connecting again once its connection is answered.
+ * 'silent' and 'hello' wait for the broker's answer (so the tarpit paces them); 'reconnect' sends
+ * HELLO and connects again at its first answer or error with no pause (the bench's flooder);
+ * 'burst' connects and closes at once, never waiting for an answer, so the accept queue fills as
+ * fast as the process can call connect(2) (a pause of 1 ms on EAGAIN, the queue full).
+ */
+async function flood(spec: { concurrency: number; durationMs: number; mode: 'silent' | 'hello' | 'reconnect' | 'burst'; socket?: string }): Promise<{ opened: number; answers: Record<string, number> }> {
   const until = Date.now() + spec.durationMs;
   const answers: Record<string, number> = {};
   let opened = 0;
+  if (spec.mode === 'burst') return burst(spec.socket ?? SOCKET, until, spec.concurrency);
+  if (spec.mode === 'reconnect') return reconnect(spec.socket ?? SOCKET, until, spec.concurrency);
   const lane = async () => {
     while (Date.now() < until) {
       opened += 1;
@@ -415,6 +424,56 @@ async function flood(spec: { concurrency: number; durationMs: number; mode: 'sil
     }
   };
   await Promise.all(Array.from({ length: spec.concurrency }, lane));
+  return { opened, answers };
+}
+
+/** Connects and closes in a tight loop until `until`; `batch` connections per turn of the event loop. */
+async function burst(path: string, until: number, batch: number): Promise<{ opened: number; answers: Record<string, number> }> {
+  const answers: Record<string, number> = {};
+  let opened = 0;
+  while (Date.now() < until) {
+    let full = false;
+    for (let i = 0; i < batch; i += 1) {
+      opened += 1;
+      try {
+        closeSync(native().connectUnix(path));
+        answers.connected = (answers.connected ?? 0) + 1;
+      } catch (error) {
+        const code = (error as { code?: string }).code ?? 'failed';
+        answers[code] = (answers[code] ?? 0) + 1;
+        full ||= code === 'EAGAIN';
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, full ? 1 : 0));
+  }
+  // The flood's own CPU, to set the broker's beside it.
+  const cpu = process.cpuUsage();
+  answers.cpuMs = Math.round((cpu.user + cpu.system) / 1000);
+  return { opened, answers };
+}
+
+/** HELLO, then a new connection at the first answer or error (bench/probe.ts's flooder). */
+async function reconnect(path: string, until: number, concurrency: number): Promise<{ opened: number; answers: Record<string, number> }> {
+  const answers: Record<string, number> = {};
+  let opened = 0;
+  const one = () =>
+    new Promise<void>((resolve) => {
+      const socket = net.createConnection(path);
+      opened += 1;
+      socket.on('connect', () => socket.write(HELLO));
+      socket.once('data', () => {
+        answers.answered = (answers.answered ?? 0) + 1;
+        socket.destroy();
+      });
+      socket.on('error', (error: NodeJS.ErrnoException) => {
+        const code = error.code ?? 'error';
+        answers[code] = (answers[code] ?? 0) + 1;
+      });
+      socket.on('close', () => resolve());
+    });
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (Date.now() < until) await one();
+  }));
   return { opened, answers };
 }
 

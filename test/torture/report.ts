@@ -18,6 +18,8 @@ export interface FloodFigures {
   failures: number;
   p50Ms: number;
   p99Ms: number;
+  /** Each successful start's time (connect→STARTED), for percentiles over several rounds. */
+  samplesMs: number[];
   /** Broker CPU time over the flood, as a share of one core. */
   brokerCpu: number;
   /** Why the failed starts failed, each cause with its count ("ADMISSION: …×3"), so a failing case says why. */
