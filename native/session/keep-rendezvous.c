@@ -28,6 +28,11 @@ void keep_orphaned(struct session *s) {
   k->controller = NULL;
   memset(k->used, 0, sizeof k->used);
   k->used[0] |= 1; // conn 0 is the START's, never given again
+  // Peers that queued while the worker lived are let go unread: any uid-0 process may connect (root owns
+  // the directory, so no capability is asked), and the oldest queued one would otherwise become the
+  // channel. Only a peer that connects once the worker is gone counts (the next worker connects then).
+  for (int fd; (fd = accept4(s->rendezvous, NULL, NULL, SOCK_CLOEXEC)) >= 0 || errno == EINTR;)
+    if (fd >= 0) close(fd);
 }
 
 // A peer on the rendezvous socket: root's next worker (the directory holding the socket is root's

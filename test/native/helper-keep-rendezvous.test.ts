@@ -20,11 +20,13 @@ class Channel {
   readonly socket: FdSocket;
   readonly messages: HelperMessage[] = [];
   readonly decoder = new HelperDecoder({ kept: { retainBytes: 2 << 20 } });
+  ended = false;
   #waiters: (() => void)[] = [];
 
   constructor(fd: number) {
     this.socket = new FdSocket(fd);
     this.socket.on('error', () => undefined);
+    this.socket.on('end', () => ((this.ended = true), this.wake()));
     this.socket.startReading((chunk) => {
       const { messages, fault } = this.decoder.push(chunk);
       if (fault) throw fault;
@@ -78,9 +80,15 @@ test('the worker gone: connections let go, the program runs on into the ring; a 
     const c0 = run.conn(0);
     await run.until('the first output', () => c0.output.toString() === 'a');
 
+    // A root peer that queued while the worker lived (any uid-0 process can, capabilities or not) is let
+    // go unread when the worker goes: it must not become the next channel by being first in the backlog.
+    const early = new Channel(native().connectUnix(path));
     run.control.close(); // the worker dies
     await run.until('conn 0 let go', () => c0.eof);
     assert.is(run.child.exitCode, null, 'the helper runs on');
+    assert.ok(await early.until(() => early.ended), 'the peer queued before the worker went is closed');
+    assert.equal(early.messages, [], 'and reads nothing, no HELLO');
+    early.socket.close();
 
     assert.is(connectAs(65534, path), 'refused', 'a peer that is not uid 0 is closed unread');
     assert.is(run.child.exitCode, null);
