@@ -90,6 +90,8 @@ enum control_limits {
   MAX_ENV_ENTRIES = 128 + 1,  // the client's MAX_ENVC and the TERM the worker always sets
   MAX_ENV_PAYLOAD = 65536,    // START's payload limit: the client's entries came in one START
   ATTACH_SIZE = 14,
+  // RENDEZVOUS: the cgroup (its path under the cgroup root) whose processes alone may be the next channel.
+  MAX_RENDEZVOUS_CGROUP = 1024,
   DETACHED_FIXED_SIZE = 8,
   STATE_SIZE = 35,            // 3 * u64, u8, u8, u32, u8, i32
   PROGRAM_ENDED_SIZE = 4,

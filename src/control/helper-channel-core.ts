@@ -84,6 +84,8 @@ export const HelperLimits = {
   MAX_ENV_PAYLOAD: 65536,
   /** ATTACH: conn u8, role u8, fromOffset u64, rows u16, cols u16. */
   ATTACH_SIZE: 14,
+  /** RENDEZVOUS: the supervisor's cgroup path (its payload), at most this many bytes. */
+  MAX_RENDEZVOUS_CGROUP: 1024,
   /** DETACHED: conn u8, reason u8, code u16, remainder length u32, remainder, text. */
   DETACHED_FIXED_SIZE: 8,
   /** STATE: oldest u64, next u64, dropped u64, controller u8, observers u8, generation u32, programDone u8, waitStatus i32. */

@@ -64,9 +64,9 @@ export class HelperLink {
 
   /** RENDEZVOUS (dialect 4) with the listening socket root bound for this kept session, queued behind GO:
    * from then on the helper outlives this channel. False when it did not go whole. */
-  sendRendezvous(listenFd: number): boolean {
+  sendRendezvous(listenFd: number, cgroup: string): boolean {
     if (this.#fd < 0 || this.#done) return false;
-    const message = encodeRendezvous();
+    const message = encodeRendezvous(cgroup);
     try {
       return native().sendmsg(this.#fd, message, 0, message.length, [listenFd]) === message.length;
     } catch {

@@ -55,6 +55,8 @@ export interface WorkerDeps {
   helperPath: string;
   /** Where kept sessions' rendezvous sockets and records are (absent: kept sessions end with their worker). */
   keptStore?: KeptStore;
+  /** The supervisor's cgroup: a kept session's helper takes its next channel from there alone. */
+  rendezvousCgroup?: string;
   log(message: string, fields?: LogFields, level?: LogLevel): void;
 }
 
@@ -211,6 +213,7 @@ export class Worker {
       config,
       helperPath,
       keptStore: this.#deps.keptStore,
+      rendezvousCgroup: this.#deps.rendezvousCgroup,
       version,
       report: (report) => sendControl(control, report),
       askKeep: () =>
