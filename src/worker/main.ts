@@ -66,6 +66,9 @@ function keptDeps(): { keptStore?: KeptStore; rendezvousCgroup?: string } {
 }
 
 async function main(): Promise<number> {
+  // First, as the broker does (an exec made this process dumpable again): no uid-0 process without
+  // CAP_SYS_PTRACE may ptrace the worker, or take its fds through /proc, and act as the supervisor.
+  native().setNonDumpable();
   native().setCloexec(CONTROL_FD);
   const control = new FdSocket(CONTROL_FD);
   const received = await receiveConfig(control);

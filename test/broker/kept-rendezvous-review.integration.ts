@@ -135,4 +135,21 @@ test('a capability-less root process cannot take over a kept session through its
   assert.is((await sessionUnits(sandbox)).length, 1, 'the kept session still runs');
 });
 
+// A capability-less root could otherwise ptrace the broker or a worker (both are uid 0), or take their
+// descriptors through /proc, and act as the supervisor: both clear their dumpable flag at start.
+test('a capability-less root process can neither read the memory of the broker nor of its workers', async () => {
+  const before = (await sessionUnits(sandbox)).length;
+  const holder = await agent.keep({ op: 'start', name: 'd', argv: ['sleep', '600'], keepMs: 60_000, read: {} });
+  assert.is(holder.error, undefined, holder.message);
+  const broker = await brokerPid(sandbox);
+  const children = (await sandbox.exec(['sh', '-c', `cat /proc/${broker}/task/*/children`])).stdout.split(/\s+/).filter(Boolean);
+  assert.ok(children.length > 0, 'the broker has workers');
+  for (const pid of [String(broker), ...children]) {
+    const run = await sandbox.exec(['systemd-run', '--wait', '--pipe', '-q', '-p', 'CapabilityBoundingSet=', '-p', 'AmbientCapabilities=', '/bin/sh', '-c', `head -c 1 /proc/${pid}/environ >/dev/null && echo read || echo refused`]);
+    assert.is(run.stdout.trim(), 'refused', `process ${pid}'s /proc/${pid}/environ read by a capability-less root (${run.stderr})`);
+  }
+  await agent.keep({ op: 'stop-session', id: holder.id! });
+  await until(async () => (await sessionUnits(sandbox)).length === before, 15_000, 'stopped');
+});
+
 test.run();
