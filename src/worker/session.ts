@@ -77,6 +77,7 @@ export class Session {
     this.#keep = new SessionKeep({
       store: deps.keptStore,
       unit: () => this.unit,
+      unitPrefix: deps.config.unitPrefix,
       // The principals' scope (kept-sessions.ts): the client service, when the peer was confirmed inside it.
       service: deps.config.requireClientUnit && peer.cgroup !== null && peer.cgroup !== undefined ? (deps.config.client.service ?? undefined) : undefined,
       writeTimeoutMs: deps.config.limits.writeTimeoutMs,
