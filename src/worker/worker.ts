@@ -9,7 +9,7 @@ import { readControl, sendControl } from '../control/index.ts';
 import type { LogFields, LogLevel } from '../log.ts';
 import { sessionFields } from '../log.ts';
 import { describeEnd } from './end-report.ts';
-import { adoptionDeadline, type KeptRecord, type KeptStore } from '../kept-store/index.ts';
+import { adoptionDeadline, boundKeep, type KeptRecord, type KeptStore } from '../kept-store/index.ts';
 import { Session } from './session.ts';
 
 type Received = Awaited<ReturnType<typeof readControl>>;
@@ -188,6 +188,10 @@ export class Worker {
       ended = session.adopt(unit);
       session.end('error', new SessionError(ErrorCode.INTERNAL, reached));
     } else {
+      // Held to this supervisor's session.maxKeepMs from now on: a lower limit since its start applies.
+      const record = boundKeep(reached.record, config.session.maxKeepMs);
+      if (record !== reached.record) log(`kept session ${unit}: its keep of ${reached.record.keepMs} ms is lowered to session.maxKeepMs (${record.keepMs} ms)`, sessionFields(unit));
+      reached = { ...reached, record };
       const deadlineAt = adoptionDeadline(reached.record, adoptedAt);
       log(`kept session ${unit} adopted: ${reached.record.detachedSinceMs === null ? 'it was attached when its supervisor went (counted as detached from now)' : `detached since ${new Date(reached.record.detachedSinceMs).toISOString()}`}, its deadline ${new Date(deadlineAt).toISOString()}`, sessionFields(unit));
       ended = session.adoptKept(reached.record, reached.fd, deadlineAt);
