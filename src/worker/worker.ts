@@ -1,7 +1,7 @@
 // A worker process's life once it has its config: one reader of the broker's control channel, the
 // sessions it hands over run one at a time, and after each the decision to serve another or exit.
 import { native } from '../native/index.ts';
-import { type FdSocket, deferredDrains, closeAll, closeQuietly, passRights } from '../io/index.ts';
+import { type FdSocket, deferredDrains, closeAll, closeQuietly } from '../io/index.ts';
 import type { Config } from '../config/index.ts';
 import { ErrorCode, KEEP_VERSION, PROTOCOL_VERSION, SessionError } from '../protocol/index.ts';
 import type { Units } from '../systemd/index.ts';
@@ -11,6 +11,7 @@ import { sessionFields } from '../log.ts';
 import { describeEnd } from './end-report.ts';
 import { adoptionDeadline, boundKeep, type KeptRecord, type KeptStore } from '../kept-store/index.ts';
 import { Session } from './session.ts';
+import { reachKept } from './kept-reach.ts';
 
 type Received = Awaited<ReturnType<typeof readControl>>;
 type SessionMessage = Extract<Received['message'], { type: 'session' }>;
@@ -175,9 +176,9 @@ export class Worker {
     });
     this.#session = session;
     const adoptedAt = Date.now();
-    let reached: { record: KeptRecord; fd: number } | string;
+    let reached: { record: KeptRecord; fd: number; hello: Buffer } | string;
     try {
-      reached = reach(keptStore, unit, message.sessionId, config.unitPrefix);
+      reached = await reachKept(keptStore, unit, message.sessionId, config.unitPrefix, config.limits.operationTimeoutMs);
     } catch (error) {
       reached = (error as Error).message;
     }
@@ -194,7 +195,7 @@ export class Worker {
       reached = { ...reached, record };
       const deadlineAt = adoptionDeadline(reached.record, adoptedAt);
       log(`kept session ${unit} adopted: ${reached.record.detachedSinceMs === null ? 'it was attached when its supervisor went (counted as detached from now)' : `detached since ${new Date(reached.record.detachedSinceMs).toISOString()}`}, its deadline ${new Date(deadlineAt).toISOString()}`, sessionFields(unit));
-      ended = session.adoptKept(reached.record, reached.fd, deadlineAt);
+      ended = session.adoptKept(reached.record, reached.fd, reached.hello, deadlineAt);
     }
     try {
       const reason = await ended;
@@ -239,20 +240,4 @@ export class Worker {
       return { reason: 'cleanup-failed', clean: false, helperFailed: session.helperFailed };
     }
   }
-}
-
-/** The record (checked) and a connection to the helper's rendezvous, or why not. */
-function reach(store: KeptStore | undefined, unit: string, sessionId: number, prefix: string): { record: KeptRecord; fd: number } | string {
-  if (!store) return 'kept sessions are not kept past their worker here';
-  const read = store.read(unit, sessionId, prefix);
-  if ('why' in read) return read.why;
-  let fd: number;
-  try {
-    fd = native().connectUnix(store.socketPath(sessionId));
-  } catch (error) {
-    return `its rendezvous cannot be reached (${(error as Error).message})`;
-  }
-  // The helper never sends a descriptor: the kernel refuses any it tries.
-  passRights(fd, false);
-  return { record: read.record, fd };
 }
