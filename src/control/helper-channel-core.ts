@@ -8,7 +8,7 @@ export const HelperMessageType = {
   ENV: 0x04, // worker → helper: the program's environment ("NAME=value\0" each), once, before the fork
   ATTACH: 0x05, // worker → helper, dialect 3: a connection to a kept session (its fd rides on the first byte, SCM_RIGHTS)
   QUERY: 0x06, // worker → helper, dialect 3: the helper answers with one STATE (empty)
-  RENDEZVOUS: 0x07, // worker → helper, dialect 4: a listening socket (SCM_RIGHTS, empty): the session outlives its worker
+  RENDEZVOUS: 0x07, // worker → helper, dialect 4: a listening socket (SCM_RIGHTS) and the supervisor's cgroup path: the session outlives its worker
   HELLO: 0x40, // helper → worker: its dialect (u16), the first message on the channel; dialect 1 helpers send none
   LOG: 0x41, // helper → worker: priority (sd-daemon) and text, for the journal
   STOP: 0x42, // helper → worker: the client sent STOP

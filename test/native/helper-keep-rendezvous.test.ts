@@ -99,6 +99,8 @@ test('the worker gone: connections let go, the program runs on into the ring; a 
     const next = new Channel(native().connectUnix(path));
     assert.ok(await next.until(() => next.messages.length > 0), 'HELLO');
     assert.equal(next.messages[0], { type: 'hello', dialect: HELPER_DIALECT });
+    assert.ok(await next.until(() => next.messages.length > 1), 'then a LOG');
+    assert.match(JSON.stringify(next.messages[1]), /1 peer\(s\) refused at the rendezvous since the last channel/, 'the refused peer is told to the next channel');
     // A second root peer waits in the backlog, unanswered, while this channel lives.
     const beside = new Channel(native().connectUnix(path));
     assert.not.ok(await beside.until(() => beside.messages.length > 0, 300), 'no channel beside a live one');
