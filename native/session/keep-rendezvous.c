@@ -39,7 +39,7 @@ void keep_orphaned(struct session *s) {
   // Peers that queued while the worker lived are let go unread: any uid-0 process may connect (root owns
   // the directory, so no capability is asked), and the oldest queued one would otherwise become the
   // channel. Only a peer that connects once the worker is gone counts (the next worker connects then).
-  for (int fd; (fd = accept4(s->rendezvous, NULL, NULL, SOCK_CLOEXEC)) >= 0 || errno == EINTR;)
+  for (int fd; (fd = accept4(s->rendezvous, NULL, NULL, SOCK_CLOEXEC)) >= 0 || errno == EINTR || errno == ECONNABORTED;)
     if (fd >= 0) close(fd);
 }
 

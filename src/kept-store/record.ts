@@ -94,7 +94,9 @@ export function parseRecord(json: string, unit: string, prefix: string): { recor
 /** The record as this supervisor holds it: its keep no longer than `session.maxKeepMs` says now (a lower
  * limit since the session started applies to it from its adoption on; a higher one does not lengthen it). */
 export function boundKeep(record: KeptRecord, maxKeepMs: number): KeptRecord {
-  return record.keepMs <= maxKeepMs ? record : { ...record, keepMs: maxKeepMs };
+  // At least 1 ms (session.maxKeepMs may be 0): the record written back must still parse.
+  const keepMs = Math.max(1, maxKeepMs);
+  return record.keepMs <= keepMs ? record : { ...record, keepMs };
 }
 
 /**

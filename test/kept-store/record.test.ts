@@ -41,6 +41,8 @@ test('a field the record does not know is not carried on, whatever its name', ()
 test("an adopted session's keep is the lesser of its record's and session.maxKeepMs now", () => {
   assert.is(boundKeep(RECORD, 10_000).keepMs, 10_000, 'a limit lowered since the start applies');
   assert.is(boundKeep(RECORD, 600_000), RECORD, 'a higher one does not lengthen it');
+  assert.is(boundKeep(RECORD, 0).keepMs, 1, 'none kept now: its deadline is at once, its record still valid');
+  assert.ok('record' in parseRecord(JSON.stringify(boundKeep(RECORD, 0)), UNIT, PREFIX));
   assert.is(adoptionDeadline(boundKeep(RECORD, 10_000), 0), RECORD.detachedSinceMs! + 10_000);
 });
 
