@@ -3,7 +3,7 @@
     {
       "target_name": "opencode_pty",
       "sources": [
-        "native/addon/addon.cc", "native/addon/args.cc", "native/addon/close-pool.cc", "native/addon/errors.cc", "native/addon/fd-flags.cc",
+        "native/addon/addon.cc", "native/addon/args.cc", "native/addon/close-pool.cc", "native/addon/dumpable.cc", "native/addon/errors.cc", "native/addon/fd-flags.cc",
         "native/addon/fd-passing.cc", "native/addon/fd-stat.cc", "native/addon/peer.cc", "native/addon/received-close.cc", "native/addon/sockets.cc", "native/addon/watch.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],

@@ -6,6 +6,7 @@
 #ifndef OPENCODE_PTY_SEPARATE_SOURCES
 #include "args.cc"
 #include "close-pool.cc"
+#include "dumpable.cc"
 #include "errors.cc"
 #include "fd-flags.cc"
 #include "fd-passing.cc"
@@ -20,6 +21,7 @@ namespace {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   opencode_pty::InitClosePool(env, exports);
+  opencode_pty::InitDumpable(env, exports);
   opencode_pty::InitFdFlags(env, exports);
   opencode_pty::InitFdPassing(env, exports);
   opencode_pty::InitFdStat(env, exports);

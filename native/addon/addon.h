@@ -95,6 +95,7 @@ void CloseReceived(const std::vector<int>& fds, FastDevices* fast, ReceivedClose
 
 // --- Registration of each module's functions on the exports object.
 void InitClosePool(Napi::Env env, Napi::Object exports);
+void InitDumpable(Napi::Env env, Napi::Object exports);
 void InitFdFlags(Napi::Env env, Napi::Object exports);
 void InitFdPassing(Napi::Env env, Napi::Object exports);
 void InitFdStat(Napi::Env env, Napi::Object exports);

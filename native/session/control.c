@@ -216,10 +216,10 @@ static bool act_on(struct session *s, struct client *c, uint8_t type, uint32_t l
     int fd = link_take_fd(&s->worker);
     return fd >= 0 && keep_attach(s, s->worker.in + CONTROL_HEADER_SIZE, fd);
   }
-  if (s->keep && type == CONTROL_RENDEZVOUS && len == 0) {
+  if (s->keep && type == CONTROL_RENDEZVOUS && len >= 1 && len <= MAX_RENDEZVOUS_CGROUP) {
     // Once, after GO: the session is started; a worker gone from here on leaves it running (keep-rendezvous.c).
     int fd = link_take_fd(&s->worker);
-    if (fd < 0 || s->rendezvous >= 0 || !c->go) {
+    if (fd < 0 || s->rendezvous >= 0 || !c->go || !keep_rendezvous_cgroup(s, s->worker.in + CONTROL_HEADER_SIZE, len)) {
       if (fd >= 0) close(fd);
       return false;
     }
@@ -240,14 +240,22 @@ int link_take_fd(struct link *link) {
   return fd;
 }
 
+// The payload read with a message from the worker: ATTACH's and RENDEZVOUS's (a kept session's), none else.
+static size_t payload_of(const struct session *s, const unsigned char *in) {
+  uint32_t len = get_be32(in + 1);
+  if (!s->keep) return 0;
+  if (in[0] == CONTROL_ATTACH && len == ATTACH_SIZE) return len;
+  if (in[0] == CONTROL_RENDEZVOUS && len >= 1 && len <= MAX_RENDEZVOUS_CGROUP) return len;
+  return 0;
+}
+
 // Reads what the worker sent; the worker gone, or a message it never sends, marks the link gone.
 void control_read(struct session *s, struct client *c) {
   struct link *link = &s->worker;
   while (!link->gone) {
     bool fault = false;
     size_t whole = CONTROL_HEADER_SIZE;
-    if (link->got >= CONTROL_HEADER_SIZE && link->in[0] == CONTROL_ATTACH && get_be32(link->in + 1) == ATTACH_SIZE)
-      whole += ATTACH_SIZE;
+    if (link->got >= CONTROL_HEADER_SIZE) whole += payload_of(s, link->in);
     ssize_t n = receive(link, whole - link->got, &fault);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
@@ -257,7 +265,7 @@ void control_read(struct session *s, struct client *c) {
     if (link->got >= 1 && link->passed_fd >= 0 && ((link->in[0] != CONTROL_ATTACH && link->in[0] != CONTROL_RENDEZVOUS) || !s->keep)) break;
     if (link->got < CONTROL_HEADER_SIZE) continue;
     uint32_t len = get_be32(link->in + 1);
-    if (link->in[0] == CONTROL_ATTACH && s->keep && len == ATTACH_SIZE && link->got < CONTROL_HEADER_SIZE + ATTACH_SIZE) continue;
+    if (link->got < CONTROL_HEADER_SIZE + payload_of(s, link->in)) continue;
     link->got = 0;
     if (!act_on(s, c, link->in[0], len)) break;
   }

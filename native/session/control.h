@@ -17,9 +17,10 @@ enum control_type {
   CONTROL_ATTACH = 0x05,    // dialect 3 (--keep): conn u8, role u8, fromOffset u64, rows u16, cols u16; the
                             // connection's fd rides on its first byte (SCM_RIGHTS)
   CONTROL_QUERY = 0x06,     // dialect 3 (--keep): empty; answered by one STATE
-  CONTROL_RENDEZVOUS = 0x07, // dialect 4 (--keep): empty; a listening socket rides on its first byte (SCM_RIGHTS):
-                             // with it, the worker's end of the channel no longer ends the session, and a uid 0
-                             // peer accepted there is the next control channel (docs/architecture.md)
+  CONTROL_RENDEZVOUS = 0x07, // dialect 4 (--keep): the supervisor's cgroup path; a listening socket rides on its
+                             // first byte (SCM_RIGHTS): with it, the worker's end of the channel no longer ends the
+                             // session, and a uid-0 peer of that cgroup accepted there is the next control channel
+                             // (keep-rendezvous.c, docs/architecture.md)
   // helper -> worker
   CONTROL_HELLO = 0x40,     // the helper's dialect u16, its first message on every channel (dialect 1 sent none)
   CONTROL_LOG = 0x41,       // priority u8 (sd-daemon), text
@@ -90,6 +91,8 @@ enum control_limits {
   MAX_ENV_ENTRIES = 128 + 1,  // the client's MAX_ENVC and the TERM the worker always sets
   MAX_ENV_PAYLOAD = 65536,    // START's payload limit: the client's entries came in one START
   ATTACH_SIZE = 14,
+  // RENDEZVOUS: the cgroup (its path under the cgroup root) whose processes alone may be the next channel.
+  MAX_RENDEZVOUS_CGROUP = 1024,
   DETACHED_FIXED_SIZE = 8,
   STATE_SIZE = 35,            // 3 * u64, u8, u8, u32, u8, i32
   PROGRAM_ENDED_SIZE = 4,

@@ -36,7 +36,7 @@ struct link {
   int fd;
   bool gone; // the worker ended the channel, broke its rules, or a send to it failed: it will not act
   bool ended; // END went out (or could not): it is the last message, nothing follows it
-  unsigned char in[CONTROL_HEADER_SIZE + ATTACH_SIZE]; // one message: its header, then ATTACH's payload
+  unsigned char in[CONTROL_HEADER_SIZE + MAX_RENDEZVOUS_CGROUP]; // one message: its header, then ATTACH's or RENDEZVOUS's payload
   size_t got;
   int passed_fd; // the fd that came with the message being read (ATTACH's), -1 none
   int logs_sent;
@@ -69,6 +69,9 @@ struct session {
   char unit[MAX_UNIT_NAME + 1];
   struct keep *keep; // --keep: the ring and the connections (keep.h); NULL for a session that is not kept
   int rendezvous;    // RENDEZVOUS's listening socket (a kept session outlives its worker), -1 none
+  char rendezvous_cgroup[MAX_RENDEZVOUS_CGROUP + 1]; // RENDEZVOUS's payload: where the next channel's peer must be
+  unsigned refused;  // peers refused at the rendezvous since the last channel, told to the next one
+  char refusal[256]; // the last of them, said
 };
 
 enum decode_state { WANT_HEADER, WANT_INPUT, WANT_SMALL };
@@ -194,6 +197,7 @@ const char *control_read_env(struct link *link, char ***envp);
 
 // keep.c, keep-*.c: a kept session (keep.h has the rest).
 bool keep_attach(struct session *s, const unsigned char *payload, int fd);
+bool keep_rendezvous_cgroup(struct session *s, const unsigned char *path, size_t len);
 void keep_send_state(struct session *s);
 bool keep_behind(const struct session *s, const struct client *c);
 

@@ -24,6 +24,9 @@ export interface AdoptionDeps {
 
 /** A slot for a session that holds none: kept sessions are within limits.maxSessions when they started,
  * but one the slots cannot count (a smaller limit since) is still adopted, never stopped for it. */
+/** Workers asked in turn to take an adoption before the session is reaped. */
+const HANDOVER_ATTEMPTS = 3;
+
 const UNCOUNTED: SessionSlot = { finishing: () => undefined, release: () => undefined };
 
 export class KeptAdoption {
@@ -81,17 +84,25 @@ export class KeptAdoption {
   async #adopt(record: KeptRecord): Promise<void> {
     const { log } = this.#deps;
     let worker: WorkerHandle;
-    try {
-      worker = await this.#deps.takeWorker();
-    } catch (error) {
-      return this.reap(record.unit, `kept, but no worker could adopt it (${(error as Error).message})`);
-    }
-    const slot = this.#deps.slots.tryTake() ?? UNCOUNTED;
-    try {
-      worker.adoptKept(record.unit, record.sessionId, record.service ?? undefined);
-    } catch (error) {
-      slot.release();
-      return this.reap(record.unit, `kept, but its adoption could not be handed to worker ${worker.child.pid} (${(error as Error).message})`);
+    let slot: SessionSlot;
+    // A spare may have died unseen (a kill of the broker's workers takes the spares too): the handover
+    // then fails at once (EPIPE) and the next worker is asked, a few times, before the session is reaped.
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        worker = await this.#deps.takeWorker();
+      } catch (error) {
+        return this.reap(record.unit, `kept, but no worker could adopt it (${(error as Error).message})`);
+      }
+      slot = this.#deps.slots.tryTake() ?? UNCOUNTED;
+      try {
+        worker.adoptKept(record.unit, record.sessionId, record.service ?? undefined);
+        break;
+      } catch (error) {
+        slot.release();
+        const why = `its adoption could not be handed to worker ${worker.child.pid} (${(error as Error).message})`;
+        if (attempt >= HANDOVER_ATTEMPTS) return this.reap(record.unit, `kept, but ${why}`);
+        log('warning', `kept session ${record.unit}: ${why}; another worker is asked`);
+      }
     }
     this.#deps.hold(worker, slot, record.service ?? undefined);
     log('notice', `adopting kept session ${record.unit} (worker ${worker.child.pid})`);

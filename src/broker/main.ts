@@ -9,6 +9,7 @@ import { checkSocketPermissions, createListener, takeSystemdListener, type Liste
 import { WorkerPool, workerCommand } from './worker-pool.ts';
 import { signalWorker, workerEnvironment, type StartedWorker } from './worker-process.ts';
 import { BUS_ADDRESS_ENV } from '../control/index.ts';
+import { native } from '../native/index.ts';
 
 const log = createLogger('broker');
 
@@ -55,6 +56,9 @@ async function start(systemdListener: Listener | undefined, early: StartedWorker
 
 async function main(early: StartedWorker | undefined): Promise<number> {
   if (process.geteuid?.() !== 0) throw new Error('supervisor must run as root');
+  // First: a uid-0 process without CAP_SYS_PTRACE could otherwise ptrace the broker, or take its fds
+  // through /proc, and act as it (docs/security.md "Kept sessions across the supervisor").
+  native().setNonDumpable();
   const systemdListener = takeSystemdListener();
   let broker: Broker;
   try {

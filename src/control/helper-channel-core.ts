@@ -8,7 +8,7 @@ export const HelperMessageType = {
   ENV: 0x04, // worker → helper: the program's environment ("NAME=value\0" each), once, before the fork
   ATTACH: 0x05, // worker → helper, dialect 3: a connection to a kept session (its fd rides on the first byte, SCM_RIGHTS)
   QUERY: 0x06, // worker → helper, dialect 3: the helper answers with one STATE (empty)
-  RENDEZVOUS: 0x07, // worker → helper, dialect 4: a listening socket (SCM_RIGHTS, empty): the session outlives its worker
+  RENDEZVOUS: 0x07, // worker → helper, dialect 4: a listening socket (SCM_RIGHTS) and the supervisor's cgroup path: the session outlives its worker
   HELLO: 0x40, // helper → worker: its dialect (u16), the first message on the channel; dialect 1 helpers send none
   LOG: 0x41, // helper → worker: priority (sd-daemon) and text, for the journal
   STOP: 0x42, // helper → worker: the client sent STOP
@@ -84,6 +84,8 @@ export const HelperLimits = {
   MAX_ENV_PAYLOAD: 65536,
   /** ATTACH: conn u8, role u8, fromOffset u64, rows u16, cols u16. */
   ATTACH_SIZE: 14,
+  /** RENDEZVOUS: the supervisor's cgroup path (its payload), at most this many bytes. */
+  MAX_RENDEZVOUS_CGROUP: 1024,
   /** DETACHED: conn u8, reason u8, code u16, remainder length u32, remainder, text. */
   DETACHED_FIXED_SIZE: 8,
   /** STATE: oldest u64, next u64, dropped u64, controller u8, observers u8, generation u32, programDone u8, waitStatus i32. */

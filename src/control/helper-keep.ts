@@ -77,9 +77,15 @@ export function encodeQuery(): Buffer {
   return Buffer.from([HelperMessageType.QUERY, 0, 0, 0, 0]);
 }
 
-/** RENDEZVOUS (dialect 4): the listening socket root bound for this kept session rides on its first byte. */
-export function encodeRendezvous(): Buffer {
-  return Buffer.from([HelperMessageType.RENDEZVOUS, 0, 0, 0, 0]);
+/** RENDEZVOUS (dialect 4): the listening socket root bound for this kept session rides on its first byte;
+ * its payload is the supervisor's cgroup path (kept-store/supervisor-cgroup.ts), the only cgroup whose
+ * processes the helper takes as its next control channel. */
+export function encodeRendezvous(cgroup: string): Buffer {
+  const path = Buffer.from(cgroup, 'utf8');
+  if (path.length === 0 || path.length > HelperLimits.MAX_RENDEZVOUS_CGROUP || path[0] !== 0x2f) throw new RangeError(`RENDEZVOUS: a cgroup path of ${path.length} bytes`);
+  const header = Buffer.from([HelperMessageType.RENDEZVOUS, 0, 0, 0, 0]);
+  header.writeUInt32BE(path.length, 1);
+  return Buffer.concat([header, path]);
 }
 
 const DETACH_REASONS = new Map<number, DetachReason>(Object.entries(DetachReasonCode).map(([name, code]) => [code, name as DetachReason]));

@@ -1,3 +1,4 @@
 // What root keeps of a kept session so that it outlives the supervisor: its rendezvous socket and record.
 export { KEPT_DIR, KeptStore } from './store.ts';
-export { RECORD_FORMAT, adoptionDeadline, parseRecord, type KeptRecord } from './record.ts';
+export { supervisorCgroup } from './supervisor-cgroup.ts';
+export { RECORD_FORMAT, adoptionDeadline, boundKeep, parseRecord, type KeptRecord } from './record.ts';

@@ -69,7 +69,34 @@ export function parseRecord(json: string, unit: string, prefix: string): { recor
   ];
   const bad = fields.find(([, ok]) => !ok);
   if (bad) return { why: `its record's ${bad[0]} is not valid` };
-  return { record: r as unknown as KeptRecord };
+  // A record of its own, with the known fields alone: nothing else in the file goes on with it.
+  const record: KeptRecord = {
+    format: RECORD_FORMAT,
+    unit,
+    sessionId: r.sessionId as number,
+    keepMs: r.keepMs as number,
+    retainBytes: r.retainBytes as number,
+    label: r.label as string,
+    program: r.program as string,
+    cwd: r.cwd as string,
+    startedAtMs: r.startedAtMs as number,
+    rows: r.rows as number,
+    cols: r.cols as number,
+    programPid: r.programPid as number,
+    mainPid: r.mainPid as number,
+    origin: r.origin as SessionOriginCode,
+    service: r.service as string | null,
+    detachedSinceMs: r.detachedSinceMs as number | null,
+  };
+  return { record };
+}
+
+/** The record as this supervisor holds it: its keep no longer than `session.maxKeepMs` says now (a lower
+ * limit since the session started applies to it from its adoption on; a higher one does not lengthen it). */
+export function boundKeep(record: KeptRecord, maxKeepMs: number): KeptRecord {
+  // At least 1 ms (session.maxKeepMs may be 0): the record written back must still parse.
+  const keepMs = Math.max(1, maxKeepMs);
+  return record.keepMs <= keepMs ? record : { ...record, keepMs };
 }
 
 /**

@@ -102,6 +102,10 @@ export interface NativeBinding {
   /** Set or clear O_NONBLOCK. */
   setNonBlocking(fd: number, on: boolean): void;
   setCloexec(fd: number): void;
+  /** prctl(PR_SET_DUMPABLE, 0): no ptrace, /proc/<pid>/mem or fd of this process for a uid-0 peer without CAP_SYS_PTRACE. */
+  setNonDumpable(): void;
+  /** prctl(PR_GET_DUMPABLE). */
+  isDumpable(): boolean;
   /** Device, inode, whether it is a directory, a socket or pipe, and the device as "major:minor", from
    * statx(AT_STATX_DONT_SYNC): the kernel's cached attributes, so the file system (FUSE, NFS) is never
    * asked and cannot make the caller wait. */

@@ -64,9 +64,9 @@ export class HelperLink {
 
   /** RENDEZVOUS (dialect 4) with the listening socket root bound for this kept session, queued behind GO:
    * from then on the helper outlives this channel. False when it did not go whole. */
-  sendRendezvous(listenFd: number): boolean {
+  sendRendezvous(listenFd: number, cgroup: string): boolean {
     if (this.#fd < 0 || this.#done) return false;
-    const message = encodeRendezvous();
+    const message = encodeRendezvous(cgroup);
     try {
       return native().sendmsg(this.#fd, message, 0, message.length, [listenFd]) === message.length;
     } catch {
@@ -121,6 +121,11 @@ export class HelperLink {
     }
   }
 
+  /** Bytes of the channel read before this link held it (an adopted helper's HELLO), taken as if read here. */
+  preface(bytes: Buffer): void {
+    if (!this.#done) this.#take(bytes);
+  }
+
   /** Reads until the kernel has nothing more (EAGAIN) or the channel ends. */
   readAvailable(): void {
     while (!this.#done && this.#fd >= 0) {
@@ -136,17 +141,23 @@ export class HelperLink {
         return this.#fail(new HelperChannelError('the session helper sent a descriptor'));
       }
       if (received.bytes === 0) return this.#stop();
-      const { messages, fault } = this.#decoder.push(Buffer.from(this.#buffer.subarray(0, received.bytes)));
-      // What came whole before a fault is acted on first: an END report followed by junk is still the report.
-      for (const message of messages) {
-        // The helper sends at most MAX_LOGS (control.c say()); more is a flood into root's journal.
-        if (message.type === 'log' && ++this.#logs > HelperLimits.MAX_LOGS) {
-          return this.#fail(new HelperChannelError(`more than ${HelperLimits.MAX_LOGS} LOG messages`));
-        }
-        this.#events.message(message);
-      }
-      if (fault) return this.#fail(fault);
+      this.#take(Buffer.from(this.#buffer.subarray(0, received.bytes)));
     }
+  }
+
+  #take(bytes: Buffer): void {
+    const { messages, fault } = this.#decoder.push(bytes);
+    // What came whole before a fault is acted on first: an END report followed by junk is still the report.
+    for (const message of messages) {
+      // A message may close the link (a HELLO of another dialect, session-keep.ts): the rest is not acted on.
+      if (this.#done) return;
+      // The helper sends at most MAX_LOGS (control.c say()); more is a flood into root's journal.
+      if (message.type === 'log' && ++this.#logs > HelperLimits.MAX_LOGS) {
+        return this.#fail(new HelperChannelError(`more than ${HelperLimits.MAX_LOGS} LOG messages`));
+      }
+      this.#events.message(message);
+    }
+    if (fault && !this.#done) this.#fail(fault);
   }
 
   /** Reads away what the helper left queued (its descriptors included: peer-close.ts), then closes. */

@@ -1,5 +1,6 @@
 // Worker process: the wiring. Its config (from the environment, or the broker's first message), its
 // own bus connection, a warm-up, then the Worker (worker.ts) serves sessions until the broker stops it.
+import { readFileSync } from 'node:fs';
 import { native } from '../native/index.ts';
 import { FdSocket, isPeerGone } from '../io/index.ts';
 import type { Config } from '../config/index.ts';
@@ -8,7 +9,8 @@ import { readControl, BUS_ADDRESS_ENV, WORKER_CONFIG_ENV } from '../control/inde
 import { helperPath } from './helper-path.ts';
 import { warmUp } from './warm-up.ts';
 import { Worker } from './worker.ts';
-import { KeptStore } from '../kept-store/index.ts';
+import { KeptStore, supervisorCgroup } from '../kept-store/index.ts';
+import { BROKER_UNIT } from '../operate/layout.ts';
 import { createLogger, type LogFields, type LogLevel } from '../log.ts';
 
 /** The control socketpair end the broker hands every worker. */
@@ -48,7 +50,25 @@ async function receiveConfig(control: FdSocket): Promise<{ config: Config; early
   return { config: first.message.config, early: true };
 }
 
+/** Kept sessions outlive this worker only when it runs in the broker's unit: their helpers take the next
+ * channel from that cgroup alone (kept-store/supervisor-cgroup.ts). Elsewhere they end with it, as said. */
+function keptDeps(): { keptStore?: KeptStore; rendezvousCgroup?: string } {
+  let text = '';
+  try {
+    text = readFileSync('/proc/self/cgroup', 'utf8');
+  } catch {}
+  const found = supervisorCgroup(text, BROKER_UNIT);
+  if ('why' in found) {
+    log(`kept sessions end with this worker: ${found.why}`, undefined, 'warning');
+    return {};
+  }
+  return { keptStore: new KeptStore(), rendezvousCgroup: found.cgroup };
+}
+
 async function main(): Promise<number> {
+  // First, as the broker does (an exec made this process dumpable again): no uid-0 process without
+  // CAP_SYS_PTRACE may ptrace the worker, or take its fds through /proc, and act as the supervisor.
+  native().setNonDumpable();
   native().setCloexec(CONTROL_FD);
   const control = new FdSocket(CONTROL_FD);
   const received = await receiveConfig(control);
@@ -57,7 +77,8 @@ async function main(): Promise<number> {
   const { config, early } = received;
   // Looked up once, before anything else: a missing helper ends this worker before it says ready
   // (the broker then answers INTERNAL "no worker"), never with a client already handed over.
-  const worker = new Worker({ control, config, helperPath: config.helperPath || helperPath(), keptStore: new KeptStore(), log });
+  const kept = keptDeps();
+  const worker = new Worker({ control, config, helperPath: config.helperPath || helperPath(), ...kept, log });
   // The broker may go while this process still boots (it stopped, or gave up on a slow spare): the end
   // is seen once the worker reads, and it exits with a line saying so.
   const controlLost = (error: Error) => {

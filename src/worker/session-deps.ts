@@ -19,6 +19,8 @@ export interface SessionDeps {
   askKeep?(): Promise<boolean>;
   /** Where a kept session's rendezvous socket and record are (absent: sessions are not kept past their worker). */
   keptStore?: KeptStore;
+  /** The supervisor's cgroup (kept-store/supervisor-cgroup.ts), which a kept session's rendezvous names. */
+  rendezvousCgroup?: string;
   /** Each event once the state machine has taken it, with the phase it left the session in (tests, tracing). */
   onEvent?(event: SessionEvent, phase: Phase): void;
 }

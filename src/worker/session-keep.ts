@@ -10,6 +10,7 @@ import { KeptSide, keptFacts, refuseUnkept, sessionNow } from './kept-side.ts';
 import type { SessionState } from './session-state.ts';
 import type { Started } from './session-start.ts';
 import type { KeptRecord, KeptStore } from '../kept-store/index.ts';
+import { sessionIdOf } from '../systemd/index.ts';
 
 export interface SessionKeepDeps {
   writeTimeoutMs: number;
@@ -23,6 +24,8 @@ export interface SessionKeepDeps {
   store?: KeptStore;
   /** Its unit, and the client service its peer was confirmed inside (the record's). */
   unit?(): string | undefined;
+  /** The units' prefix (config.unitPrefix), to name a session id after its unit. */
+  unitPrefix?: string;
   service?: string;
 }
 
@@ -149,9 +152,11 @@ export class SessionKeep {
     link?.close();
   }
 
-  /** The session is over: its socket and record go. */
+  /** The session is over: its socket and record go. A kept START that failed may have had its rendezvous
+   * bound before anything here knew of it (session-start.ts): its unit's name says its id then. */
   ended(): void {
-    const id = this.#record?.sessionId ?? this.#side?.facts.sessionId;
+    const unit = this.#plan ? this.#deps.unit?.() : undefined;
+    const id = this.#record?.sessionId ?? this.#side?.facts.sessionId ?? (unit === undefined ? undefined : sessionIdOf(unit, this.#deps.unitPrefix ?? ''));
     if (id !== undefined) this.#deps.store?.remove(id);
   }
 

@@ -114,7 +114,7 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   // visible to the watch below).
   const started = encodeFrame(startedTemplate(version, name, dropped, sessionId), version);
   const { link, helperEnd } = openHelperLink(envMessage, started, context.helperEvents, keep ? { retainBytes: keep.retainBytes } : undefined);
-  if (keep && deps.keptStore) rendezvous(deps.keptStore, sessionId, link, helperEnd);
+  if (keep && deps.keptStore) rendezvous(deps.keptStore, deps.rendezvousCgroup, sessionId, link, helperEnd);
   const cwd = cwdOf(cwdFd);
   if (keep && deps.keptStore) context.rendezvous?.({ unit: name, sessionId, plan: keep, program: frame.argv[0] ?? '', cwd, rows: frame.rows, cols: frame.cols });
   context.launched(link);
@@ -157,13 +157,14 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
  * the session outlives this worker, and the next one connects there. Bound before the unit is asked for:
  * a start that cannot have it fails (INTERNAL) with nothing started.
  */
-function rendezvous(store: KeptStore, sessionId: number, link: HelperLink, helperEnd: number): void {
+function rendezvous(store: KeptStore, cgroup: string | undefined, sessionId: number, link: HelperLink, helperEnd: number): void {
   let listening = -1;
   try {
+    if (cgroup === undefined) throw new Error("the supervisor's cgroup is not known");
     store.ensure();
     store.remove(sessionId);
     listening = native().listenUnix(store.socketPath(sessionId), 4);
-    if (!link.sendRendezvous(listening)) throw new Error('the session helper cannot be reached');
+    if (!link.sendRendezvous(listening, cgroup)) throw new Error('the session helper cannot be reached');
   } catch (error) {
     link.close();
     closeQuietly(helperEnd);

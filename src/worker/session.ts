@@ -77,6 +77,7 @@ export class Session {
     this.#keep = new SessionKeep({
       store: deps.keptStore,
       unit: () => this.unit,
+      unitPrefix: deps.config.unitPrefix,
       // The principals' scope (kept-sessions.ts): the client service, when the peer was confirmed inside it.
       service: deps.config.requireClientUnit && peer.cgroup !== null && peer.cgroup !== undefined ? (deps.config.client.service ?? undefined) : undefined,
       writeTimeoutMs: deps.config.limits.writeTimeoutMs,
@@ -196,10 +197,12 @@ export class Session {
    * no connection attached, the deadline its record says (`deadlineAt`, Unix ms). From here it runs as
    * any kept session that was detached: LIST, ATTACH, STOP_SESSION, its deadline, its end.
    */
-  adoptKept(record: KeptRecord, helperFd: number, deadlineAt: number): Promise<EndReason> {
+  adoptKept(record: KeptRecord, helperFd: number, hello: Buffer, deadlineAt: number): Promise<EndReason> {
     this.#units.named(record.unit);
     this.#helper = new HelperLink(helperFd, this.#helperEvents, { retainBytes: record.retainBytes });
     this.#keep.adopted(record, this.#helper, deadlineAt);
+    // The HELLO read on reaching the helper (kept-reach.ts), judged before anything is sent on the channel.
+    this.#helper.preface(hello);
     this.#helper.start();
     this.#units.watch(false);
     this.#dispatch({ type: 'adopted', kept: true });

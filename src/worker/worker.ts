@@ -1,7 +1,7 @@
 // A worker process's life once it has its config: one reader of the broker's control channel, the
 // sessions it hands over run one at a time, and after each the decision to serve another or exit.
 import { native } from '../native/index.ts';
-import { type FdSocket, deferredDrains, closeAll, closeQuietly, passRights } from '../io/index.ts';
+import { type FdSocket, deferredDrains, closeAll, closeQuietly } from '../io/index.ts';
 import type { Config } from '../config/index.ts';
 import { ErrorCode, KEEP_VERSION, PROTOCOL_VERSION, SessionError } from '../protocol/index.ts';
 import type { Units } from '../systemd/index.ts';
@@ -9,8 +9,9 @@ import { readControl, sendControl } from '../control/index.ts';
 import type { LogFields, LogLevel } from '../log.ts';
 import { sessionFields } from '../log.ts';
 import { describeEnd } from './end-report.ts';
-import { adoptionDeadline, type KeptRecord, type KeptStore } from '../kept-store/index.ts';
+import { adoptionDeadline, boundKeep, type KeptRecord, type KeptStore } from '../kept-store/index.ts';
 import { Session } from './session.ts';
+import { reachKept } from './kept-reach.ts';
 
 type Received = Awaited<ReturnType<typeof readControl>>;
 type SessionMessage = Extract<Received['message'], { type: 'session' }>;
@@ -55,6 +56,8 @@ export interface WorkerDeps {
   helperPath: string;
   /** Where kept sessions' rendezvous sockets and records are (absent: kept sessions end with their worker). */
   keptStore?: KeptStore;
+  /** The supervisor's cgroup: a kept session's helper takes its next channel from there alone. */
+  rendezvousCgroup?: string;
   log(message: string, fields?: LogFields, level?: LogLevel): void;
 }
 
@@ -173,9 +176,9 @@ export class Worker {
     });
     this.#session = session;
     const adoptedAt = Date.now();
-    let reached: { record: KeptRecord; fd: number } | string;
+    let reached: { record: KeptRecord; fd: number; hello: Buffer } | string;
     try {
-      reached = reach(keptStore, unit, message.sessionId, config.unitPrefix);
+      reached = await reachKept(keptStore, unit, message.sessionId, config.unitPrefix, config.limits.operationTimeoutMs);
     } catch (error) {
       reached = (error as Error).message;
     }
@@ -186,9 +189,13 @@ export class Worker {
       ended = session.adopt(unit);
       session.end('error', new SessionError(ErrorCode.INTERNAL, reached));
     } else {
+      // Held to this supervisor's session.maxKeepMs from now on: a lower limit since its start applies.
+      const record = boundKeep(reached.record, config.session.maxKeepMs);
+      if (record !== reached.record) log(`kept session ${unit}: its keep of ${reached.record.keepMs} ms is lowered to session.maxKeepMs (${record.keepMs} ms)`, sessionFields(unit));
+      reached = { ...reached, record };
       const deadlineAt = adoptionDeadline(reached.record, adoptedAt);
       log(`kept session ${unit} adopted: ${reached.record.detachedSinceMs === null ? 'it was attached when its supervisor went (counted as detached from now)' : `detached since ${new Date(reached.record.detachedSinceMs).toISOString()}`}, its deadline ${new Date(deadlineAt).toISOString()}`, sessionFields(unit));
-      ended = session.adoptKept(reached.record, reached.fd, deadlineAt);
+      ended = session.adoptKept(reached.record, reached.fd, reached.hello, deadlineAt);
     }
     try {
       const reason = await ended;
@@ -211,6 +218,7 @@ export class Worker {
       config,
       helperPath,
       keptStore: this.#deps.keptStore,
+      rendezvousCgroup: this.#deps.rendezvousCgroup,
       version,
       report: (report) => sendControl(control, report),
       askKeep: () =>
@@ -232,20 +240,4 @@ export class Worker {
       return { reason: 'cleanup-failed', clean: false, helperFailed: session.helperFailed };
     }
   }
-}
-
-/** The record (checked) and a connection to the helper's rendezvous, or why not. */
-function reach(store: KeptStore | undefined, unit: string, sessionId: number, prefix: string): { record: KeptRecord; fd: number } | string {
-  if (!store) return 'kept sessions are not kept past their worker here';
-  const read = store.read(unit, sessionId, prefix);
-  if ('why' in read) return read.why;
-  let fd: number;
-  try {
-    fd = native().connectUnix(store.socketPath(sessionId));
-  } catch (error) {
-    return `its rendezvous cannot be reached (${(error as Error).message})`;
-  }
-  // The helper never sends a descriptor: the kernel refuses any it tries.
-  passRights(fd, false);
-  return { record: read.record, fd };
 }

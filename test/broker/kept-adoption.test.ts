@@ -66,6 +66,36 @@ test('a valid record: a worker adopts the session (unit, id, service), held as a
   }
 });
 
+/** A spare that died unseen: its handover fails at once, as a send to a dead worker does. */
+function deadWorker(pid: number): WorkerHandle {
+  return {
+    child: { pid },
+    keptSettled: Promise.resolve(),
+    adoptKept() {
+      throw new Error('sendmsg failed: EPIPE');
+    },
+  } as unknown as WorkerHandle;
+}
+
+test('a worker that died unseen: the next one is asked; after three such the session is reaped, saying why', async () => {
+  const live = fakeWorker();
+  const workers = [deadWorker(1), deadWorker(2), live];
+  const t = setUp(async () => workers.shift()!);
+  try {
+    t.store.write(RECORD);
+    assert.ok(t.adoption.adoptOrReap(UNIT, 'its worker died'));
+    await t.adopting[0]![1];
+    assert.equal(t.reaped, [], 'not reaped while a worker could take it');
+    assert.equal(live.adopted, [[UNIT, ID, 'agent.service']]);
+    workers.push(deadWorker(3), deadWorker(4), deadWorker(5));
+    assert.ok(t.adoption.adoptOrReap(UNIT, 'its worker died again'));
+    await t.adopting[1]![1];
+    assert.match(t.reaped[0]!, /could not be handed to worker 5 \(sendmsg failed: EPIPE\)/);
+  } finally {
+    t.done();
+  }
+});
+
 test('no record, or one not valid: reaped saying why, its socket removed; no worker: reaped too', async () => {
   const t = setUp(async () => {
     throw new Error('the worker pool is stopped');

@@ -2,7 +2,7 @@
 // deadline it reckons from it.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { adoptionDeadline, parseRecord, type KeptRecord } from '../../src/kept-store/record.ts';
+import { adoptionDeadline, boundKeep, parseRecord, type KeptRecord } from '../../src/kept-store/record.ts';
 
 const PREFIX = 'opencode-pty-';
 const UNIT = 'opencode-pty-session-0123456789abcdef0123456789abcdef.service';
@@ -28,6 +28,22 @@ const RECORD: KeptRecord = {
 test('a record written whole is read back', () => {
   assert.equal(parseRecord(JSON.stringify(RECORD), UNIT, PREFIX), { record: RECORD });
   assert.equal(parseRecord(JSON.stringify({ ...RECORD, service: null, detachedSinceMs: null }), UNIT, PREFIX), { record: { ...RECORD, service: null, detachedSinceMs: null } });
+});
+
+test('a field the record does not know is not carried on, whatever its name', () => {
+  const json = JSON.stringify({ ...RECORD, extra: 'x', toString: 1 }).replace('{', '{"__proto__":{"polluted":true},');
+  const parsed = parseRecord(json, UNIT, PREFIX);
+  assert.equal(parsed, { record: RECORD });
+  assert.equal(Object.keys((parsed as { record: KeptRecord }).record).sort(), Object.keys(RECORD).sort());
+  assert.is(Object.getPrototypeOf((parsed as { record: KeptRecord }).record), Object.prototype);
+});
+
+test("an adopted session's keep is the lesser of its record's and session.maxKeepMs now", () => {
+  assert.is(boundKeep(RECORD, 10_000).keepMs, 10_000, 'a limit lowered since the start applies');
+  assert.is(boundKeep(RECORD, 600_000), RECORD, 'a higher one does not lengthen it');
+  assert.is(boundKeep(RECORD, 0).keepMs, 1, 'none kept now: its deadline is at once, its record still valid');
+  assert.ok('record' in parseRecord(JSON.stringify(boundKeep(RECORD, 0)), UNIT, PREFIX));
+  assert.is(adoptionDeadline(boundKeep(RECORD, 10_000), 0), RECORD.detachedSinceMs! + 10_000);
 });
 
 test('what is not taken: torn JSON, another unit or id, another format, any field out of its bounds (each says why)', () => {

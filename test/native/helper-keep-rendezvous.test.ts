@@ -4,7 +4,7 @@
 // rendezvous; root's next channel starts with HELLO and may ATTACH (replay, then live); no second
 // channel is taken beside a live one; without RENDEZVOUS the session ends with its worker, as before.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -20,11 +20,13 @@ class Channel {
   readonly socket: FdSocket;
   readonly messages: HelperMessage[] = [];
   readonly decoder = new HelperDecoder({ kept: { retainBytes: 2 << 20 } });
+  ended = false;
   #waiters: (() => void)[] = [];
 
   constructor(fd: number) {
     this.socket = new FdSocket(fd);
     this.socket.on('error', () => undefined);
+    this.socket.on('end', () => ((this.ended = true), this.wake()));
     this.socket.startReading((chunk) => {
       const { messages, fault } = this.decoder.push(chunk);
       if (fault) throw fault;
@@ -52,6 +54,9 @@ class Channel {
   }
 }
 
+/** This process's cgroup (v2): the supervisor's, as RENDEZVOUS names it; its children connect from there. */
+const OWN_CGROUP = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((line) => line.startsWith('0::'))!.slice(3);
+
 function withDir(body: (dir: string) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'helper-rendezvous-'));
   return body(dir).finally(() => rmSync(dir, { recursive: true, force: true }));
@@ -74,13 +79,19 @@ test('the worker gone: connections let go, the program runs on into the ring; a 
     try {
     const listening = native().listenUnix(path, 4);
     chmodSync(path, 0o777);
-    run.control.write(encodeRendezvous(), [listening]); // taken: closed here once the kernel has it
+    run.control.write(encodeRendezvous(OWN_CGROUP), [listening]); // taken: closed here once the kernel has it
     const c0 = run.conn(0);
     await run.until('the first output', () => c0.output.toString() === 'a');
 
+    // A root peer that queued while the worker lived (any uid-0 process can, capabilities or not) is let
+    // go unread when the worker goes: it must not become the next channel by being first in the backlog.
+    const early = new Channel(native().connectUnix(path));
     run.control.close(); // the worker dies
     await run.until('conn 0 let go', () => c0.eof);
     assert.is(run.child.exitCode, null, 'the helper runs on');
+    assert.ok(await early.until(() => early.ended), 'the peer queued before the worker went is closed');
+    assert.equal(early.messages, [], 'and reads nothing, no HELLO');
+    early.socket.close();
 
     assert.is(connectAs(65534, path), 'refused', 'a peer that is not uid 0 is closed unread');
     assert.is(run.child.exitCode, null);
@@ -88,6 +99,8 @@ test('the worker gone: connections let go, the program runs on into the ring; a 
     const next = new Channel(native().connectUnix(path));
     assert.ok(await next.until(() => next.messages.length > 0), 'HELLO');
     assert.equal(next.messages[0], { type: 'hello', dialect: HELPER_DIALECT });
+    assert.ok(await next.until(() => next.messages.length > 1), 'then a LOG');
+    assert.match(JSON.stringify(next.messages[1]), /1 peer\(s\) refused at the rendezvous since the last channel/, 'the refused peer is told to the next channel');
     // A second root peer waits in the backlog, unanswered, while this channel lives.
     const beside = new Channel(native().connectUnix(path));
     assert.not.ok(await beside.until(() => beside.messages.length > 0, 300), 'no channel beside a live one');
@@ -115,6 +128,46 @@ test('the worker gone: connections let go, the program runs on into the ring; a 
     } finally {
       if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill('SIGKILL');
     }
+  });
+});
+
+test("a root peer outside the cgroup RENDEZVOUS names is closed unread, and the helper runs on", async () => {
+  await withDir(async (dir) => {
+    const path = join(dir, 'rendezvous.sock');
+    const run = new KeptRun(sh('printf a; read x'));
+    try {
+      const listening = native().listenUnix(path, 4);
+      run.control.write(encodeRendezvous('/opencode-pty-not-the-supervisor'), [listening]);
+      const c0 = run.conn(0);
+      await run.until('the first output', () => c0.output.toString() === 'a');
+      run.control.close(); // the worker dies
+      await run.until('conn 0 let go', () => c0.eof);
+      const intruder = new Channel(native().connectUnix(path));
+      assert.ok(await intruder.until(() => intruder.ended), 'a uid-0 peer of another cgroup is closed');
+      assert.equal(intruder.messages, [], 'and reads nothing, no HELLO');
+      intruder.socket.close();
+      assert.is(run.child.exitCode, null, 'the helper runs on');
+    } finally {
+      if (run.child.exitCode === null && run.child.signalCode === null) run.child.kill('SIGKILL');
+    }
+  });
+});
+
+test('RENDEZVOUS names an absolute cgroup path within its bound; a ".." component breaks the channel and the session ends with its worker', async () => {
+  assert.throws(() => encodeRendezvous(''), RangeError);
+  assert.throws(() => encodeRendezvous('relative/path'), RangeError);
+  assert.throws(() => encodeRendezvous('/' + 'x'.repeat(1024)), RangeError);
+  await withDir(async (dir) => {
+    const run = new KeptRun(sh('printf a; read x'));
+    const c0 = run.conn(0);
+    await run.until('the first output', () => c0.output.toString() === 'a');
+    run.control.write(encodeRendezvous('/a/../b'), [native().listenUnix(join(dir, 'r.sock'), 4)]);
+    const exited = await new Promise<boolean>((resolve) => {
+      if (run.child.exitCode !== null || run.child.signalCode !== null) return resolve(true);
+      const timer = setTimeout(() => resolve(false), 10_000);
+      run.child.once('exit', () => (clearTimeout(timer), resolve(true)));
+    });
+    assert.ok(exited, 'the helper took no rendezvous: its worker\'s channel broken, it ended');
   });
 });
 

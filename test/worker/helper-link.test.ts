@@ -34,6 +34,28 @@ test('commands reach the helper end as five bytes each, GO with the STARTED fram
   assert.not.ok(link.send('terminate'), 'nothing is sent once closed');
 });
 
+test('a message that closes the link ends the batch: what came after it in the same read is not acted on', () => {
+  const [ours, theirs] = native().socketpair();
+  const messages: HelperMessage[] = [];
+  const link: HelperLink = new HelperLink(ours, { message: (m) => (messages.push(m), m.type === 'log' && m.text === 'close' ? link.close() : undefined), failed: () => undefined });
+  const stream = Buffer.concat([log('close'), log('after')]);
+  native().sendmsg(theirs, stream, 0, stream.length);
+  link.readAvailable();
+  assert.equal(messages, [{ type: 'log', priority: 6, text: 'close' }]);
+  closeSync(theirs);
+});
+
+test('preface: bytes read before the link held the channel are taken as read here, before what follows', () => {
+  const { link, theirs, messages } = pair();
+  native().sendmsg(theirs, log('next'), 0, log('next').length);
+  link.preface(Buffer.from('40000000020004', 'hex'));
+  link.readAvailable();
+  assert.equal(messages, [{ type: 'hello', dialect: 4 }, { type: 'log', priority: 6, text: 'next' }]);
+  assert.is(link.dialect, 4);
+  link.close();
+  closeSync(theirs);
+});
+
 test('readAvailable takes what the kernel holds now, without waiting for EOF', () => {
   const { link, theirs, messages } = pair();
   const stream = Buffer.concat([log('one'), log('two')]);

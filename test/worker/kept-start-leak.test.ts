@@ -28,6 +28,7 @@ test('a kept start that fails after its rendezvous was bound leaves no socket be
     config: sessionConfig,
     helperPath: '/nonexistent/opencode-pty-session',
     keptStore: store,
+    rendezvousCgroup: '/',
     version: 3,
     askKeep: async () => true,
     report: () => undefined,

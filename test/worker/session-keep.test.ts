@@ -1,11 +1,15 @@
 // A session's kept part (session-keep.ts): the START's connection counted attached before it is
 // watched, so one gone before the start was seen through is a detach after that attach (root's keep
 // deadline arms), and a DETACHED that came before then is held, not dropped.
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { FdSocket } from '../../src/io/fd-socket.ts';
 import { closeQuietly } from '../../src/io/fds.ts';
 import { native } from '../../src/native/binding.ts';
+import { KeptStore } from '../../src/kept-store/store.ts';
 import { SessionKeep } from '../../src/worker/session-keep.ts';
 import type { Started } from '../../src/worker/session-start.ts';
 
@@ -68,10 +72,6 @@ test('a DETACHED of conn 0 before the start was seen through is held, then count
 });
 
 test('an adopted session: its record rewritten with the deadline it was adopted with; a helper of another dialect is let be (our end closed, a line saying so), one of ours is kept; a release leaves the record', async () => {
-  const { mkdtempSync, rmSync } = await import('node:fs');
-  const { join } = await import('node:path');
-  const { tmpdir } = await import('node:os');
-  const { KeptStore } = await import('../../src/kept-store/store.ts');
   const { HELPER_DIALECT } = await import('../../src/control/helper-channel.ts');
   const dir = mkdtempSync(join(tmpdir(), 'session-keep-'));
   try {
@@ -96,6 +96,22 @@ test('an adopted session: its record rewritten with the deadline it was adopted 
     assert.equal(store.ids(), [record.sessionId], 'the record stays for the next worker');
     part.ended();
     assert.equal(store.ids(), [], 'gone with the session');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a kept START that ends before anything recorded it: its unit's id names the files that go", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'session-keep-'));
+  try {
+    const store = new KeptStore(dir);
+    const unit = 'opencode-pty-session-0123456789abcdef0123456789abcdef.service';
+    const id = parseInt('0123456789abc', 16);
+    writeFileSync(store.socketPath(id), ''); // as the rendezvous bound it
+    const part = new SessionKeep({ store, unit: () => unit, unitPrefix: 'opencode-pty-', writeTimeoutMs: 1000, attached: () => undefined, detached: () => undefined, kept: () => undefined, log: () => undefined });
+    part.planned({ keepMs: 500, retainBytes: 4096, label: 'x' });
+    part.ended();
+    assert.equal(readdirSync(dir), [], 'its socket is gone');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

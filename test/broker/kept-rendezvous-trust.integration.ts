@@ -1,10 +1,10 @@
-// Who may become a kept session's control channel through its rendezvous (issue 30). The principals
+// Who may become a kept session's control channel through its rendezvous. The principals
 // (src/broker/principals.ts) let root list, attach and stop kept sessions only with CAP_SYS_PTRACE: "a root
 // service with its capabilities dropped must not read or type into the agent's terminals". The rendezvous
-// must not be a way around that: a uid-0 process with no capability can reach /run/opencode-pty-kept
-// (0700 root:root: uid 0 owns it, so no capability is asked to search it), queue a connection on a kept
-// session's socket while its worker is alive, and the helper accepts the oldest pending peer whose uid is
-// 0 once its worker goes: the intruder gets HELLO before the adopting worker, and its own ATTACH reads the ring.
+// is no way around that: a uid-0 process with no capability reaches /run/opencode-pty-kept (0700
+// root:root: uid 0 owns it, so no capability is asked to search it), but a connection it queued while the
+// worker lived is let go when the worker goes, and one it makes after that is refused (not a process of
+// the supervisor's cgroup); nor can it read the broker's or a worker's memory (both non-dumpable).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Sandbox } from '../sandbox/index.ts';
@@ -17,14 +17,14 @@ let sandbox: Sandbox;
 let agent: Agent;
 
 test.before(async () => {
-  ({ sandbox, agent } = await bootSupervisor('review30-rendezvous', { limits: { maxSessions: 4, maxKept: 2 } }));
+  ({ sandbox, agent } = await bootSupervisor('kept-rendezvous', { limits: { maxSessions: 4, maxKept: 2 } }));
 });
 
 test.after(async () => {
   await sandbox?.stop();
 });
 
-const OUT = '/run/review30-intruder';
+const OUT = '/run/kept-intruder';
 const read = async (name: string) => {
   const result = await sandbox.exec(['cat', `${OUT}.${name}`]);
   return result.code === 0 ? result.stdout.trim() : undefined;
@@ -112,11 +112,11 @@ out('terminal', seen.decode('latin-1').encode('unicode_escape').decode())
 time.sleep(600)
 `;
 
-test('a capability-less root process cannot take over a kept session through its rendezvous', async () => {
+test('a capability-less root process that queued on a rendezvous before the broker restarted does not become the control channel', async () => {
   const started = await agent.keep({ op: 'start', name: 'v', argv: ['sh', '-c', 'echo secret-$((6*7)); exec sleep 600'], keepMs: 60_000, read: { bytes: 11 } });
   assert.is(started.error, undefined, started.message);
   await agent.keep({ op: 'detach', name: 'v' });
-  const run = await sandbox.exec(['systemd-run', '--unit=review30-intruder', '-p', 'CapabilityBoundingSet=', '-p', 'AmbientCapabilities=', '/usr/bin/python3', '-c', intruder(`/run/opencode-pty-kept/${started.id}.sock`)]);
+  const run = await sandbox.exec(['systemd-run', '--unit=kept-intruder', '-p', 'CapabilityBoundingSet=', '-p', 'AmbientCapabilities=', '/usr/bin/python3', '-c', intruder(`/run/opencode-pty-kept/${started.id}.sock`)]);
   assert.is(run.code, 0, run.stderr);
   await until(async () => (await read('connected')) !== undefined || (await read('error')) !== undefined, 10_000, 'the intruder connected or failed');
   assert.is(await read('cap'), '0000000000000000', 'the intruder holds no capability');
@@ -128,11 +128,55 @@ test('a capability-less root process cannot take over a kept session through its
     () => false,
   );
   const [hello, terminal, error] = [await read('read'), await read('terminal'), await read('error')];
-  await sandbox.systemctl('stop', 'review30-intruder.service');
+  await sandbox.systemctl('stop', 'kept-intruder.service');
   assert.ok(!took || error !== undefined, `a capability-less root process (connected: ${connected}) became the session's control channel (read ${hello}) and, by ATTACH, read the agent's terminal: ${terminal}`);
   const attached = await agent.keep({ op: 'attach', name: 'v-2', id: started.id!, from: 0, read: { bytes: 11 } });
   assert.is(attached.error, undefined, `the agent attaches again after the restart: ${attached.message}`);
   assert.is((await sessionUnits(sandbox)).length, 1, 'the kept session still runs');
+});
+
+test('a capability-less root process that connects while no worker holds the session is closed unread', async () => {
+  const started = await agent.keep({ op: 'start', name: 'w', argv: ['sh', '-c', 'echo secret-$((6*7)); exec sleep 600'], keepMs: 60_000, read: { bytes: 11 } });
+  assert.is(started.error, undefined, started.message);
+  await agent.keep({ op: 'detach', name: 'w' });
+  const units = (await sessionUnits(sandbox)).length;
+  // No broker and no worker now: the helper waits on its rendezvous for the next channel.
+  assert.is((await sandbox.systemctl('stop', BROKER_UNIT)).code, 0);
+  const probe = `
+import socket
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect('/run/opencode-pty-kept/${started.id}.sock')
+s.settimeout(10)
+try:
+    data = s.recv(64)
+    print('eof' if not data else 'read ' + data.hex())
+except OSError as error:
+    print('error', error)
+`;
+  const run = await sandbox.exec(['systemd-run', '--wait', '--pipe', '-q', '-p', 'CapabilityBoundingSet=', '-p', 'AmbientCapabilities=', '/usr/bin/python3', '-c', probe]);
+  assert.is(run.stdout.trim(), 'eof', `the helper answered a capability-less root outside the supervisor's cgroup: ${run.stdout} ${run.stderr}`);
+  assert.is((await sessionUnits(sandbox)).length, units, 'the session runs on');
+  const attached = await agent.keep({ op: 'attach', name: 'w-2', id: started.id!, from: 0, read: { bytes: 11 } });
+  assert.is(attached.error, undefined, `the next broker adopts it and the agent attaches: ${attached.message}`);
+  await agent.keep({ op: 'stop-session', id: started.id! });
+  await until(async () => (await sessionUnits(sandbox)).length === units - 1, 15_000, 'stopped');
+});
+
+// A capability-less root could otherwise ptrace the broker or a worker (both are uid 0), or take their
+// descriptors through /proc, and act as the supervisor: both clear their dumpable flag at start.
+test('a capability-less root process can neither read the memory of the broker nor of its workers', async () => {
+  const before = (await sessionUnits(sandbox)).length;
+  const holder = await agent.keep({ op: 'start', name: 'd', argv: ['sleep', '600'], keepMs: 60_000, read: {} });
+  assert.is(holder.error, undefined, holder.message);
+  const broker = await brokerPid(sandbox);
+  const children = (await sandbox.exec(['sh', '-c', `cat /proc/${broker}/task/*/children`])).stdout.split(/\s+/).filter(Boolean);
+  assert.ok(children.length > 0, 'the broker has workers');
+  for (const pid of [String(broker), ...children]) {
+    const run = await sandbox.exec(['systemd-run', '--wait', '--pipe', '-q', '-p', 'CapabilityBoundingSet=', '-p', 'AmbientCapabilities=', '/bin/sh', '-c', `head -c 1 /proc/${pid}/environ >/dev/null && echo read || echo refused`]);
+    assert.is(run.stdout.trim(), 'refused', `process ${pid}'s /proc/${pid}/environ read by a capability-less root (${run.stderr})`);
+  }
+  await agent.keep({ op: 'stop-session', id: holder.id! });
+  await until(async () => (await sessionUnits(sandbox)).length === before, 15_000, 'stopped');
 });
 
 test.run();

@@ -1,0 +1,64 @@
+// A kept session's helper, reached again through its rendezvous (docs/architecture.md "Kept sessions across
+// the supervisor"): its record read back (root's, never the helper's word), a connection to its socket, and
+// the helper's HELLO read before anything is sent or the session is held here, so the dialect is judged
+// first (session-keep.ts helperDialect). Whatever the helper sends is untrusted: HELLO must come whole,
+// first, within the time allowed, and nothing beside it.
+import { native } from '../native/index.ts';
+import { closeQuietly, closeReceived, passRights } from '../io/index.ts';
+import { HelperLimits, HelperMessageType } from '../control/index.ts';
+import type { KeptRecord, KeptStore } from '../kept-store/index.ts';
+
+const HELLO_BYTES = HelperLimits.HEADER_SIZE + HelperLimits.HELLO_SIZE;
+
+/** The record, a connection to the helper (taken by the caller) and the HELLO read on it, or why not. */
+export async function reachKept(store: KeptStore | undefined, unit: string, sessionId: number, prefix: string, timeoutMs: number): Promise<{ record: KeptRecord; fd: number; hello: Buffer } | string> {
+  if (!store) return 'kept sessions are not kept past their worker here';
+  const read = store.read(unit, sessionId, prefix);
+  if ('why' in read) return read.why;
+  let fd: number;
+  try {
+    fd = native().connectUnix(store.socketPath(sessionId));
+  } catch (error) {
+    return `its rendezvous cannot be reached (${(error as Error).message})`;
+  }
+  // The helper never sends a descriptor: the kernel refuses any it tries.
+  passRights(fd, false);
+  const hello = await readHello(fd, timeoutMs);
+  if (typeof hello === 'string') {
+    closeQuietly(fd);
+    return `its session helper ${hello}`;
+  }
+  return { record: read.record, fd, hello };
+}
+
+/** Exactly HELLO's bytes (what follows stays queued for the link), or why not. */
+function readHello(fd: number, timeoutMs: number): Promise<Buffer | string> {
+  const hello = Buffer.alloc(HELLO_BYTES);
+  let got = 0;
+  return new Promise((resolve) => {
+    const done = (result: Buffer | string) => {
+      clearTimeout(timer);
+      watcher.close();
+      resolve(result);
+    };
+    const timer = setTimeout(() => done(`sent no HELLO within ${timeoutMs} ms`), timeoutMs);
+    const watcher = native().watch(fd, { readable: true }, () => {
+      let received;
+      try {
+        received = native().recvmsg(fd, hello, got, HELLO_BYTES - got, 1);
+      } catch (error) {
+        return done(`could not be read (${(error as Error).message})`);
+      }
+      if (received === null) return;
+      if (received.fds.length > 0 || received.controlTruncated || received.foreignControl) {
+        closeReceived(received.fds);
+        return done('sent a descriptor');
+      }
+      if (received.bytes === 0) return done('ended its channel before HELLO');
+      got += received.bytes;
+      if (got < HELLO_BYTES) return;
+      if (hello[0] !== HelperMessageType.HELLO || hello.readUInt32BE(1) !== HelperLimits.HELLO_SIZE) return done('sent another message than HELLO first');
+      done(hello);
+    });
+  });
+}
