@@ -2,7 +2,7 @@
 export const PROJECT_PREFIX = 'opencode-pty-';
 export const SOCKET_UNIT = 'opencode-pty-supervisor.socket';
 export const SERVICE_TEMPLATE = 'opencode-pty-supervisor@.service';
-export const BROKER_UNIT = 'opencode-pty-supervisor@broker.service';
+export { BROKER_UNIT } from '../systemd/index.ts';
 /**
  * The sessions' slice. A dash in a slice name is a level of the tree (systemd.slice(5)): the old default
  * `opencode-pty-sessions.slice` sat in `opencode-pty.slice` in `opencode.slice`, a likely home for the

@@ -3,6 +3,10 @@ import { SystemdError } from './errors.ts';
 
 export const DEFAULT_UNIT_PREFIX = 'opencode-pty-';
 
+/** The broker's own unit (units/supervisor@.service as units/supervisor.socket starts it): the installer
+ * names it, and a worker checks its cgroup is this unit's before it trusts kept sessions to outlive it. */
+export const BROKER_UNIT = 'opencode-pty-supervisor@broker.service';
+
 /** systemd's UNIT_NAME_MAX is 256 including the terminating NUL (src/basic/unit-name.h). */
 const UNIT_NAME_MAX = 255;
 /** Fewer random bytes would make collisions between live sessions plausible. */

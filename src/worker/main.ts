@@ -4,13 +4,12 @@ import { readFileSync } from 'node:fs';
 import { native } from '../native/index.ts';
 import { FdSocket, isPeerGone } from '../io/index.ts';
 import type { Config } from '../config/index.ts';
-import { UnitManager, openBusSession } from '../systemd/index.ts';
+import { BROKER_UNIT, UnitManager, openBusSession } from '../systemd/index.ts';
 import { readControl, BUS_ADDRESS_ENV, WORKER_CONFIG_ENV } from '../control/index.ts';
 import { helperPath } from './helper-path.ts';
 import { warmUp } from './warm-up.ts';
 import { Worker } from './worker.ts';
 import { KeptStore, supervisorCgroup } from '../kept-store/index.ts';
-import { BROKER_UNIT } from '../operate/layout.ts';
 import { createLogger, type LogFields, type LogLevel } from '../log.ts';
 
 /** The control socketpair end the broker hands every worker. */
