@@ -36,11 +36,9 @@ void keep_orphaned(struct session *s) {
   k->controller = NULL;
   memset(k->used, 0, sizeof k->used);
   k->used[0] |= 1; // conn 0 is the START's, never given again
-  // Peers that queued while the worker lived are let go unread: any uid-0 process may connect (root owns
-  // the directory, so no capability is asked), and the oldest queued one would otherwise become the
-  // channel. Only a peer that connects once the worker is gone counts (the next worker connects then).
-  for (int fd; (fd = accept4(s->rendezvous, NULL, NULL, SOCK_CLOEXEC)) >= 0 || errno == EINTR || errno == ECONNABORTED;)
-    if (fd >= 0) close(fd);
+  // Peers already queued are judged at accept as any other (keep_accept): the old worker's own is dead,
+  // a peer outside the supervisor's cgroup is refused; the next worker may well have queued before this
+  // end of its predecessor's channel was seen, and is taken (letting the queue go stopped its session).
 }
 
 // RENDEZVOUS's payload: the cgroup of root's supervisor (its path under the cgroup root), where the next
@@ -103,7 +101,8 @@ void keep_accept(struct session *s) {
   if (fd < 0) return; // EAGAIN (the listener is non-blocking), or a peer gone before we took it
   struct ucred cred = {.pid = 0, .uid = (uid_t)-1};
   socklen_t len = sizeof cred;
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof cred || cred.uid != 0 || !cgroup_holds(s->rendezvous_cgroup, cred.pid) || !peer_alive(fd)) {
+  // A pid of 0 is a peer outside our PID namespace, and cgroup.procs lists such tasks as 0 too: refused.
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof cred || cred.uid != 0 || cred.pid <= 0 || !cgroup_holds(s->rendezvous_cgroup, cred.pid) || !peer_alive(fd)) {
     s->refused++;
     snprintf(s->refusal, sizeof s->refusal, "pid %ld uid %ld", (long)cred.pid, (long)cred.uid);
     close(fd);
@@ -115,6 +114,7 @@ void keep_accept(struct session *s) {
   link->ended = false;
   link->got = 0;
   link->passed_fd = -1;
+  link->logs_sent = 0; // each channel has its own budget of diagnostics, as a worker's at start
   s->keep->program_ended_sent = false;
   control_send_hello(link);
   if (s->refused > 0)

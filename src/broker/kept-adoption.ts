@@ -99,6 +99,10 @@ export class KeptAdoption {
         break;
       } catch (error) {
         slot.release();
+        // A worker still alive after a failed handover is not left idle and uncounted.
+        try {
+          worker.shutdown();
+        } catch {}
         const why = `its adoption could not be handed to worker ${worker.child.pid} (${(error as Error).message})`;
         if (attempt >= HANDOVER_ATTEMPTS) return this.reap(record.unit, `kept, but ${why}`);
         log('warning', `kept session ${record.unit}: ${why}; another worker is asked`);

@@ -2,9 +2,13 @@
 // (not a RuntimeDirectory=, which systemd removes at every stop of the broker; under /run, which a
 // reboot clears, as it ends every unit), holding per session its rendezvous socket (the helper listens,
 // only root connects) and its record (record.ts), written whole or not at all (a temporary file renamed).
-import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseRecord, type KeptRecord } from './record.ts';
+
+/** A record is a few hundred bytes (its strings are bounded): anything far larger was not written by us,
+ * and is not read whole into the broker's memory. */
+export const MAX_RECORD_BYTES = 64 * 1024;
 
 /** The directory, 0700 root:root. */
 export const KEPT_DIR = '/run/opencode-pty-kept';
@@ -46,16 +50,26 @@ export class KeptStore {
     try {
       writeSync(fd, JSON.stringify(record));
       fsyncSync(fd);
-    } finally {
       closeSync(fd);
+      renameSync(temporary, path);
+    } catch (error) {
+      // A full /run: the temporary file goes, and so does the old record, which no longer says what
+      // root knows (a stale detach time would end or lengthen the session at its adoption).
+      try {
+        closeSync(fd);
+      } catch {}
+      rmSync(temporary, { force: true });
+      rmSync(path, { force: true });
+      throw error;
     }
-    renameSync(temporary, path);
   }
 
   /** `unit`'s record, or why there is none to trust. */
   read(unit: string, id: number, prefix: string): { record: KeptRecord } | { why: string } {
     let json: string;
     try {
+      const size = statSync(this.recordPath(id)).size;
+      if (size > MAX_RECORD_BYTES) return { why: `its record is ${size} bytes, over ${MAX_RECORD_BYTES}` };
       json = readFileSync(this.recordPath(id), 'utf8');
     } catch (error) {
       return { why: (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'it has no record' : `its record cannot be read (${(error as Error).message})` };

@@ -163,7 +163,8 @@ function rendezvous(store: KeptStore, cgroup: string | undefined, sessionId: num
     if (cgroup === undefined) throw new Error("the supervisor's cgroup is not known");
     store.ensure();
     store.remove(sessionId);
-    listening = native().listenUnix(store.socketPath(sessionId), 4);
+    // Room for a few peers queued at once (refused ones included) beside the next worker's connection.
+    listening = native().listenUnix(store.socketPath(sessionId), 16);
     if (!link.sendRendezvous(listening, cgroup)) throw new Error('the session helper cannot be reached');
   } catch (error) {
     link.close();

@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { chmodSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KeptStore } from '../../src/kept-store/store.ts';
+import { KeptStore, MAX_RECORD_BYTES } from '../../src/kept-store/store.ts';
 import type { KeptRecord } from '../../src/kept-store/record.ts';
 
 const UNIT = 'opencode-pty-session-0123456789abcdef0123456789abcdef.service';
@@ -48,6 +48,25 @@ test('a record is written whole, read back, and every file of a session goes wit
     store.remove(ID);
     assert.equal(readdirSync(base), ['99.sock']);
     assert.equal(store.read(UNIT, ID, 'opencode-pty-'), { why: 'it has no record' });
+  });
+});
+
+test('a record far larger than ours is not read whole: refused by its size', () => {
+  inTemp((base) => {
+    const store = new KeptStore(base);
+    writeFileSync(join(base, `${ID}.json`), `{"pad":"${'x'.repeat(MAX_RECORD_BYTES)}"}`);
+    assert.equal(store.read(UNIT, ID, 'opencode-pty-'), { why: `its record is ${MAX_RECORD_BYTES + 10} bytes, over ${MAX_RECORD_BYTES}` });
+  });
+});
+
+test('a write that fails leaves neither its temporary file nor the old record, which no longer says what root knows', () => {
+  inTemp((base) => {
+    const store = new KeptStore(base);
+    store.write(RECORD);
+    // A record that cannot be serialised stands in for a full /run: the write throws midway.
+    const broken = { ...RECORD, label: 1n } as unknown as KeptRecord;
+    assert.throws(() => store.write(broken));
+    assert.equal(readdirSync(base), []);
   });
 });
 
