@@ -6,25 +6,16 @@
 // taken on trust either).
 import { Limits, SessionOrigin, type SessionOriginCode } from '../protocol/index.ts';
 import { isSessionUnitName, sessionIdOf } from '../systemd/index.ts';
+import type { KeptFacts } from '../control/index.ts';
 
 /** The record's format; a record of another format is not adopted (its session is reaped, logged). */
 export const RECORD_FORMAT = 1;
 
-export interface KeptRecord {
+/** The facts the broker learns at the start (KeptFacts), and what only the record keeps. */
+export interface KeptRecord extends KeptFacts {
   format: typeof RECORD_FORMAT;
   unit: string;
-  sessionId: number;
-  keepMs: number;
   retainBytes: number;
-  label: string;
-  program: string;
-  cwd: string;
-  startedAtMs: number;
-  rows: number;
-  cols: number;
-  programPid: number;
-  mainPid: number;
-  origin: SessionOriginCode;
   /** The client service the session's peer was confirmed inside (the principals' scope), or null. */
   service: string | null;
   /** Unix ms since which no connection is attached; null while one is. */
