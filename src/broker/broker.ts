@@ -13,7 +13,7 @@ import type { Listener } from './listener.ts';
 import { ClientService, pidfdCgroupNow } from '../identity/index.ts';
 import { AcceptGate, type PeerAtAccept } from './accept-gate.ts';
 import { RefusalReporter } from './refusal-reporter.ts';
-import { serveConnection, type ConnectionDeps } from './connection.ts';
+import { mainPidOf, serveConnection, type ConnectionDeps } from './connection.ts';
 import { mainPidLook } from './kept-request.ts';
 import type { WorkerPool } from './worker-pool.ts';
 import { AcceptLoop } from './accept-loop.ts';
@@ -128,6 +128,7 @@ export class Broker {
       cgroupOf: pidfdCgroupNow,
       admission: this.#admission,
       slots: this.#slots,
+      mainPid: mainPidOf(this.#service),
       refusals: this.#refusals,
       takeWorker: () => deps.pool.take(),
       adopt: (worker, slot, service) => this.#sessions.adopt(worker, slot, service),

@@ -9,7 +9,7 @@ import { native } from '../native/index.ts';
 import { ErrorCode, FrameType, KEEP_VERSION, SessionError, encodeFrame, type SessionOriginCode } from '../protocol/index.ts';
 import type { ClientService, Look } from '../identity/index.ts';
 import type { Admission, Slot } from './admission.ts';
-import type { SessionSlot, SessionSlots } from './session-slots.ts';
+import type { SessionSlot, SessionSlots, SlotOwner } from './session-slots.ts';
 import { AUTHENTICATION_FAILED, type PeerAtAccept } from './accept-gate.ts';
 import { chooseVersion, handshakeRefusal, readHello } from './handshake.ts';
 import { lookVerdict } from './identity-look.ts';
@@ -37,7 +37,9 @@ export interface ConnectionDeps<W extends HandOffWorker = WorkerHandle> {
   /** Version 3 START: who starts it (start-origin.ts), for a kept session's LIST entry; absent: unknown. */
   startOrigin?(peer: PeerAtAccept): Promise<SessionOriginCode>;
   admission: Pick<Admission, 'release' | 'refund'>;
-  slots: Pick<SessionSlots, 'tryTake' | 'take' | 'max'>;
+  slots: Pick<SessionSlots, 'tryTake' | 'take' | 'max' | 'reserveOpen' | 'tryTakeReserved'>;
+  /** Who the client service's MainPID is (mainPidOf): its starts may take the slot kept for it. */
+  mainPid?: MainPidLook;
   refusals: Pick<RefusalReporter, 'note'>;
   takeWorker(): Promise<W>;
   /** The worker now runs the session, which holds `slot` from now on (LiveSessions.adopt); `service`: the
@@ -48,6 +50,22 @@ export interface ConnectionDeps<W extends HandOffWorker = WorkerHandle> {
   log: Logger;
   /** Version 3's LIST, ATTACH and STOP_SESSION (kept-request.ts); without it the broker speaks up to version 2. */
   keptRequests?: KeptRequestDeps;
+}
+
+/** The MainPID as the broker knows it: `hint` from the latest read (which slots are the MainPID's, for
+ * bookkeeping only), `confirm` by a look that checks the peer's start time too (the reserved slot's). */
+export interface MainPidLook {
+  hint(): number | undefined;
+  confirm(peer: PeerAtAccept): Promise<boolean>;
+}
+
+/** MainPidLook from the client service; a failed look confirms nothing. */
+export function mainPidOf(service: Pick<ClientService, 'latestMainPid' | 'isMainPid'> | undefined): MainPidLook | undefined {
+  if (!service) return undefined;
+  return {
+    hint: () => service.latestMainPid,
+    confirm: (peer) => service.isMainPid(peer.credentials.pid, peer.startTicks).then((look) => look.main, () => false),
+  };
 }
 
 /** An answer written (SESSIONS): the close once it is out (bounded), what the peer sent read away. */
@@ -122,14 +140,18 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
       cgroup = insideOrRefuse(look, peer, clientService.service, deps.refusals);
       if (look.provisional) unconfirmed = look.confirmed;
     }
+    const owner: SlotOwner = deps.mainPid?.hint() === credentials.pid ? 'main' : 'other';
     const takeSlot = async (): Promise<SessionSlot | undefined> => {
-      let taken = deps.slots.tryTake();
+      let taken = deps.slots.tryTake(owner);
+      // Every slot held, some by other processes: the MainPID's start takes the one kept for it
+      // (session-slots.ts) rather than wait behind, or be refused for, its own tools' sessions.
+      if (!taken && deps.slots.reserveOpen && deps.mainPid && (await deps.mainPid.confirm(peer))) taken = deps.slots.tryTakeReserved();
       if (!taken) {
         // Waiting for a stopping session's slot is not the client's time: its deadline pauses, and the
         // wait has its own bound (what a stopping session can take). No more connections wait than
         // slots are finishing (session-slots.ts), and each still holds its admission place.
         const resume = pause();
-        taken = await waitForSlot(socket, deps);
+        taken = await waitForSlot(socket, deps, owner);
         resume();
       }
       return taken;
@@ -250,7 +272,7 @@ export async function serveConnection<W extends HandOffWorker>(socket: FdSocket,
  * wait ends with a slot, or at that bound (then SESSION_LIMIT, as without a wait),
  * or when the connection closes (shutdown's SHUTDOWN) or the client hangs up.
  */
-async function waitForSlot(socket: FdSocket, deps: Pick<ConnectionDeps, 'slots' | 'slotWaitMs' | 'settleMs'>): Promise<SessionSlot | undefined> {
+async function waitForSlot(socket: FdSocket, deps: Pick<ConnectionDeps, 'slots' | 'slotWaitMs' | 'settleMs'>, owner: SlotOwner): Promise<SessionSlot | undefined> {
   // A hang-up (reported during HELLO's read, or while it waits) ends the wait: a connection whose
   // client has gone must not keep the place a live start would wait in.
   if (socket.hungUp) return undefined;
@@ -260,7 +282,7 @@ async function waitForSlot(socket: FdSocket, deps: Pick<ConnectionDeps, 'slots' 
   socket.once('hangup', hungUp);
   void closing(socket).then(() => giveUp.abort());
   try {
-    return await deps.slots.take(giveUp.signal, deps.settleMs);
+    return await deps.slots.take(giveUp.signal, deps.settleMs, owner);
   } finally {
     clearTimeout(timer);
     socket.off('hangup', hungUp);

@@ -2,6 +2,11 @@
 // over counts: each slot taken is a handle released once; a slot whose session is finishing (its end
 // decided, its last frame going out, its unit being stopped and collected) is about to come free, so a
 // start that finds every slot held may wait for it rather than be refused (docs/protocol.md).
+//
+// One more slot is kept for the client service's MainPID, as admission keeps one (admission.ts): when
+// every slot is held and some are other processes' (the agent's children), the MainPID's start takes
+// it instead of being refused, so a flood of sessions from the agent's own tools cannot lock the agent
+// out. The MainPID alone never holds more than `max`: the seeds' limit stays its limit.
 
 /** How long a start that finds every slot held, none finishing, watches for one to turn finishing: a
  * client's kill() then spawn() sends its STOP through helper and worker while the start comes straight
@@ -16,8 +21,13 @@ export interface SessionSlot {
   release(): void;
 }
 
+/** Whose start a slot is for: the client service's MainPID, or any other process (the hint the
+ * broker has at hand: only the reserved slot needs a confirmed look). */
+export type SlotOwner = 'main' | 'other';
+
 /** A start waiting for a finishing slot: given one, or refused (resolved with nothing). */
 interface Waiter {
+  owner: SlotOwner;
   give(slot: SessionSlot): void;
   refuse(): void;
 }
@@ -26,6 +36,9 @@ export class SessionSlots {
   #max: number;
   #used = 0;
   #finishing = 0;
+  /** Held slots that are the MainPID's, the reserved one included. */
+  #mainHeld = 0;
+  #reserveHeld = false;
   /** First come, first served; never more of them than slots finishing, and only while all are held. */
   #waiters: Waiter[] = [];
   /** Starts that found no finishing slot to count on, watching a short while for one (`take`'s settleMs). */
@@ -36,10 +49,33 @@ export class SessionSlots {
   }
 
   /** A free slot, taken at once, or nothing when every slot is held. */
-  tryTake(): SessionSlot | undefined {
+  tryTake(owner: SlotOwner = 'other'): SessionSlot | undefined {
     if (this.#used >= this.#max) return undefined;
     this.#used += 1;
-    return this.#slot();
+    return this.#slot(owner);
+  }
+
+  /** Whether the reserved slot could be taken now: every slot held, some by other processes, and it free. */
+  get reserveOpen(): boolean {
+    return this.#used >= this.#max && !this.#reserveHeld && this.#mainHeld < this.#max;
+  }
+
+  /** The slot kept for the MainPID (the caller has confirmed the peer is it), or nothing when
+   * `reserveOpen` is false. Released like any other, but never handed to a waiter: it is nobody else's. */
+  tryTakeReserved(): SessionSlot | undefined {
+    if (!this.reserveOpen) return undefined;
+    this.#reserveHeld = true;
+    this.#mainHeld += 1;
+    let released = false;
+    return {
+      finishing: () => undefined,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#reserveHeld = false;
+        this.#mainHeld -= 1;
+      },
+    };
   }
 
   /**
@@ -48,13 +84,14 @@ export class SessionSlots {
    * `until` aborts. With `settleMs`, a start that finds no finishing slot to count on first watches
    * that long for one (#settle). A slot given is the caller's to release, even if `until` aborted meanwhile.
    */
-  take(until: AbortSignal, settleMs = 0): Promise<SessionSlot | undefined> {
-    const free = this.tryTake();
+  take(until: AbortSignal, settleMs = 0, owner: SlotOwner = 'other'): Promise<SessionSlot | undefined> {
+    const free = this.tryTake(owner);
     if (free) return Promise.resolve(free);
     if (until.aborted) return Promise.resolve(undefined);
-    if (this.#waiters.length >= this.#finishing) return settleMs > 0 ? this.#settle(until, settleMs) : Promise.resolve(undefined);
+    if (this.#waiters.length >= this.#finishing) return settleMs > 0 ? this.#settle(until, settleMs, owner) : Promise.resolve(undefined);
     return new Promise((resolve) => {
       const waiter: Waiter = {
+        owner,
         give: (slot) => {
           until.removeEventListener('abort', waiter.refuse);
           resolve(slot);
@@ -78,7 +115,7 @@ export class SessionSlots {
    * finishing or coming free) is looked at in the same turn: a slot or a waiter's place taken then ends
    * the watch; a change another watcher took does not, since a second removal's STOP may be just behind
    * the first. At the window's end, one more look (without a second wait): a waiter's place, a slot, or nothing. */
-  #settle(until: AbortSignal, settleMs: number): Promise<SessionSlot | undefined> {
+  #settle(until: AbortSignal, settleMs: number, owner: SlotOwner): Promise<SessionSlot | undefined> {
     return new Promise((resolve) => {
       let ended = false;
       // Once: a second take for the same start would hold a slot or a waiter's place nobody releases.
@@ -91,10 +128,10 @@ export class SessionSlots {
         resolve(result());
       };
       const look = () => {
-        if (this.#used < this.#max || this.#waiters.length < this.#finishing) end(() => this.take(until, 0));
+        if (this.#used < this.#max || this.#waiters.length < this.#finishing) end(() => this.take(until, 0, owner));
       };
       const abort = () => end(async () => undefined);
-      const timer = setTimeout(() => end(() => this.take(until, 0)), settleMs);
+      const timer = setTimeout(() => end(() => this.take(until, 0, owner)), settleMs);
       this.#watchers.add(look);
       until.addEventListener('abort', abort, { once: true });
     });
@@ -128,8 +165,9 @@ export class SessionSlots {
     return this.#waiters.length;
   }
 
-  #slot(): SessionSlot {
+  #slot(owner: SlotOwner): SessionSlot {
     let state: 'held' | 'finishing' | 'released' = 'held';
+    if (owner === 'main') this.#mainHeld += 1;
     return {
       finishing: () => {
         if (state !== 'held') return;
@@ -140,6 +178,7 @@ export class SessionSlots {
       release: () => {
         if (state === 'released') return;
         if (state === 'finishing') this.#finishing -= 1;
+        if (owner === 'main') this.#mainHeld -= 1;
         state = 'released';
         this.#handOn();
       },
@@ -150,7 +189,7 @@ export class SessionSlots {
    * most one finishing slot, so there are never more waiters than slots they can count on. */
   #handOn(): void {
     const next = this.#waiters.shift();
-    if (next) next.give(this.#slot());
+    if (next) next.give(this.#slot(next.owner));
     else this.#used -= 1;
     // Either way a watcher may now count on something: a free slot, or (the slot given was not a
     // finishing one) a finishing slot no waiter counts on any more.

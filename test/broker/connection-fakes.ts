@@ -41,6 +41,8 @@ export function fakeBroker(clientService: ConnectionDeps['clientService'], hands
       tryTake: () => ((seen.slotsTaken += 1), { finishing: () => undefined, release: () => void (seen.slotsReleased += 1) }),
       take: async () => undefined,
       max: 1,
+      reserveOpen: false,
+      tryTakeReserved: () => undefined,
     },
     refusals: { note: (_key, reason) => void seen.notes.push(reason) },
     takeWorker: async () => ((seen.takes += 1), worker),

@@ -234,4 +234,53 @@ test('settle: a waiter that gives up leaves its finishing slot to a watcher at o
   assert.ok(await second);
 });
 
+test("the MainPID's reserved slot: open only with every slot held and some of them other processes', one at a time, never handed to a waiter", async () => {
+  const slots = new SessionSlots(2);
+  assert.not.ok(slots.reserveOpen, 'not while a slot is free');
+  assert.is(slots.tryTakeReserved(), undefined);
+  const child = slots.tryTake('other')!;
+  const main = slots.tryTake('main')!;
+  assert.ok(slots.reserveOpen, "every slot held, one a child's");
+  const reserved = slots.tryTakeReserved()!;
+  assert.ok(reserved);
+  assert.not.ok(slots.reserveOpen, 'one reserved slot');
+  assert.is(slots.tryTakeReserved(), undefined);
+  assert.is(slots.used, 2, 'the reserved slot is not one of the limit');
+  // A waiter counts on a finishing ordinary slot; the reserved one coming free is not given to it.
+  child.finishing();
+  const waiter = slots.take(never());
+  reserved.release();
+  reserved.release();
+  assert.is(await now(waiter), 'pending', 'the reserved slot went to nobody else');
+  assert.ok(slots.reserveOpen, 'open again once released (once)');
+  child.release();
+  const handed = await waiter;
+  assert.ok(handed);
+  main.release();
+  handed!.release();
+  assert.is(slots.used, 0);
+});
+
+test('the MainPID alone never holds more than the limit: no reserved slot when every held slot is its own', async () => {
+  const slots = new SessionSlots(2);
+  const held = [slots.tryTake('main')!, slots.tryTake('main')!];
+  assert.not.ok(slots.reserveOpen);
+  assert.is(slots.tryTakeReserved(), undefined);
+  // One of its own given back and a child's taken instead: open again, and with it taken the MainPID
+  // holds two, the limit, so nothing more opens for it.
+  held[0]!.release();
+  const child = slots.tryTake('other')!;
+  const reserved = slots.tryTakeReserved()!;
+  assert.ok(reserved);
+  reserved.release();
+  // A slot handed on from a finishing one keeps its waiter's owner.
+  child.finishing();
+  const waiter = slots.take(never(), 0, 'main');
+  child.release();
+  const mine = (await waiter)!;
+  assert.not.ok(slots.reserveOpen, 'both held slots are the MainPID\'s now');
+  mine.release();
+  held[1]!.release();
+});
+
 test.run();

@@ -69,6 +69,21 @@ test('a start right on the last session\'s EXIT waits for its slot instead of be
   assert.is(leaked.units, 0);
 });
 
+test("every slot held by the agent's children: the MainPID's start takes the slot kept for it; a child's is refused", async () => {
+  await driver.session(['sleep', '1000'], true);
+  await driver.session(['sleep', '1000'], true);
+  await until(async () => (await sessionUnits(sandbox)).length === 2, 20_000, "the children's two sessions to start");
+  const [main] = await driver.sessions(1, ['sh', '-c', 'echo hi']);
+  const child = await driver.session(['true']);
+  const journal = await sandbox.journal(BROKER_UNIT);
+  assert.ok(main?.ok && main.output === 'hi\r\n', `${JSON.stringify(main)}\n${journal.slice(-4000)}`);
+  assert.is(child.code, 125, 'a child past the limit is refused');
+  assert.match(child.stderr, 'session limit reached (2)');
+  await driver.release();
+  const leaked = await settle(sandbox, { ...(await measure(sandbox)), units: [] });
+  assert.is(leaked.units, 0);
+});
+
 // A start that races the end of a session the worker has not yet seen end (its client's hang-up, its
 // program's exit, both still on their way) finds no slot finishing and is refused SESSION_LIMIT at
 // once, as every start at the limit was before the slot wait; so is one behind a child of the agent's

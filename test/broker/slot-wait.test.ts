@@ -18,8 +18,8 @@ function fullSlots(max: number) {
   const held = Array.from({ length: max }, () => slots.tryTake()!);
   const waits = deferred<void>();
   const take = slots.take.bind(slots);
-  slots.take = (until, settleMs) => {
-    const taken = take(until, settleMs);
+  slots.take = (until, settleMs, owner) => {
+    const taken = take(until, settleMs, owner);
     if (slots.waiting > 0) waits.resolve();
     return taken;
   };
@@ -192,6 +192,38 @@ test('a waiter whose client has gone (HELLO, then close) does not keep a live st
     assert.equal(types(live.client.frames), ['welcome'], 'the live start waits behind no dead connection and gets the slot');
   } finally {
     live.client.close();
+  }
+});
+
+test("every slot held by the agent's other processes: the MainPID's start takes the slot kept for it, once it is confirmed", async () => {
+  const { slots } = fullSlots(1);
+  const { deps, handed } = fakeBroker(undefined, 2000, slots);
+  const confirmed: number[] = [];
+  const { server, client, peer } = connect();
+  deps.mainPid = { hint: () => peer.credentials.pid, confirm: async (who) => (confirmed.push(who.credentials.pid), true) };
+  try {
+    await serveConnection(server, peer, 'ordinary', Date.now(), deps);
+    await client.closed();
+    assert.equal(types(client.frames), ['welcome']);
+    assert.equal([handed.length, confirmed], [1, [peer.credentials.pid]]);
+    assert.not.ok(slots.reserveOpen, 'the session holds the reserved slot');
+  } finally {
+    client.close();
+  }
+});
+
+test('a peer the look does not confirm as the MainPID is refused at the limit, the reserved slot left free', async () => {
+  const { slots } = fullSlots(1);
+  const { deps } = fakeBroker(undefined, 2000, slots);
+  const { server, client, peer } = connect();
+  deps.mainPid = { hint: () => undefined, confirm: async () => false };
+  try {
+    await serveConnection(server, peer, 'ordinary', Date.now(), deps);
+    await client.closed();
+    assert.equal(types(client.frames), [`error ${ErrorCode.SESSION_LIMIT}`]);
+    assert.ok(slots.reserveOpen);
+  } finally {
+    client.close();
   }
 });
 
