@@ -106,6 +106,7 @@ export class Broker {
       // A shutdown leaves kept sessions for the next broker, whatever became of their adoption.
       reap: (unit, why) => (this.#stopping ? deps.log('notice', `${unit} left for the next supervisor (${why})`) : this.#orphans.reap(unit, why)),
       log: deps.log,
+      settled: () => this.#changed(),
     });
     if (client.service) this.#service = new ClientService(client.service, () => deps.manager.serviceState(client.service!));
     this.#accepts = new AcceptLoop(
@@ -314,8 +315,10 @@ export class Broker {
 
   #checkIdle(): void {
     const idleMs = this.#deps.config.limits.idleExitMs;
-    if (this.#stopping || idleMs === 0 || this.#sessions.size > 0 || this.#orphans.size > 0 || this.#handshakes.size > 0 || this.#gate.pending > 0) return;
     clearTimeout(this.#idleTimer);
+    // Busy: a timer armed while it was idle (at the start, before the adoptions it began held
+    // their sessions) must not fire now.
+    if (this.#stopping || idleMs === 0 || this.#sessions.size > 0 || this.#orphans.size > 0 || this.#handshakes.size > 0 || this.#gate.pending > 0 || this.#adoption.pending > 0) return;
     this.#idleTimer = setTimeout(() => {
       this.#deps.log('info', `idle for ${idleMs} ms; exiting (systemd keeps the socket)`);
       this.shutdown();

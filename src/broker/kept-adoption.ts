@@ -20,13 +20,15 @@ export interface AdoptionDeps {
   /** The session could not be given to a worker: stopped as an orphan is. */
   reap(unit: string, why: string): void;
   log: Logger;
+  /** An adoption has settled (held, or reaped): the broker looks again at whether it is idle. */
+  settled?(): void;
 }
 
-/** A slot for a session that holds none: kept sessions are within limits.maxSessions when they started,
- * but one the slots cannot count (a smaller limit since) is still adopted, never stopped for it. */
 /** Workers asked in turn to take an adoption before the session is reaped. */
 const HANDOVER_ATTEMPTS = 3;
 
+/** A slot for a session that holds none: kept sessions are within limits.maxSessions when they started,
+ * but one the slots cannot count (a smaller limit since) is still adopted, never stopped for it. */
 const UNCOUNTED: SessionSlot = { finishing: () => undefined, release: () => undefined };
 
 export class KeptAdoption {
@@ -46,6 +48,11 @@ export class KeptAdoption {
 
   has(unit: string): boolean {
     return this.#adopting.has(unit);
+  }
+
+  /** Adoptions under way: the broker is not idle while one is (its session may be kept for hours). */
+  get pending(): number {
+    return this.#adopting.size;
   }
 
   /** Adopts `unit`'s session if its record is valid (true), in the background; false: it is an orphan. */
@@ -77,7 +84,10 @@ export class KeptAdoption {
     const { unit, sessionId } = record;
     if (this.#adopting.has(unit)) return;
     this.#adopting.add(unit);
-    const done = this.#adopt(record).finally(() => this.#adopting.delete(unit));
+    const done = this.#adopt(record).finally(() => {
+      this.#adopting.delete(unit);
+      this.#deps.settled?.();
+    });
     this.#deps.kept.adopting(sessionId, done);
   }
 

@@ -13,6 +13,10 @@ import { native } from '../native/index.ts';
 
 const log = createLogger('broker');
 
+/** The exit status of a broker that could not start (sysexits' EX_CONFIG): its unit does not restart
+ * on it (RestartPreventExitStatus=), as it restarts after a crash; the next connection tries again. */
+export const START_FAILED_STATUS = 78;
+
 /** sd_notify never blocks (the addon sends with MSG_DONTWAIT): when systemd's queue is full, a
  * status line is dropped rather than stalling or failing a connection. */
 function notifyBestEffort(state: string): void {
@@ -91,7 +95,7 @@ export function run(early?: StartedWorker | Error): void {
     (code) => process.exit(code),
     (error: Error) => {
       log('error', error.message);
-      process.exit(1);
+      process.exit(START_FAILED_STATUS);
     },
   );
 }

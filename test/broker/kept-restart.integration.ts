@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert';
 import { createHash } from 'node:crypto';
 import type { Sandbox } from '../sandbox/index.ts';
 import type { Agent } from '../support/agent.ts';
-import { bootSupervisor, brokerPid, sessionUnits } from '../support/supervisor.ts';
+import { bootSupervisor, brokerPid, brokerProperty, killSupervisor, sessionUnits } from '../support/supervisor.ts';
 import { until } from '../support/wait.ts';
 import { BROKER_UNIT, SOCKET_UNIT } from '../sandbox/deploy.ts';
 
@@ -31,14 +31,6 @@ const paced = (n: number, steps: number, pauseS: number) =>
 const keptFiles = async () => (await sandbox.exec(['sh', '-c', 'ls -A /run/opencode-pty-kept 2>/dev/null'])).stdout.split('\n').filter(Boolean);
 const journalHas = async (text: string) => (await sandbox.journal()).includes(text);
 
-async function killSupervisor(): Promise<void> {
-  // Stopped first, then killed: no process of it runs a line more (a worker that saw the broker go
-  // first would release its session cleanly, which is the shutdown's path, not a crash's).
-  await sandbox.systemctl('kill', '--signal=SIGSTOP', BROKER_UNIT);
-  await sandbox.systemctl('kill', '--signal=SIGKILL', BROKER_UNIT);
-  await until(async () => (await brokerPid(sandbox)) === 0, 10_000, 'the broker gone');
-  await sandbox.systemctl('reset-failed', BROKER_UNIT);
-}
 
 type Listed = { id: number; state: string; deadlineMs: number | null };
 const listed = async (id: number) => ((await agent.keep({ op: 'list' })).list as Listed[]).find((one) => one.id === id);
@@ -50,7 +42,7 @@ test("root's deadline holds across a crash: counted from the recorded detach, no
   await agent.keep({ op: 'detach', name: 'k' });
   const detachedAt = Date.now();
   await until(async () => (await listed(started.id!))?.state === 'detached', 5000, 'detached');
-  await killSupervisor();
+  await killSupervisor(sandbox);
   // Adopted well after the detach: a deadline counted from the adoption would come 3 s too late.
   await new Promise((resolve) => setTimeout(resolve, 3000));
   const entry = await listed(started.id!);
@@ -63,26 +55,44 @@ test("root's deadline holds across a crash: counted from the recorded detach, no
   await until(async () => (await keptFiles()).length === 0, 5000, 'its socket and record gone');
 });
 
+test('a crash with a detached kept session and no connection after it: systemd starts the next broker, which ends the session at its deadline', async () => {
+  const keepMs = 4000;
+  const restarts = Number(await brokerProperty(sandbox, 'NRestarts'));
+  const started = await agent.keep({ op: 'start', name: 'w', argv: ['sleep', '600'], keepMs, read: {} });
+  assert.is(started.error, undefined, started.message);
+  await agent.keep({ op: 'detach', name: 'w' });
+  const detachedAt = Date.now();
+  await until(async () => (await listed(started.id!))?.state === 'detached', 5000, 'detached');
+  await killSupervisor(sandbox);
+  // Nothing connects from here on: only the unit's own restart can bring the deadline back.
+  await until(async () => (await sessionUnits(sandbox)).length === 0, keepMs + 15_000, 'the unit stopped at its deadline, with no connection', async () => (await sandbox.journal()).slice(-5000));
+  const endedAfter = Date.now() - detachedAt;
+  assert.ok(endedAfter >= keepMs - 500, `stopped ${endedAfter} ms after the detach, not before its keep (${keepMs} ms)`);
+  assert.ok(Number(await brokerProperty(sandbox, 'NRestarts')) > restarts, 'started again by systemd, not by a connection');
+  await until(async () => (await keptFiles()).length === 0, 5000, 'its socket and record gone');
+});
+
 test('a session attached when its supervisor went is counted as detached from its adoption', async () => {
   const keepMs = 3000;
   const started = await agent.keep({ op: 'start', name: 'a', argv: ['sleep', '600'], keepMs, read: {} });
-  await killSupervisor();
+  // Attached for longer than its keep: a deadline counted from its start would end it at its adoption.
+  await new Promise((resolve) => setTimeout(resolve, keepMs + 500));
+  const killedAt = Date.now();
+  await killSupervisor(sandbox);
   await agent.keep({ op: 'read', name: 'a', read: { untilEnd: true, ms: 10_000 } });
-  // Longer than its keep since the kill: it still runs, since root never recorded it detached.
-  await new Promise((resolve) => setTimeout(resolve, keepMs + 1000));
-  assert.is((await sessionUnits(sandbox)).length, 1, 'still running');
-  const adoptedAt = Date.now();
+  // systemd starts the next broker by itself (Restart=on-failure), which adopts it at once; root never
+  // recorded it detached, so its whole keep runs from that adoption, after the kill.
   const entry = await listed(started.id!);
-  assert.ok(entry && entry.deadlineMs !== null && entry.deadlineMs >= adoptedAt + keepMs - 1000, `its whole keep from the adoption: ${JSON.stringify(entry)}`);
+  assert.ok(entry && entry.deadlineMs !== null && entry.deadlineMs >= killedAt + keepMs, `its whole keep from the adoption: ${JSON.stringify(entry)}`);
   await until(async () => (await sessionUnits(sandbox)).length === 0, 15_000, 'the unit stopped at its deadline');
-  assert.ok(Date.now() - adoptedAt >= keepMs - 500, 'not before keepMs after the adoption');
+  assert.ok(Date.now() - killedAt >= keepMs - 500, 'not before keepMs after the adoption');
   await until(async () => (await keptFiles()).length === 0, 5000, 'its socket and record gone');
 });
 
 test('a kept session whose record is lost is reaped as an orphan, with a line saying why', async () => {
   const started = await agent.keep({ op: 'start', name: 'l', argv: ['sleep', '600'], keepMs: 60_000, read: {} });
   await agent.keep({ op: 'detach', name: 'l' });
-  await killSupervisor();
+  await killSupervisor(sandbox);
   await sandbox.exec(['rm', `/run/opencode-pty-kept/${started.id}.json`]);
   assert.is(await listed(started.id!), undefined, 'not adopted');
   await until(async () => (await sessionUnits(sandbox)).length === 0, 15_000, 'the unit reaped');

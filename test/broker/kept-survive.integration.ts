@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert';
 import { createHash } from 'node:crypto';
 import type { Sandbox } from '../sandbox/index.ts';
 import type { Agent } from '../support/agent.ts';
-import { bootSupervisor, brokerPid, sessionUnits } from '../support/supervisor.ts';
+import { bootSupervisor, brokerPid, killSupervisor, sessionUnits } from '../support/supervisor.ts';
 import { until } from '../support/wait.ts';
 import { BROKER_UNIT } from '../sandbox/deploy.ts';
 
@@ -32,17 +32,6 @@ const paced = (n: number, steps: number, pauseS: number) =>
 
 const keptFiles = async () => (await sandbox.exec(['sh', '-c', 'ls -A /run/opencode-pty-kept 2>/dev/null'])).stdout.split('\n').filter(Boolean);
 
-async function killSupervisor(): Promise<void> {
-  const before = await brokerPid(sandbox);
-  assert.ok(before > 0, 'a broker runs');
-  // The broker and every worker (its unit's whole cgroup), as a crash or an OOM kill would.
-  // Stopped first, then killed: no process of it runs a line more (a worker that saw the broker go
-  // first would release its session cleanly, which is the shutdown's path, not a crash's).
-  await sandbox.systemctl('kill', '--signal=SIGSTOP', BROKER_UNIT);
-  await sandbox.systemctl('kill', '--signal=SIGKILL', BROKER_UNIT);
-  await until(async () => (await brokerPid(sandbox)) === 0, 10_000, 'the broker gone');
-  await sandbox.systemctl('reset-failed', BROKER_UNIT);
-}
 
 test('kill -9 of the broker and every worker mid-output: each session runs on, and ATTACH from the last offset seen gives the rest (sha256)', async () => {
   const n = 30_000;
@@ -56,7 +45,7 @@ test('kill -9 of the broker and every worker mid-output: each session runs on, a
   assert.is((await sessionUnits(sandbox)).length, 2);
   assert.equal((await keptFiles()).sort(), [`${detached.id}.json`, `${detached.id}.sock`, `${attached.id}.json`, `${attached.id}.sock`].sort());
 
-  await killSupervisor();
+  await killSupervisor(sandbox);
   // The attached connection ends with its worker (the helper lets it go): no last frame, an offset to come back to.
   const cut = await agent.keep({ op: 'read', name: 'a', read: { untilEnd: true, ms: 10_000 } });
   assert.ok(cut.end === undefined, `no last frame: ${JSON.stringify(cut.end)}`);
@@ -119,6 +108,9 @@ test('kill -9 of every worker, the broker alive: each kept session is adopted by
   await until(async () => (await sessionUnits(sandbox)).length === 0 && (await keptFiles()).length === 0, 15_000, 'gone after STOP_SESSION');
 });
 
+/** The broker unit's RestartSec=: a crashed broker is started again this long after. */
+const RESTART_SEC_MS = 100;
+
 /** Socket activation to a first byte: a cold START (nothing to adopt), then after a kill with one kept
  * session, its first ATTACH (activation, the orphan scan's adoption, the ATTACH), alternated. */
 test('the first ATTACH after a crash waits for no more than a cold start does (one kept session; medians of alternated rounds)', async () => {
@@ -132,7 +124,7 @@ test('the first ATTACH after a crash waits for no more than a cold start does (o
     cold.push(Date.now() - asked);
     assert.is(started.error, undefined, started.message);
     await agent.keep({ op: 'detach', name: `t${round}` });
-    await killSupervisor();
+    await killSupervisor(sandbox);
     asked = Date.now();
     const back = await agent.keep({ op: 'attach', name: `t${round}b`, id: started.id!, from: 0, read: { bytes: 1 } });
     crash.push(Date.now() - asked);
@@ -142,7 +134,8 @@ test('the first ATTACH after a crash waits for no more than a cold start does (o
   }
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
   console.log(`cold START to its first byte: ${cold.join(' ')} ms (median ${median(cold)}); first ATTACH after a kill -9 to its first byte: ${crash.join(' ')} ms (median ${median(crash)})`);
-  assert.ok(median(crash) < median(cold) * 1.5 + 100, `the adoption does not hold the first ATTACH back: ${median(crash)} ms against ${median(cold)} ms`);
+  // systemd starts the next broker 100 ms after the crash (the unit's RestartSec=), not at the ATTACH.
+  assert.ok(median(crash) < median(cold) * 1.5 + 100 + RESTART_SEC_MS, `the adoption does not hold the first ATTACH back: ${median(crash)} ms against ${median(cold)} ms`);
 });
 
 test.run();

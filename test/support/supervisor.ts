@@ -57,6 +57,20 @@ export async function brokerPid(sandbox: Sandbox): Promise<number> {
   return Number(await brokerProperty(sandbox, 'MainPID'));
 }
 
+/**
+ * The broker and every worker (its unit's whole cgroup) killed, as a crash or an OOM kill would:
+ * stopped first, then killed, so no process of it runs a line more (a worker that saw the broker go
+ * first would release its session cleanly, which is the shutdown's path, not a crash's). Returns once
+ * that broker is gone; systemd starts the next one by itself (the unit's Restart=on-failure).
+ */
+export async function killSupervisor(sandbox: Sandbox): Promise<void> {
+  const before = await brokerPid(sandbox);
+  if (before === 0) throw new Error('no broker runs to kill');
+  await sandbox.systemctl('kill', '--signal=SIGSTOP', BROKER_UNIT);
+  await sandbox.systemctl('kill', '--signal=SIGKILL', BROKER_UNIT);
+  await until(async () => (await brokerPid(sandbox)) !== before, 10_000, 'the broker gone');
+}
+
 /** Session units of the supervisor's prefix still loaded in the sandbox. */
 export async function sessionUnits(sandbox: Sandbox): Promise<string[]> {
   const result = await sandbox.systemctl('list-units', '--all', '--plain', '--no-legend', 'opencode-pty-session-*');

@@ -6,7 +6,7 @@
 // it starts; a TRUNCATED start is the ring's, counted apart), and the helpers' memory beside their rings.
 import { createHash } from 'node:crypto';
 import { AGENT_SERVICE, BROKER_UNIT } from '../sandbox/deploy.ts';
-import { brokerPid } from '../support/supervisor.ts';
+import { killSupervisor } from '../support/supervisor.ts';
 import { Agent } from '../support/agent.ts';
 import type { KeepAnswer } from '../support/agent-keep.ts';
 import { until } from '../support/wait.ts';
@@ -120,11 +120,7 @@ async function restartSupervisor(ctx: TortureContext, round: number): Promise<vo
     if (restarted.code !== 0) throw new Error(`restart ${round}: ${restarted.stderr}`);
     return;
   }
-  // Stopped first, so no process of it runs a line more before the kill (a crash, not a shutdown).
-  await sandbox.systemctl('kill', '--signal=SIGSTOP', BROKER_UNIT);
-  await sandbox.systemctl('kill', '--signal=SIGKILL', BROKER_UNIT);
-  await until(async () => (await brokerPid(sandbox)) === 0, 10_000, 'the broker gone');
-  await sandbox.systemctl('reset-failed', BROKER_UNIT);
+  await killSupervisor(sandbox);
 }
 
 export async function runAgentRestarts(ctx: TortureContext, disruption: Disruption = 'agent'): Promise<{ cases: number; passed: number; unexpected: string[]; notes: string[]; driver: Agent; figures: RestartFigures }> {
