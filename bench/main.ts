@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { bootSandbox, sandboxUnavailable, type Sandbox } from '../test/sandbox/index.ts';
-import { AGENT_SERVICE, CONFIG_PATH, INSTALL_DIR, SOCKET_PATH, deploy, deployConfig } from '../test/sandbox/deploy.ts';
+import { AGENT_SERVICE, BROKER_UNIT, CONFIG_PATH, INSTALL_DIR, SOCKET_PATH, deploy, deployConfig } from '../test/sandbox/deploy.ts';
 import { brokerPid, sessionsGone, stopBroker } from '../test/support/supervisor.ts';
 import { IDLE_SPARE_MS } from '../src/broker/index.ts';
 import { SOCKET_GROUP } from '../test/sandbox/seed.ts';
@@ -154,6 +154,7 @@ async function cold(ctx: Context, rounds: number): Promise<Section> {
   const who = [COLD_LIB, COLD_CLI, LIB, CLI, SDRUN, NODE];
   const samples = new Map<string, Record<string, any>[]>(who.map((name) => [name, []]));
   let notCold = 0;
+  const phases: Map<string, number>[] = [];
   const load = loadavg()[0]!;
   for (let round = 0; round < rounds; round += 1) {
     for (const name of rotation(who, round)) {
@@ -165,15 +166,20 @@ async function cold(ctx: Context, rounds: number): Promise<Section> {
       await new Promise((resolve) => setTimeout(resolve, isCold ? COLD_PAUSE_MS : SETTLE_MS));
       const sample = await startSample(ctx, isCold ? (name === COLD_LIB ? LIB : CLI) : name);
       if (isCold && (await brokerPid(ctx.sandbox)) === before) notCold += 1;
+      if (isCold) phases.push(startupPhases(await ctx.sandbox.journal(BROKER_UNIT)));
       samples.get(name)!.push(sample);
     }
   }
   const lib = samples.get(COLD_LIB)!;
+  // The broker's own start, phase by phase, from its journal line of each cold sample.
+  const phaseNames = [...new Set(phases.flatMap((p) => [...p.keys()]))];
+  const phaseFigures = phaseNames.map((phase) => figure(`broker start: ${phase}`, 'cold', ms(phases.map((p) => p.get(phase)))));
   const figures = [
     figure('connect→WELCOME', COLD_LIB, ms(lib.map((s) => s.welcome))),
     figure('connect→STARTED', COLD_LIB, ms(lib.map((s) => s.started))),
     figure('→first OUTPUT', COLD_LIB, ms(lib.map((s) => s.first))),
     ...who.map((name) => figure('→EXIT', name, ms(samples.get(name)!.map((s) => s.exit)), 'ms', name === COLD_LIB ? 'goal ≤ 150 ms' : undefined)),
+    ...phaseFigures,
   ];
   const bareNode = figures.find((f) => f.contender === NODE)!.summary.median;
   for (const f of figures.filter((f) => f.row === '→EXIT' && (f.contender === COLD_LIB || f.contender === COLD_CLI))) {
@@ -185,6 +191,20 @@ async function cold(ctx: Context, rounds: number): Promise<Section> {
     anchor: SDRUN,
     figures,
   });
+}
+
+/** The phases of the last "ready N ms after its start: phase N, …" line of a journal (src/broker/startup-phases.ts), total included. */
+function startupPhases(journal: string): Map<string, number> {
+  const line = journal.split('\n').filter((l) => l.includes('ms after its start: ')).at(-1);
+  const found = new Map<string, number>();
+  const match = line?.match(/ready (\d+) ms after its start: (.*)$/);
+  if (!match) return found;
+  for (const part of match[2]!.split(', ')) {
+    const at = part.lastIndexOf(' ');
+    found.set(part.slice(0, at), Number(part.slice(at + 1)));
+  }
+  found.set('ready', Number(match[1]));
+  return found;
 }
 
 interface Held {

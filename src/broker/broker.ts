@@ -153,6 +153,9 @@ export class Broker {
    */
   async start(): Promise<void> {
     const { config, log, pool, listener } = this.#deps;
+    // The first connection (the one that started us) needs the client service's state: read it
+    // while the orphans are listed, not after (docs/benchmarks.md "Cold start").
+    this.#service?.freshen();
     const units = await this.#orphans.list();
     // Kept sessions with their record are adopted (each by a new worker, in the background: an ATTACH
     // for one waits for it, kept-sessions.ts), the rest reaped; a record or socket no unit has is removed.

@@ -10,6 +10,7 @@ import { WorkerPool, workerCommand } from './worker-pool.ts';
 import { signalWorker, workerEnvironment, type StartedWorker } from './worker-process.ts';
 import { BUS_ADDRESS_ENV } from '../control/index.ts';
 import { native } from '../native/index.ts';
+import { StartupPhases } from './startup-phases.ts';
 
 const log = createLogger('broker');
 
@@ -28,8 +29,9 @@ function notifyBestEffort(state: string): void {
 }
 
 /** Everything up to serving; any failure here leaves the broker unable to serve. */
-async function start(systemdListener: Listener | undefined, early: StartedWorker | undefined): Promise<Broker> {
+async function start(systemdListener: Listener | undefined, early: StartedWorker | undefined, phases: StartupPhases): Promise<Broker> {
   const config = loadConfig({ checkProperty: checkSessionProperty });
+  phases.mark('config');
   const listener = systemdListener ?? createListener(config.socketPath, config.socketGid);
   checkSocketPermissions(listener, config);
   const busAddress = process.env[BUS_ADDRESS_ENV] || undefined;
@@ -45,6 +47,7 @@ async function start(systemdListener: Listener | undefined, early: StartedWorker
     pool.stop();
     throw new Error(`cannot reach systemd over D-Bus: ${(error as Error).message}`, { cause: error });
   }
+  phases.mark('bus');
   const broker = new Broker({ config, listener, manager, pool, log, notify: notifyBestEffort });
   try {
     await broker.start();
@@ -53,12 +56,16 @@ async function start(systemdListener: Listener | undefined, early: StartedWorker
     manager.close();
     throw new Error(`startup orphan cleanup: ${(error as Error).message}`, { cause: error });
   }
+  phases.mark('orphan scan');
+  log('info', phases.line());
   manager.onReconnect(() => void broker.recheckUnits());
   void broker.done.finally(() => manager.close());
   return broker;
 }
 
 async function main(early: StartedWorker | undefined): Promise<number> {
+  const phases = new StartupPhases();
+  phases.mark('node and bundle');
   if (process.geteuid?.() !== 0) throw new Error('supervisor must run as root');
   // First: a uid-0 process without CAP_SYS_PTRACE could otherwise ptrace the broker, or take its fds
   // through /proc, and act as it (docs/security.md "Kept sessions across the supervisor").
@@ -66,7 +73,7 @@ async function main(early: StartedWorker | undefined): Promise<number> {
   const systemdListener = takeSystemdListener();
   let broker: Broker;
   try {
-    broker = await start(systemdListener, early);
+    broker = await start(systemdListener, early, phases);
   } catch (error) {
     // The first spare, if nobody took it over, waits for a config that will not come.
     if (early) signalWorker(early.child, 'SIGKILL');
