@@ -1,27 +1,28 @@
 // The accept-broker: every connection's way in, in the earlier supervisor's order (the checks at
 // accept in accept-gate.ts, the handshake and hand-off in connection.ts); the connections in
 // handshake and the live sessions; idle exit; shutdown. Nothing after start-up is fatal.
-import { type Config, stoppingSessionBoundMs, unitStopWaitMs } from '../config/index.ts';
+import { type Config, unitStopWaitMs } from '../config/index.ts';
 import { closeQuietly, FdSocket, passRights } from '../io/index.ts';
 import type { Logger } from '../log.ts';
 import { ErrorCode, type ErrorCodeValue } from '../protocol/index.ts';
 import type { Units } from '../systemd/index.ts';
 import { Admission, type Slot } from './admission.ts';
-import { STOP_IN_FLIGHT_MS, SessionSlots } from './session-slots.ts';
+import { SessionSlots } from './session-slots.ts';
 import { refuseNow, refuseSocket } from './refuse.ts';
 import type { Listener } from './listener.ts';
-import { ClientService, pidfdCgroupNow } from '../identity/index.ts';
+import { ClientService } from '../identity/index.ts';
 import { AcceptGate, type PeerAtAccept } from './accept-gate.ts';
 import { RefusalReporter } from './refusal-reporter.ts';
-import { mainPidOf, serveConnection, type ConnectionDeps } from './connection.ts';
-import { mainPidLook } from './kept-request.ts';
+import { serveConnection, type ConnectionDeps } from './connection.ts';
+import { connectionDeps } from './connection-deps.ts';
+import { IdleExit } from './idle-exit.ts';
+import { StatusLine } from './status-line.ts';
 import type { WorkerPool } from './worker-pool.ts';
 import { AcceptLoop } from './accept-loop.ts';
 import { LiveSessions } from './live-sessions.ts';
 import { Orphans } from './orphans.ts';
 import { Tarpit } from './tarpit.ts';
-import { startOrigin } from './start-origin.ts';
-import { native, type PeerCredentials } from '../native/index.ts';
+import type { PeerCredentials } from '../native/index.ts';
 import type { AcceptedConnection } from './accept-order.ts';
 import { KeptStore } from '../kept-store/index.ts';
 import { sessionIdOf } from '../systemd/index.ts';
@@ -59,10 +60,12 @@ export class Broker {
   #adoption: KeptAdoption;
   /** Refusals at accept, answered after a short delay (tarpit.ts). */
   #tarpit = new Tarpit<{ fd: number; code: ErrorCodeValue; message: string }>(({ fd, code, message }) => this.#refuseFd(fd, code, message));
-  #idleTimer: NodeJS.Timeout | undefined;
-  #nextId = 1;
-  #statusPending = false;
-  #lastStatus = '';
+  #idle: IdleExit;
+  #statusLine = new StatusLine(() => {
+    const orphans = this.#orphans.size ? `, ${this.#orphans.size} orphans stopping` : '';
+    const kept = this.#sessions.kept.count ? `, ${this.#sessions.kept.count} kept` : '';
+    return `${this.#sessions.size} sessions, ${this.#handshakes.size} handshakes${kept}${orphans}`;
+  }, (state) => this.#deps.notify(state));
   #stopping = false;
   #finished: (code: number) => void = () => undefined;
   /** Resolves with the exit code once every session is gone. */
@@ -121,29 +124,20 @@ export class Broker {
       deps.log,
     );
     this.#gate = new AcceptGate({ config: deps.config, admission: this.#admission, service: this.#service, admitRoot: true });
-    this.#connections = {
-      handshakeTimeoutMs: limits.handshakeTimeoutMs,
-      slotWaitMs: stoppingSessionBoundMs(deps.config),
-      settleMs: STOP_IN_FLIGHT_MS,
-      clientService: deps.config.requireClientUnit ? this.#service : undefined,
-      cgroupOf: pidfdCgroupNow,
+    this.#connections = connectionDeps({
+      config: deps.config,
+      service: this.#service,
       admission: this.#admission,
       slots: this.#slots,
-      mainPid: mainPidOf(this.#service),
       refusals: this.#refusals,
-      takeWorker: () => deps.pool.take(),
-      adopt: (worker, slot, service) => this.#sessions.adopt(worker, slot, service),
-      nextId: () => this.#nextId++,
+      pool: deps.pool,
+      sessions: this.#sessions,
       log: deps.log,
-      startOrigin: (peer) => startOrigin(this.#service, { pid: peer.credentials.pid, startTicks: peer.startTicks }, () => pidfdNames(peer.pidfd, peer.credentials.pid)),
-      keptRequests: {
-        clientUid: client.uid,
-        isMainPid: mainPidLook(this.#service),
-        kept: { list: (scope) => this.#sessions.kept.list(scope), find: (id, scope) => this.#sessions.kept.reach(id, scope) },
-        service: client.service ?? undefined,
-        log: deps.log,
-      },
-    };
+    });
+    this.#idle = new IdleExit(limits.idleExitMs, () => {
+      deps.log('info', `idle for ${limits.idleExitMs} ms; exiting (systemd keeps the socket)`);
+      this.shutdown();
+    });
   }
 
   /**
@@ -211,7 +205,7 @@ export class Broker {
     this.#accepts.close();
     this.#tarpit.close();
     this.#refusals.flush();
-    clearTimeout(this.#idleTimer);
+    this.#idle.cancel();
     this.#deps.pool.stop();
     // systemd keeps the listener: leave it as it was given, for whichever broker serves it next.
     if (this.#deps.listener.fromSystemd) passRights(this.#deps.listener.fd, true);
@@ -228,7 +222,7 @@ export class Broker {
   #quick(connection: AcceptedConnection): boolean {
     const refused = this.#gate.quick(connection);
     if (!refused) return false;
-    clearTimeout(this.#idleTimer);
+    this.#idle.cancel();
     this.#refusals.note(refused.key, refused.reason, refused.detail);
     this.#tarpit.hold({ fd: connection.fd, code: refused.code, message: refused.message });
     return true;
@@ -238,7 +232,7 @@ export class Broker {
     // One queued before the listener refused descriptors (the connection that started us) takes
     // none from now on either; what it already queued is drained at its last close.
     passRights(fd, false);
-    clearTimeout(this.#idleTimer);
+    this.#idle.cancel();
     this.#handle(fd, credentials).catch((error: Error) => this.#deps.log('error', `connection: ${error.message}`));
   }
 
@@ -299,41 +293,11 @@ export class Broker {
     refuseNow(fd, code, message);
   }
 
-  /** STATUS= once per turn of the event loop at most, however many connections changed in it. */
   #status(): void {
-    if (this.#statusPending) return;
-    this.#statusPending = true;
-    setImmediate(() => {
-      this.#statusPending = false;
-      const orphans = this.#orphans.size ? `, ${this.#orphans.size} orphans stopping` : '';
-      const keptCount = this.#sessions.kept.count;
-      const kept = keptCount ? `, ${keptCount} kept` : '';
-      const status = `STATUS=${this.#sessions.size} sessions, ${this.#handshakes.size} handshakes${kept}${orphans}`;
-      // A refused connection changes none of it: under a flood, one datagram to PID 1 per turn otherwise.
-      if (status === this.#lastStatus) return;
-      this.#lastStatus = status;
-      this.#deps.notify(status);
-    });
+    this.#statusLine.changed();
   }
 
   #checkIdle(): void {
-    const idleMs = this.#deps.config.limits.idleExitMs;
-    clearTimeout(this.#idleTimer);
-    // Busy: a timer armed while it was idle (at the start, before the adoptions it began held
-    // their sessions) must not fire now.
-    if (this.#stopping || idleMs === 0 || this.#sessions.size > 0 || this.#orphans.size > 0 || this.#handshakes.size > 0 || this.#gate.pending > 0 || this.#adoption.pending > 0) return;
-    this.#idleTimer = setTimeout(() => {
-      this.#deps.log('info', `idle for ${idleMs} ms; exiting (systemd keeps the socket)`);
-      this.shutdown();
-    }, idleMs);
-  }
-}
-
-/** Whether `pidfd` still names the live process `pid`. */
-function pidfdNames(pidfd: number, pid: number): boolean {
-  try {
-    return native().pidfdPid(pidfd) === pid;
-  } catch {
-    return false;
+    this.#idle.look(!this.#stopping && this.#sessions.size === 0 && this.#orphans.size === 0 && this.#handshakes.size === 0 && this.#gate.pending === 0 && this.#adoption.pending === 0);
   }
 }
