@@ -21,6 +21,7 @@ import type { SessionRecord } from './session-record.ts';
 import type { SessionDeps } from './session-deps.ts';
 import type { UnitStop } from './unit-stop.ts';
 import { startUnit, unlessJobFails } from './unit-start.ts';
+import { launchWarm } from './warm-start.ts';
 
 export interface StartContext {
   client: FdSocket;
@@ -61,6 +62,8 @@ export interface Started {
   /** The working directory as this process sees the START's descriptor (for LIST). */
   cwd: string;
   programPid: number;
+  /** A warm unit's wall clock (RuntimeMaxSec=, which its unit went without), held by a root timer from now. */
+  wallClockMs?: number;
 }
 
 /** Runs the start; resolves once the helper named its program, rejects with why it did not. */
@@ -96,8 +99,10 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
     if (!(await deps.askKeep?.())) throw new SessionError(ErrorCode.KEEP_LIMIT, `kept session limit reached (${config.limits.maxKept})`);
     context.kept?.(keep);
   }
+  // The spare's warm unit when one fits and answers (warm-unit.ts); its name was drawn as below.
+  const warm = await deps.drawWarm?.(keep !== undefined);
   // A session id of 0 is never valid on the wire (sessionIdOf): draw again (once in 2^52).
-  let name = unitNameFor(randomBytes(16), config.unitPrefix);
+  let name = warm?.name ?? unitNameFor(randomBytes(16), config.unitPrefix);
   while (sessionIdOf(name, config.unitPrefix) === undefined) name = unitNameFor(randomBytes(16), config.unitPrefix);
   const sessionId = sessionIdOf(name, config.unitPrefix)!;
   units.named(name);
@@ -113,6 +118,7 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   // program's pid then), so the first output waits for no turn of ours (AddRef keeps a fast end
   // visible to the watch below).
   const started = encodeFrame(startedTemplate(version, name, dropped, sessionId), version);
+  if (warm) return launchWarm(context, { frame, cwdFd, name, sessionId, keep, warm, launch: { args: spec.helperArgs, envMessage, started } });
   const { link, helperEnd } = openHelperLink(envMessage, started, context.helperEvents, keep ? { retainBytes: keep.retainBytes } : undefined);
   if (keep && deps.keptStore) rendezvous(deps.keptStore, deps.rendezvousCgroup, sessionId, link, helperEnd);
   const cwd = cwdOf(cwdFd);
@@ -157,7 +163,7 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
  * the session outlives this worker, and the next one connects there. Bound before the unit is asked for:
  * a start that cannot have it fails (INTERNAL) with nothing started.
  */
-function rendezvous(store: KeptStore, cgroup: string | undefined, sessionId: number, link: HelperLink, helperEnd: number): void {
+export function rendezvous(store: KeptStore, cgroup: string | undefined, sessionId: number, link: HelperLink, helperEnd: number): void {
   let listening = -1;
   try {
     if (cgroup === undefined) throw new Error("the supervisor's cgroup is not known");
@@ -178,7 +184,7 @@ function rendezvous(store: KeptStore, cgroup: string | undefined, sessionId: num
 
 /** The directory's path as this process sees it (readlink of /proc/self/fd: the kernel's d_path, no
  * file system asked); '' when it cannot be named. */
-function cwdOf(fd: number): string {
+export function cwdOf(fd: number): string {
   try {
     return readlinkSync(`/proc/self/fd/${fd}`);
   } catch {

@@ -168,6 +168,7 @@ export class Session {
     }).then(
       (started) => {
         this.#started = started;
+        if (started.wallClockMs !== undefined) this.#units.later(started.wallClockMs, () => this.#units.expire());
         this.#dispatch({ type: 'started' });
         if (this.#state.kept && this.#state.phase === 'running') this.#keep.started(started, this.#client, this.#helper, this.#peer.origin ?? SessionOrigin.UNKNOWN);
       },

@@ -110,6 +110,15 @@ export class UnitStop {
     }
   }
 
+  /** A warm unit's wall clock ran out (warm-plan.ts warmWallClockMs): what systemd does at RuntimeMaxSec=,
+   * SIGTERM and SIGHUP to every process (the helper passes the hang-up on, drains and reports), and the
+   * unit's stop stopTimeoutSec later as the backstop. */
+  expire(): void {
+    this.#deps.log(`${this.#name}: its wall clock (RuntimeMaxSec) ran out`);
+    void this.#terminateAll();
+    this.later(this.#deps.config.session.stopTimeoutSec * 1000, () => void this.stop());
+  }
+
   /** SIGTERM, then SIGHUP, to every process of the unit, as systemd's own stop with SendSIGHUP= does. */
   async #terminateAll(): Promise<void> {
     try {
