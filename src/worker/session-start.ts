@@ -64,6 +64,8 @@ export interface Started {
   programPid: number;
   /** A warm unit's wall clock (RuntimeMaxSec=, which its unit went without), held by a root timer from now. */
   wallClockMs?: number;
+  /** Drawn from the spare's warm unit. */
+  warm?: boolean;
 }
 
 /** Runs the start; resolves once the helper named its program, rejects with why it did not. */

@@ -52,5 +52,5 @@ export async function launchWarm(context: StartContext, plan: WarmLaunch): Promi
     timeoutMs: config.limits.operationTimeoutMs,
   });
   context.record.started();
-  return { mainPid: warm.mainPid, unit: name, frame, sessionId, keep, cwd, programPid: confirmed, wallClockMs: warmWallClockMs(config) };
+  return { mainPid: warm.mainPid, unit: name, frame, sessionId, keep, cwd, programPid: confirmed, wallClockMs: warmWallClockMs(config), warm: true };
 }
