@@ -28,7 +28,7 @@ const BUNDLE = ['broker.cjs', 'broker-main.cjs', 'broker-main.cjs.cache', 'worke
 export function deployConfig(sandbox: Sandbox, overrides: Record<string, unknown> = {}): Record<string, unknown> {
   // Warm units off unless a suite asks: the suites count session units while idle, and a spare's warm
   // unit is one; test/broker/warm-units.integration.ts and the bench run them.
-  const session = { warmUnits: 0, ...((overrides.session as Record<string, unknown> | undefined) ?? {}) };
+  const session = { warmUnits: Number(process.env.TRY_WARM ?? 0), ...((overrides.session as Record<string, unknown> | undefined) ?? {}) };
   return { client: { user: sandbox.client.user, group: sandbox.client.group, service: AGENT_SERVICE }, ...overrides, session };
 }
 

@@ -60,7 +60,22 @@ export async function brokerPid(sandbox: Sandbox): Promise<number> {
 /** Session units of the supervisor's prefix still loaded in the sandbox. */
 export async function sessionUnits(sandbox: Sandbox): Promise<string[]> {
   const result = await sandbox.systemctl('list-units', '--all', '--plain', '--no-legend', 'opencode-pty-session-*');
-  return result.stdout.split('\n').map((line) => line.trim().split(/\s+/)[0]!).filter(Boolean);
+  const units: string[] = [];
+  for (const line of result.stdout.split('\n')) {
+    const [unit, , , , ...description] = line.trim().split(/\s+/);
+    if (!unit) continue;
+    // A spare's warm unit is no session until a START draws it (its helper then has the program as its child).
+    if (description.join(' ') === 'opencode-pty warm session' && (await idleWarm(sandbox, unit))) continue;
+    units.push(unit);
+  }
+  return units;
+}
+
+async function idleWarm(sandbox: Sandbox, unit: string): Promise<boolean> {
+  const pid = Number((await sandbox.systemctl('show', '--property=MainPID', '--value', unit)).stdout.trim());
+  if (!(pid > 0)) return true;
+  const children = await sandbox.exec(['cat', `/proc/${pid}/task/${pid}/children`]);
+  return children.code !== 0 || children.stdout.trim() === '';
 }
 
 /** Waits until the broker holds no session (its status says "0 sessions"): a slot is freed only once its worker has ended. */
