@@ -4,6 +4,7 @@
 // descriptors (LAUNCH), so one that was stopped or killed by its user costs a fallback to a fresh unit,
 // never the client's connection. Drawn once: a unit that took a CLAIM is never offered again.
 import { openSync, closeSync, constants } from 'node:fs';
+import { setTimeout as delay } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
 import { native, type FdWatcher } from '../native/index.ts';
 import { closeQuietly, closeReceived, passRights } from '../io/index.ts';
@@ -40,6 +41,7 @@ export class WarmUnit {
   #mainPid: number | undefined;
   #helloSeen = false;
   #answered: ((ok: boolean) => void) | undefined;
+  #becameReady: (() => void) | undefined;
   #retired: Promise<void> | undefined;
 
   /** Asks for the unit now; never throws (a failure retires it, with a line saying why). */
@@ -93,10 +95,15 @@ export class WarmUnit {
    * fresh unit, as it would with no warm unit at all.
    */
   async claim(timeoutMs: number): Promise<WarmClaim | undefined> {
+    // Still starting (a START right after the last session): its start is under way already and ends
+    // sooner than a fresh one would, so it is waited for, within the same bound.
+    const began = performance.now();
+    if (this.#state === 'starting') await Promise.race([new Promise<void>((resolve) => (this.#becameReady = resolve)), delay(timeoutMs)]);
     if (this.#state !== 'ready') {
-      void this.retire(this.#state === 'starting' ? 'a START came before it was ready' : undefined);
+      void this.retire(this.#state === 'starting' ? `it was not ready within ${timeoutMs} ms` : undefined);
       return undefined;
     }
+    timeoutMs = Math.max(1, timeoutMs - (performance.now() - began));
     this.#state = 'claiming';
     const answered = new Promise<boolean>((resolve) => (this.#answered = resolve));
     let sent = false;
@@ -129,6 +136,7 @@ export class WarmUnit {
     if (this.#retired) return this.#retired;
     this.#state = 'retired';
     this.#answered?.(false);
+    this.#becameReady?.();
     this.#watcher?.close();
     this.#watcher = undefined;
     closeQuietly(this.#fd);
@@ -167,7 +175,10 @@ export class WarmUnit {
   }
 
   #check(): void {
-    if (this.#state === 'starting' && this.#helloSeen && this.#mainPid !== undefined) this.#state = 'ready';
+    if (this.#state === 'starting' && this.#helloSeen && this.#mainPid !== undefined) {
+      this.#state = 'ready';
+      this.#becameReady?.();
+    }
   }
 
   #broken(why: string): void {

@@ -89,6 +89,11 @@ test('a warm helper holds no terminal and runs no program before its START; stat
   const fds = await sandbox.exec(['ls', '-l', `/proc/${warm.pid}/fd`]);
   assert.is(fds.code, 0, fds.stderr);
   assert.not.match(fds.stdout, /ptmx|\/dev\/pts/, fds.stdout);
+  // What a warm unit never drawn costs, told (docs/architecture.md "Warm units"): its helper's USS.
+  const rollup = (await sandbox.exec(['cat', `/proc/${warm.pid}/smaps_rollup`])).stdout;
+  const uss = ['Private_Clean', 'Private_Dirty'].reduce((sum, key) => sum + Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(rollup)?.[1] ?? NaN), 0);
+  assert.ok(uss > 0 && uss < 4096, rollup);
+  console.log(`# a waiting warm helper: USS ${uss} kB`);
   const children = await sandbox.exec(['cat', `/proc/${warm.pid}/task/${warm.pid}/children`]);
   assert.is(children.stdout.trim(), '');
   // No terminal of the client's exists at all: the agent holds none either.
