@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { readlinkSync } from 'node:fs';
 import { native } from '../native/index.ts';
 import type { KeptStore } from '../kept-store/index.ts';
+import { unitStopWaitMs } from '../config/index.ts';
 import { type FdSocket, closeQuietly, passRights } from '../io/index.ts';
 import { ErrorCode, encodeFrame, type FrameOf, SessionError } from '../protocol/index.ts';
 import { unitNameFor, programLabel, sessionIdOf } from '../systemd/index.ts';
@@ -101,8 +102,19 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
     if (!(await deps.askKeep?.())) throw new SessionError(ErrorCode.KEEP_LIMIT, `kept session limit reached (${config.limits.maxKept})`);
     context.kept?.(keep);
   }
-  // The spare's warm unit when one fits and answers (warm-unit.ts); its name was drawn as below.
+  // The spare's warm unit when one fits and answers (warm-unit.ts); its name was drawn as below. The
+  // draw waits (250 ms at most): a session aborted meanwhile has closed its descriptors, so nothing
+  // goes on, and a unit drawn for it is stopped.
+  let abortedNow = false;
+  void context.aborted.then(() => (abortedNow = true));
   const warm = await deps.drawWarm?.(keep !== undefined);
+  if (abortedNow) {
+    if (warm) {
+      closeQuietly(warm.fd);
+      void deps.manager.stopAndWait(warm.name, unitStopWaitMs(config)).catch((error: Error) => deps.log(`warm unit ${warm.name}: stopping it failed: ${error.message}`));
+    }
+    throw new SessionError(ErrorCode.INTERNAL, 'session ended before its start');
+  }
   // A session id of 0 is never valid on the wire (sessionIdOf): draw again (once in 2^52).
   let name = warm?.name ?? unitNameFor(randomBytes(16), config.unitPrefix);
   while (sessionIdOf(name, config.unitPrefix) === undefined) name = unitNameFor(randomBytes(16), config.unitPrefix);

@@ -5,7 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Sandbox } from '../sandbox/index.ts';
-import { BROKER_UNIT, INSTALL_DIR, SOCKET_PATH } from '../sandbox/deploy.ts';
+import { BROKER_UNIT, CONFIG_PATH, INSTALL_DIR, SOCKET_PATH, deployConfig } from '../sandbox/deploy.ts';
 import type { Agent, RunResult } from '../support/agent.ts';
 import { bootSupervisor, stopBroker } from '../support/supervisor.ts';
 import { until } from '../support/wait.ts';
@@ -15,10 +15,11 @@ let agent: Agent;
 
 const CLI = ['/usr/bin/node', `${INSTALL_DIR}/cli.js`];
 const WARM_DESCRIPTION = 'opencode-pty warm session';
+/** One worker a session: the spare alone is idle, so there is one warm unit at a time. */
+const CONFIG = { limits: { sessionsPerWorker: 1, idleExitMs: 600_000 } };
 
 test.before(async () => {
-  // One worker a session: the spare alone is idle, so there is one warm unit at a time.
-  ({ sandbox, agent } = await bootSupervisor('broker-warm', { session: { warmUnits: 1 }, limits: { sessionsPerWorker: 1, idleExitMs: 600_000 } }));
+  ({ sandbox, agent } = await bootSupervisor('broker-warm', { ...CONFIG, session: { warmUnits: 1 } }));
   // The broker's first spare has no warm unit (socket activation started it for a client already
   // waiting); the next spare starts one.
   const first = await agent.session(['true']);
@@ -126,6 +127,24 @@ test('a SIGKILLed warm helper: the START runs in a fresh unit', async () => {
   const text = await journal();
   assert.match(text, `warm unit ${warm.unit} retired`);
   assert.not.match(text, `session ${warm.unit} started`);
+});
+
+test('RuntimeMaxSec: a warm unit goes without it, and the session it serves gets it as a wall clock from START', async () => {
+  await stopBroker(sandbox);
+  await sandbox.install([{ content: `${JSON.stringify(deployConfig(sandbox, { ...CONFIG, session: { warmUnits: 1, properties: { RuntimeMaxSec: 2 } } }))}\n`, to: CONFIG_PATH, mode: 0o644 }]);
+  assert.is((await agent.session(['true'])).code, 0, 'the new broker and its first spare');
+  const warm = await readyWarm();
+  assert.is((await sandbox.systemctl('show', '--property=RuntimeMaxUSec', '--value', warm.unit)).stdout.trim(), 'infinity');
+  // Longer than the wall clock, on purpose: the wait of a warm unit must not count.
+  await new Promise((resolve) => setTimeout(resolve, 2500));
+  const began = Date.now();
+  const run = await agent.session(['sh', '-c', 'sleep 1; echo survived; exec sleep 30']);
+  const took = Date.now() - began;
+  assert.match(run.stdout, 'survived');
+  assert.ok(took >= 1900 && took < 15_000, `ended after ${took} ms`);
+  const text = await journal();
+  assert.match(text, new RegExp(`session ${warm.unit} started for pid \\d+: "sh", \\d+x\\d+, in a warm unit`));
+  assert.match(text, `${warm.unit}: its wall clock (RuntimeMaxSec) ran out`);
 });
 
 test('a broker killed outright: its warm unit is reaped by the next broker', async () => {
