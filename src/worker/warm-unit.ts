@@ -18,6 +18,11 @@ export interface WarmDeps {
   config: Config;
   helperPath: string;
   log(message: string): void;
+  /** Told the unit's name before it is asked for, and again with `retired` once it is gone (the broker's 'warm' message). */
+  named(name: string, retired?: boolean): void;
+  /** The worker's D-Bus connections so far: a unit started on an earlier one holds no reference of ours
+   * on the current one, so a fast program's end could be collected before the watch reads it. */
+  connection(): number;
 }
 
 /** A drawn warm unit: its helper answered CLAIM and waits for LAUNCH on `fd` (ours now). */
@@ -43,6 +48,7 @@ export class WarmUnit {
   #answered: ((ok: boolean) => void) | undefined;
   #becameReady: (() => void) | undefined;
   #retired: Promise<void> | undefined;
+  #connection: number;
 
   /** Asks for the unit now; never throws (a failure retires it, with a line saying why). */
   constructor(deps: WarmDeps) {
@@ -50,6 +56,8 @@ export class WarmUnit {
     let name = unitNameFor(randomBytes(16), deps.config.unitPrefix);
     while (sessionIdOf(name, deps.config.unitPrefix) === undefined) name = unitNameFor(randomBytes(16), deps.config.unitPrefix);
     this.name = name;
+    this.#connection = deps.connection();
+    deps.named(name);
     const [workerEnd, helperEnd] = native().socketpair();
     this.#fd = workerEnd;
     passRights(workerEnd, false);
@@ -103,6 +111,10 @@ export class WarmUnit {
       void this.retire(this.#state === 'starting' ? `it was not ready within ${timeoutMs} ms` : undefined);
       return undefined;
     }
+    if (this.#deps.connection() !== this.#connection) {
+      void this.retire('it was started on a D-Bus connection since lost');
+      return undefined;
+    }
     timeoutMs = Math.max(1, timeoutMs - (performance.now() - began));
     this.#state = 'claiming';
     const answered = new Promise<boolean>((resolve) => (this.#answered = resolve));
@@ -142,9 +154,13 @@ export class WarmUnit {
     closeQuietly(this.#fd);
     this.#fd = -1;
     if (why) this.#deps.log(`warm unit ${this.name} retired: ${why}`);
-    this.#retired = this.#deps.manager.stopAndWait(this.name, unitStopWaitMs(this.#deps.config)).catch((error: Error) => {
-      this.#deps.log(`warm unit ${this.name}: stopping it failed: ${error.message}`);
-    });
+    this.#retired = this.#deps.manager
+      .stopAndWait(this.name, unitStopWaitMs(this.#deps.config))
+      .then(() => this.#deps.named(this.name, true))
+      .catch((error: Error) => {
+        // Left named: the broker stops it if this worker dies, as it would any unit of its.
+        this.#deps.log(`warm unit ${this.name}: stopping it failed: ${error.message}`);
+      });
     return this.#retired;
   }
 

@@ -79,6 +79,8 @@ export class Worker {
   #keepAnswer: ((granted: boolean) => void) | undefined;
   /** The unit waiting, started, for this worker's next START (warm-unit.ts); one at most. */
   #warm: WarmUnit | undefined;
+  /** D-Bus reconnections so far (warm-unit.ts: a warm unit is drawn on the connection it was started on). */
+  #connection = 0;
 
   constructor(deps: WorkerDeps) {
     this.#deps = deps;
@@ -101,7 +103,8 @@ export class Worker {
 
   /** Serves sessions until the broker stops us; resolves with the process's exit code. `lost`: the
    * control channel's reader failed (the broker is gone). */
-  async serve(manager: Units, lost: (error: Error) => void): Promise<number> {
+  async serve(manager: Units & { onReconnect?(listener: () => void): unknown }, lost: (error: Error) => void): Promise<number> {
+    manager.onReconnect?.(() => (this.#connection += 1));
     void this.#read().catch(lost);
     try {
       return await this.#serve(manager);
@@ -115,7 +118,7 @@ export class Worker {
     const { control, config } = this.#deps;
     for (let served = 0; ; ) {
       if (!this.#closing && config.session.warmUnits > 0 && !(served === 0 && this.#deps.skipFirstWarm) && (!this.#warm || !this.#warm.usable)) {
-        this.#warm = new WarmUnit({ manager, config, helperPath: this.#deps.helperPath, log: (line) => this.#deps.log(line) });
+        this.#warm = new WarmUnit({ manager, config, helperPath: this.#deps.helperPath, log: (line) => this.#deps.log(line), named: (name, retired) => sendControl(control, { type: 'warm', name, ...(retired ? { retired } : {}) }), connection: () => this.#connection });
       }
       const received = await new Promise<Received | undefined>((resolve) => {
         this.#next = resolve;
