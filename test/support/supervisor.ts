@@ -99,12 +99,14 @@ export interface Baseline {
 export async function measure(sandbox: Sandbox): Promise<Baseline> {
   const pid = await brokerPid(sandbox);
   const fds = pid > 0 ? Number((await sandbox.exec(['sh', '-c', `ls /proc/${pid}/fd | wc -l`])).stdout.trim()) : 0;
+  // The sessions' processes, an idle warm unit's helper left out (sessionUnits): the spare's comes and goes.
+  const units = await sessionUnits(sandbox);
   const procs = await sandbox.exec([
     'sh',
     '-c',
-    'cat /sys/fs/cgroup/system.slice/opencode-pty-supervisor@broker.service/cgroup.procs /sys/fs/cgroup/*.slice/opencode-pty-session-*/cgroup.procs 2>/dev/null | wc -l',
+    `cat /sys/fs/cgroup/system.slice/opencode-pty-supervisor@broker.service/cgroup.procs ${units.map((unit) => `/sys/fs/cgroup/*.slice/${unit}/cgroup.procs`).join(' ')} 2>/dev/null | wc -l`,
   ]);
-  return { brokerFds: fds, units: await sessionUnits(sandbox), processes: Number(procs.stdout.trim()) };
+  return { brokerFds: fds, units, processes: Number(procs.stdout.trim()) };
 }
 
 /** Re-measures until the baseline is back (units stop asynchronously), or returns the last difference. */
