@@ -1,4 +1,4 @@
-// npm run bench [-- --quick] [--json PATH] [--only SECTION,…] (sections: warm, cold, held,
+// npm run bench [-- --quick] [--json PATH] [--only SECTION,…] (sections: warm, warm-off, cold, held,
 // throughput, echo, interrupt, attach, flood): boots the sandbox once, deploys the
 // supervisor, and measures opencode-pty against its anchors (systemd-run --pty, script -qc) in the
 // same run, samples alternated and the order rotated each round. Prints Markdown tables (min /
@@ -63,8 +63,10 @@ async function writeConfig(sandbox: Sandbox, overrides: Record<string, unknown>)
   await sandbox.install([{ content: `${JSON.stringify(deployConfig(sandbox, overrides), null, 2)}\n`, to: CONFIG_PATH, mode: 0o644 }]);
 }
 
-/** Limits for everything but the flood: no admission rate refusals and no idle exit between rows. */
-const BENCH_LIMITS = { limits: { maxAdmissionsPerMinute: 100_000, maxUnauthenticated: 64, idleExitMs: 600_000 } };
+/** Limits for everything but the flood: no admission rate refusals and no idle exit between rows. Warm
+ * units as shipped (on); the warm-off section turns them off for its rows alone. */
+const BENCH_LIMITS = { limits: { maxAdmissionsPerMinute: 100_000, maxUnauthenticated: 64, idleExitMs: 600_000 }, session: { warmUnits: 1 } };
+const LIB_COLD_UNIT = 'opencode-pty library, warm units off';
 
 function sdRun(ctx: Context, argv: string[]): string[] {
   const a = ctx.account;
@@ -129,7 +131,39 @@ async function warm(ctx: Context, rounds: number): Promise<Section> {
   for (const name of who) figures.push(figure('→first OUTPUT', name, ms(samples.get(name)!.map((s) => s.first))));
   for (const name of who) figures.push(figure('→EXIT', name, ms(samples.get(name)!.map((s) => s.exit)), 'ms', name === CLI ? 'spawn→exit; goal ≤ 1.5× systemd-run (issue 31)' : undefined));
   for (const [name, exits] of burst) figures.push(figure('→EXIT, back to back', name, exits));
-  return withRatios({ title: `Warm start of \`echo hi\` (connect or spawn →; ${SETTLE_MS} ms idle before each sample)`, anchor: SDRUN, figures });
+  return withRatios({ title: `Warm start of \`echo hi\` (connect or spawn →; ${SETTLE_MS} ms idle before each sample; warm units on)`, anchor: SDRUN, figures });
+}
+
+/**
+ * The library's starts with session.warmUnits 0 (every START creates its unit) and 1: the broker runs
+ * one config at a time, so the two are measured in blocks (a config change restarts the broker), each
+ * block alternated round by round with the anchors.
+ */
+async function warmOff(ctx: Context, rounds: number): Promise<Section> {
+  const blocks: [string, number][] = [
+    [LIB_COLD_UNIT, 0],
+    [LIB, 1],
+  ];
+  const who = [LIB, SDRUN, SCRIPT];
+  const samples = new Map<string, Record<string, any>[]>([...blocks.map(([name]) => [name, []] as [string, Record<string, any>[]]), [SDRUN, []], [SCRIPT, []]]);
+  for (const [name, warmUnits] of blocks) {
+    await writeConfig(ctx.sandbox, { ...BENCH_LIMITS, session: { warmUnits } });
+    // Unmeasured: the broker and its spare boot, and with warm units on the spare's unit is up after.
+    await startSample(ctx, LIB);
+    await startSample(ctx, LIB);
+    for (let round = 0; round < rounds; round += 1) {
+      for (const each of rotation(who, round)) {
+        await settle();
+        const sample = await startSample(ctx, each);
+        samples.get(each === LIB ? name : each)!.push(sample);
+      }
+    }
+  }
+  const figures: Figure[] = [];
+  for (const [name] of blocks) figures.push(figure('connect→STARTED', name, ms(samples.get(name)!.map((s) => s.started))));
+  for (const name of [...blocks.map(([n]) => n), SDRUN, SCRIPT]) figures.push(figure('→first OUTPUT', name, ms(samples.get(name)!.map((s) => s.first))));
+  for (const name of [...blocks.map(([n]) => n), SDRUN, SCRIPT]) figures.push(figure('→EXIT', name, ms(samples.get(name)!.map((s) => s.exit))));
+  return withRatios({ title: `Warm units off against on: \`echo hi\` (connect or spawn →; ${SETTLE_MS} ms idle before each; off then on, each block alternated with the anchors)`, anchor: SCRIPT, figures });
 }
 
 /**
@@ -487,6 +521,10 @@ async function main(): Promise<void> {
         sections.push(warmSection);
       }
           const warmLib = warmSection?.figures.find((f) => f.row === '→EXIT' && f.contender === LIB);
+      if (want('warm-off')) {
+        say('warm units off against on');
+        await attempt('warm units off against on', () => warmOff(ctx, rounds ?? (quick ? 8 : 20)));
+      }
       if (want('cold')) {
         say('cold starts');
         await attempt('cold start', () => cold(ctx, Math.max(10, rounds ?? 10)));

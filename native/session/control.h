@@ -21,6 +21,10 @@ enum control_type {
                              // first byte (SCM_RIGHTS): with it, the worker's end of the channel no longer ends the
                              // session, and a uid-0 peer of that cgroup accepted there is the next control channel
                              // (keep-rendezvous.c, docs/architecture.md)
+  CONTROL_CLAIM = 0x08,     // dialect 5 (--warm): empty; a START drew this warm helper, which answers CLAIMED at once
+  CONTROL_LAUNCH = 0x09,    // dialect 5 (--warm), after CLAIMED: the session's arguments as a fresh unit's helper gets
+                            // them ("ARG\0" each); the START directory and the client connection ride on its first
+                            // byte (SCM_RIGHTS, in that order); ENV and GO follow as for a fresh unit (warm.c)
   // helper -> worker
   CONTROL_HELLO = 0x40,     // the helper's dialect u16, its first message on every channel (dialect 1 sent none)
   CONTROL_LOG = 0x41,       // priority u8 (sd-daemon), text
@@ -32,6 +36,7 @@ enum control_type {
                             // nothing more is written to that connection
   CONTROL_STATE = 0x47,     // dialect 3: the ring's offsets and the roles, in answer to a QUERY
   CONTROL_PROGRAM_ENDED = 0x48, // dialect 3: the program's wait status i32, once, in a kept session
+  CONTROL_CLAIMED = 0x49,   // dialect 5: empty, the answer to CLAIM: the warm helper runs and reads its channel
 };
 
 // DETACHED's reasons: the END reasons where they agree.
@@ -74,8 +79,9 @@ enum end_reason {
 // The control channel's message set: 1 is the set before HELLO; 2 adds HELLO, and a helper that ends
 // the program itself when it drives the end (hang-up, SIGTERM, SIGKILL: docs/architecture.md); 3 adds
 // kept sessions (--keep: ATTACH, QUERY, DETACHED, STATE, PROGRAM_ENDED); 4 adds RENDEZVOUS: a kept session
-// outlives its worker and is reached again by the next one.
-enum { CONTROL_DIALECT = 4 };
+// outlives its worker and is reached again by the next one; 5 adds warm helpers (--warm: CLAIM, LAUNCH, CLAIMED),
+// started before their session's START arrives.
+enum { CONTROL_DIALECT = 5 };
 
 enum control_limits {
   CONTROL_HEADER_SIZE = 5,
@@ -97,6 +103,9 @@ enum control_limits {
   STATE_SIZE = 35,            // 3 * u64, u8, u8, u32, u8, i32
   PROGRAM_ENDED_SIZE = 4,
   NO_CONTROLLER = 255,        // STATE's controller when there is none
+  // LAUNCH: the arguments of a fresh unit's helper (options, ROWS, COLS, the program's argv: START's payload at most).
+  MAX_LAUNCH_PAYLOAD = 65536 + 512,
+  MAX_LAUNCH_ARGS = 1024,
 };
 
 // Signals a client may send (HUP INT QUIT KILL USR1 USR2 TERM CONT STOP TSTP WINCH).

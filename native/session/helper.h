@@ -184,6 +184,7 @@ void check_stall(struct session *s, struct client *c, bool waiting);
 // control.c
 void say(struct link *link, int priority, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void control_send_hello(struct link *link);
+char **warm_wait(struct session *s, char *argv0, int *argc, int *cwd, int *client);
 void control_read(struct session *s, struct client *c);
 void control_send_stop(struct link *link);
 void control_send_end(struct session *s, const struct client *c);

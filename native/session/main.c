@@ -2,7 +2,8 @@
 // user, and speaks the data phase of the protocol with the client itself (privilege separation:
 // root authenticates, the user's own process handles the user's bytes).
 //
-// Usage: opencode-pty-session [--env-from-control] [--protocol=N] [--write-timeout-ms=N] [--stop-timeout-sec=N]
+// Usage: opencode-pty-session --warm
+//        opencode-pty-session [--env-from-control] [--protocol=N] [--write-timeout-ms=N] [--stop-timeout-sec=N]
 //                             [--keep --session-id=ID [--retain-bytes=N] [--max-observers=N]] ROWS COLS PROGRAM [ARGS...]
 //   --env-from-control: the program's environment is the control channel's first message (ENV), not
 //   the helper's own (the worker always passes it, so the client's variables never apply to the helper)
@@ -15,6 +16,8 @@
 //   fd 0: the session's working directory (an open directory fd)
 //   fd 1: the client's connection; the helper writes to it only after the worker's GO
 //   fd 2: the control channel to the worker (control.h); diagnostics travel there too
+//   --warm alone: a warm unit's helper (warm.c): fds 0 and 1 are placeholders; the arguments above, the
+//   working directory and the client's connection come over the control channel when a START draws it
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -101,6 +104,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   control_send_hello(&s->worker);
+  if (argc == 2 && strcmp(argv[1], "--warm") == 0) {
+    close(cwd);
+    close(c->fd);
+    argv = warm_wait(s, argv[0], &argc, &cwd, &c->fd);
+  }
   unsigned long version = 1, timeout = 10000, stop_sec = 5, rows, cols;
   bool env_from_control = false, keep = false;
   uint64_t retain = 2 << 20, max_observers = 4, session_id = 0;

@@ -169,7 +169,8 @@ export class Broker {
   /** After a bus reconnection: units no live worker claims are stopped like orphans (orphans.ts). */
   recheckUnits(): Promise<void> {
     const owner = {
-      claimed: () => this.#sessions.claimed(),
+      // A warm unit is claimed as long as its worker lives: a START may draw it at any moment.
+      claimed: () => new Set([...this.#sessions.claimed(), ...this.#deps.pool.warmUnits()]),
       sessions: () => this.#sessions.size,
       stopping: () => this.#stopping,
     };

@@ -45,9 +45,9 @@ export class LiveSessions {
     return this.#workers.size;
   }
 
-  /** The units live workers have named. */
+  /** The units live workers have named: their sessions' and their warm units. */
   claimed(): Set<string> {
-    return new Set([...this.#workers].flatMap((worker) => (worker.unit ? [worker.unit] : [])));
+    return new Set([...this.#workers].flatMap((worker) => [worker.unit, worker.warmUnit].filter((unit): unit is string => unit !== undefined)));
   }
 
   /** Asks every worker to end its session (SIGTERM to the broker). */

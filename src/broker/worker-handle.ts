@@ -14,6 +14,8 @@ export class WorkerHandle {
   readonly control: FdSocket;
   /** Set when the worker names its unit, before it starts it. */
   unit: string | undefined;
+  /** The worker's warm unit (docs/architecture.md "Warm units"), named before it is asked for; kept across sessions. */
+  warmUnit: string | undefined;
   endReason: string | undefined;
   /** The worker said its session ended cleanly and it can take another (see renew()). */
   reusable = false;
@@ -100,6 +102,8 @@ export class WorkerHandle {
         const message = raw as WorkerMessage;
         if (message.type === 'ready') this.#readyResolve();
         if (message.type === 'unit') this.unit = message.name;
+        // A retirement names its unit: a later warm unit named before it came stays named.
+        if (message.type === 'warm') this.warmUnit = message.retired ? (this.warmUnit === message.name ? undefined : this.warmUnit) : message.name;
         if (message.type === 'finishing') {
           this.isFinishing = true;
           this.#finish();

@@ -19,7 +19,7 @@ export function workerCommand(): string[] {
 }
 
 /** What the pool needs of a worker (a WorkerHandle, or a fake in tests). */
-export type PooledWorker = Pick<WorkerHandle, 'ready' | 'exited' | 'settled' | 'control' | 'child' | 'shutdown' | 'renew'>;
+export type PooledWorker = Pick<WorkerHandle, 'ready' | 'exited' | 'settled' | 'control' | 'child' | 'shutdown' | 'renew'> & Partial<Pick<WorkerHandle, 'warmUnit'>>;
 
 /**
  * With a worker given back and a spare both idle this long, the one given back goes: it has grown
@@ -70,6 +70,11 @@ export class WorkerPool<W extends PooledWorker = WorkerHandle> {
         throw error;
       }
     }, log);
+  }
+
+  /** The warm units of the idle workers (the spare, the one given back). */
+  warmUnits(): string[] {
+    return [this.#spare, this.#returned].flatMap((worker) => (worker?.warmUnit ? [worker.warmUnit] : []));
   }
 
   /** Starts the spare if there is no idle worker. */

@@ -53,6 +53,8 @@ export interface SessionConfig {
   maxRetainedBytes: number;
   /** The ring of a kept START that asks for none (retainBytes 0), at most maxRetainedBytes. */
   defaultRetainedBytes: number;
+  /** Warm units each spare worker keeps waiting for the next START: 1 (default) or 0 (every START starts its unit). */
+  warmUnits: number;
 }
 
 export interface Config {
@@ -105,6 +107,7 @@ export const DEFAULT_SESSION: SessionConfig = {
   maxKeepMs: 86_400_000,
   maxRetainedBytes: 2 * 1024 * 1024,
   defaultRetainedBytes: 2 * 1024 * 1024,
+  warmUnits: 1,
 };
 
 /** The most a kept session may retain (docs/protocol.md "Version 3", Limits.MAX_RETAINED_BYTES). */
@@ -265,6 +268,7 @@ function session(raw: unknown, checkProperty: (name: string, value: unknown) => 
     properties,
     profile: string(value.profile, 'session.profile', DEFAULT_SESSION.profile, /^(default|hardened)$/) as SessionConfig['profile'],
     ...retention(value),
+    warmUnits: integer(value.warmUnits, 'session.warmUnits', DEFAULT_SESSION.warmUnits, 0, 1),
   };
 }
 

@@ -82,6 +82,9 @@ export type WorkerMessage =
   | { type: 'ready' }
   /** Sent before the unit is started, so the broker can always stop it. */
   | { type: 'unit'; name: string }
+  /** The worker's warm unit, named before it is asked for (`retired` once it is gone): the broker's recheck
+   * after a D-Bus reconnection leaves it be, since a START may draw it at any time. */
+  | { type: 'warm'; name: string; retired?: boolean }
   | { type: 'started'; mainPid: number }
   /** Once a session, before its 'ended': its end is decided (sent just before its last frame, if any);
    * what is left is that frame and stopping and collecting its unit. A start waiting for a slot may

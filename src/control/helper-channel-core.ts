@@ -9,6 +9,8 @@ export const HelperMessageType = {
   ATTACH: 0x05, // worker → helper, dialect 3: a connection to a kept session (its fd rides on the first byte, SCM_RIGHTS)
   QUERY: 0x06, // worker → helper, dialect 3: the helper answers with one STATE (empty)
   RENDEZVOUS: 0x07, // worker → helper, dialect 4: a listening socket (SCM_RIGHTS) and the supervisor's cgroup path: the session outlives its worker
+  CLAIM: 0x08, // worker → helper, dialect 5 (--warm): a START drew this warm helper (empty); it answers CLAIMED
+  LAUNCH: 0x09, // worker → helper, dialect 5 (--warm), after CLAIMED: a fresh helper's arguments ("ARG\0" each); the START directory and the client connection ride on its first byte
   HELLO: 0x40, // helper → worker: its dialect (u16), the first message on the channel; dialect 1 helpers send none
   LOG: 0x41, // helper → worker: priority (sd-daemon) and text, for the journal
   STOP: 0x42, // helper → worker: the client sent STOP
@@ -18,6 +20,7 @@ export const HelperMessageType = {
   DETACHED: 0x46, // helper → worker, dialect 3: the helper writes nothing more to that connection; remainder, then ERROR
   STATE: 0x47, // helper → worker, dialect 3: the ring's offsets and the roles, only in answer to a QUERY
   PROGRAM_ENDED: 0x48, // helper → worker, dialect 3: the program's wait status, once, in a kept session
+  CLAIMED: 0x49, // helper → worker, dialect 5: the answer to CLAIM (empty); read by the warm unit alone (warm-unit.ts), never by the session's decoder
 } as const;
 
 /**
@@ -26,9 +29,13 @@ export const HelperMessageType = {
  * 1: the set before HELLO (the helper sent none); 2: HELLO, and a helper that ends the program itself
  * (hang-up, SIGTERM, SIGKILL of the unit's processes after --stop-timeout-sec) when it drives the end;
  * 3: kept sessions (--keep): ATTACH and QUERY to it, DETACHED, STATE and PROGRAM_ENDED from it;
- * 4: RENDEZVOUS: a kept session outlives its worker, and the next worker reaches it on that socket.
+ * 4: RENDEZVOUS: a kept session outlives its worker, and the next worker reaches it on that socket;
+ * 5: warm helpers (--warm): CLAIM and LAUNCH to it, CLAIMED from it, before its session's first message.
  */
-export const HELPER_DIALECT = 4;
+export const HELPER_DIALECT = 5;
+
+/** The oldest dialect this worker drives a kept session's helper in: 5 only adds what precedes a session. */
+export const KEPT_DIALECT = 4;
 
 /** FIGURES' fields in wire order, named as the systemd properties they stand for (native/session/figures.c);
  * 2^64-1 is "unavailable", as systemd marks it. */
@@ -94,6 +101,9 @@ export const HelperLimits = {
   PROGRAM_ENDED_SIZE: 4,
   /** STATE's controller when there is none. */
   NO_CONTROLLER: 255,
+  /** LAUNCH: a fresh helper's arguments, START's payload at most and room for the options. */
+  MAX_LAUNCH_PAYLOAD: 65536 + 512,
+  MAX_LAUNCH_ARGS: 1024,
   /** QUERY messages the worker may have outstanding at once (each is answered by one STATE). */
   MAX_QUERIES: 16,
 } as const;

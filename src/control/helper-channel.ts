@@ -7,6 +7,7 @@ import { KeptBounds, parseDetached, parseProgramEnded, parseState, type KeptMess
 
 export * from './helper-channel-core.ts';
 export * from './helper-keep.ts';
+export * from './helper-warm.ts';
 
 /** The codes a helper may ask the client to be sent for a protocol failure. */
 const PROTOCOL_CODES: ReadonlySet<number> = new Set([ErrorCode.PROTOCOL, ErrorCode.FLOW]);

@@ -16,6 +16,9 @@ export function workerMessageFault(message: unknown, inSession: boolean): string
     case 'unit':
       if (typeof message.name !== 'string') return "'unit' without a name";
       break;
+    case 'warm':
+      // Named while idle (before 'ready') and retired at any time: not tied to a session.
+      return typeof message.name === 'string' && (message.retired === undefined || typeof message.retired === 'boolean') ? undefined : "'warm' without a name";
     case 'started':
       if (!Number.isSafeInteger(message.mainPid) || (message.mainPid as number) < 1) return "'started' without a pid";
       break;

@@ -10,6 +10,8 @@ export interface SessionStatus {
   mainPid: number;
   program: string[] | null;
   cwd: string | null;
+  /** A warm unit (docs/architecture.md "Warm units"): started, its helper waiting for a START; no program, no cwd yet. */
+  warm: boolean;
   started: string;
   /** Unavailable figures are null, never zero. */
   cpuNsec: string | null;
@@ -41,6 +43,26 @@ export function helperProgram(argv: string[]): string[] {
   let at = 1;
   while (argv[at]?.startsWith('--')) at++;
   return argv.slice(at + 2);
+}
+
+/**
+ * What a session's helper runs (pure): a fresh unit's helper names its program in its own argv; a warm
+ * unit's (`--warm` alone) got its arguments later over its control channel, so its program is its child's
+ * argv (`child`), and with no child it is still warm.
+ */
+export function sessionProgram(argv: string[], child: string[] | null): { program: string[]; warm: boolean } {
+  if (argv.length === 2 && argv[1] === '--warm') return child ? { program: child, warm: false } : { program: [], warm: true };
+  return { program: helperProgram(argv), warm: false };
+}
+
+/** The argv of the helper's first child (its program), or null when it has none. */
+function childArgv(pid: number): string[] | null {
+  try {
+    const child = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(' ')[0];
+    return child ? procArgv(Number(child)) : null;
+  } catch {
+    return null;
+  }
 }
 
 function groupName(gid: number): string {
@@ -93,14 +115,17 @@ export function gatherStatus(run: Runner, unitPrefix: string): Status {
     } catch {
       cwd = null;
     }
+    // The helper's argv is [--OPTION=VALUE…] ROWS COLS PROGRAM ARG…, or --warm alone.
+    const shape = argv ? sessionProgram(argv, argv[1] === '--warm' ? childArgv(mainPid) : null) : null;
     return {
       unit,
       state: props.ActiveState ?? 'unknown',
       user: props.User ?? '',
       mainPid,
-      // The helper's argv is [--OPTION=VALUE…] ROWS COLS PROGRAM ARG…
-      program: argv ? helperProgram(argv) : null,
-      cwd,
+      program: shape && !shape.warm ? shape.program : null,
+      // A warm helper has not entered a START's directory yet: the cwd it has is no session's.
+      cwd: shape?.warm ? null : cwd,
+      warm: shape?.warm ?? false,
       started: props.ActiveEnterTimestamp ?? '',
       cpuNsec: orNull(figure(props.CPUUsageNSec)),
       memoryBytes: orNull(figure(props.MemoryCurrent)),
@@ -167,7 +192,8 @@ export function formatStatus(status: Status): string {
   lines.push(`sessions ${status.sessions.length}`);
   for (const s of status.sessions) {
     lines.push(`  ${p(s.unit)} (${p(s.state)}) user ${p(s.user)} pid ${s.mainPid}`);
-    lines.push(`    program ${s.program ? p(JSON.stringify(s.program), false) : 'unavailable'} cwd ${s.cwd === null ? 'unavailable' : p(s.cwd)}`);
+    if (s.warm) lines.push('    warm: waiting for a START (no program, no terminal yet)');
+    else lines.push(`    program ${s.program ? p(JSON.stringify(s.program), false) : 'unavailable'} cwd ${s.cwd === null ? 'unavailable' : p(s.cwd)}`);
     lines.push(`    started ${p(s.started)}, cpu ${human(s.cpuNsec, 'nsec')}, memory ${human(s.memoryBytes, 'bytes')}, tasks ${p(human(s.tasks, 'count'))}`);
   }
   lines.push(`recent warnings and errors ${status.recentErrors.length}`);

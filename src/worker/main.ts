@@ -77,7 +77,7 @@ async function main(): Promise<number> {
   // Looked up once, before anything else: a missing helper ends this worker before it says ready
   // (the broker then answers INTERNAL "no worker"), never with a client already handed over.
   const kept = keptDeps();
-  const worker = new Worker({ control, config, helperPath: config.helperPath || helperPath(), ...kept, log });
+  const worker = new Worker({ control, config, helperPath: config.helperPath || helperPath(), ...kept, skipFirstWarm: early, log });
   // The broker may go while this process still boots (it stopped, or gave up on a slow spare): the end
   // is seen once the worker reads, and it exits with a line saying so.
   const controlLost = (error: Error) => {

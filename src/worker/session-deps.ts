@@ -5,6 +5,7 @@ import type { WorkerMessage } from '../control/index.ts';
 import type { Units } from '../systemd/index.ts';
 import type { KeptStore } from '../kept-store/index.ts';
 import type { Phase, SessionEvent } from './session-state.ts';
+import type { WarmClaim } from './warm-unit.ts';
 
 export interface SessionDeps {
   manager: Units;
@@ -21,6 +22,9 @@ export interface SessionDeps {
   keptStore?: KeptStore;
   /** The supervisor's cgroup (kept-store/supervisor-cgroup.ts), which a kept session's rendezvous names. */
   rendezvousCgroup?: string;
+  /** The spare's warm unit for this START, when it fits and its helper answered its CLAIM (warm-unit.ts);
+   * undefined: the START starts a fresh unit. Asked at most once a session. */
+  drawWarm?(kept: boolean): Promise<WarmClaim | undefined>;
   /** Each event once the state machine has taken it, with the phase it left the session in (tests, tracing). */
   onEvent?(event: SessionEvent, phase: Phase): void;
 }

@@ -1,7 +1,7 @@
 // A session's kept part (protocol version 3), beside session.ts: the START's keep plan, the kept side
 // once the start is seen through (kept-side.ts), and what the helper and the broker say of it before
 // and after. Session owns the state machine; this turns kept-session messages into its events.
-import { HELPER_DIALECT, type BrokerMessage, type DescribedEntry, type DetachReport, type HelperState, type KeptFacts } from '../control/index.ts';
+import { HELPER_DIALECT, KEPT_DIALECT, type BrokerMessage, type DescribedEntry, type DetachReport, type HelperState, type KeptFacts } from '../control/index.ts';
 import type { FdSocket } from '../io/index.ts';
 import type { SessionOriginCode } from '../protocol/index.ts';
 import type { HelperLink } from './helper-link.ts';
@@ -140,14 +140,14 @@ export class SessionKeep {
   }
 
   /**
-   * An adopted helper's dialect (its HELLO): this worker speaks the rendezvous's, HELPER_DIALECT, and
-   * nothing else to it. A helper of another (a later release's, after a downgrade) is let be: our end of
+   * An adopted helper's dialect (its HELLO): this worker drives the rendezvous's, KEPT_DIALECT up to
+   * HELPER_DIALECT (5 only adds the warm messages, which come before a session), and nothing else. A helper of another (a later release's, after a downgrade) is let be: our end of
    * its channel closed (it waits for the next worker), nothing sent to it, ATTACH refused INTERNAL, LIST
    * from root's record; the session is held to its deadline, at which its unit is stopped. Never ended
    * silently for it.
    */
   helperDialect(dialect: number, link: HelperLink | undefined): void {
-    if (this.#adoptedAt === undefined || dialect === HELPER_DIALECT) return;
+    if (this.#adoptedAt === undefined || (dialect >= KEPT_DIALECT && dialect <= HELPER_DIALECT)) return;
     this.#deps.log(`its session helper speaks control dialect ${dialect}, this worker ${HELPER_DIALECT}: the session runs on untouched until its deadline`);
     link?.close();
   }

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { readlinkSync } from 'node:fs';
 import { native } from '../native/index.ts';
 import type { KeptStore } from '../kept-store/index.ts';
+import { unitStopWaitMs } from '../config/index.ts';
 import { type FdSocket, closeQuietly, passRights } from '../io/index.ts';
 import { ErrorCode, encodeFrame, type FrameOf, SessionError } from '../protocol/index.ts';
 import { unitNameFor, programLabel, sessionIdOf } from '../systemd/index.ts';
@@ -21,6 +22,7 @@ import type { SessionRecord } from './session-record.ts';
 import type { SessionDeps } from './session-deps.ts';
 import type { UnitStop } from './unit-stop.ts';
 import { startUnit, unlessJobFails } from './unit-start.ts';
+import { launchWarm } from './warm-start.ts';
 
 export interface StartContext {
   client: FdSocket;
@@ -61,6 +63,10 @@ export interface Started {
   /** The working directory as this process sees the START's descriptor (for LIST). */
   cwd: string;
   programPid: number;
+  /** A warm unit's wall clock (RuntimeMaxSec=, which its unit went without), held by a root timer from now. */
+  wallClockMs?: number;
+  /** Drawn from the spare's warm unit. */
+  warm?: boolean;
 }
 
 /** Runs the start; resolves once the helper named its program, rejects with why it did not. */
@@ -96,8 +102,21 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
     if (!(await deps.askKeep?.())) throw new SessionError(ErrorCode.KEEP_LIMIT, `kept session limit reached (${config.limits.maxKept})`);
     context.kept?.(keep);
   }
+  // The spare's warm unit when one fits and answers (warm-unit.ts); its name was drawn as below. The
+  // draw waits (250 ms at most): a session aborted meanwhile has closed its descriptors, so nothing
+  // goes on, and a unit drawn for it is stopped.
+  let abortedNow = false;
+  void context.aborted.then(() => (abortedNow = true));
+  const warm = await deps.drawWarm?.(keep !== undefined);
+  if (abortedNow) {
+    if (warm) {
+      closeQuietly(warm.fd);
+      void deps.manager.stopAndWait(warm.name, unitStopWaitMs(config)).catch((error: Error) => deps.log(`warm unit ${warm.name}: stopping it failed: ${error.message}`));
+    }
+    throw new SessionError(ErrorCode.INTERNAL, 'session ended before its start');
+  }
   // A session id of 0 is never valid on the wire (sessionIdOf): draw again (once in 2^52).
-  let name = unitNameFor(randomBytes(16), config.unitPrefix);
+  let name = warm?.name ?? unitNameFor(randomBytes(16), config.unitPrefix);
   while (sessionIdOf(name, config.unitPrefix) === undefined) name = unitNameFor(randomBytes(16), config.unitPrefix);
   const sessionId = sessionIdOf(name, config.unitPrefix)!;
   units.named(name);
@@ -113,6 +132,7 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   // program's pid then), so the first output waits for no turn of ours (AddRef keeps a fast end
   // visible to the watch below).
   const started = encodeFrame(startedTemplate(version, name, dropped, sessionId), version);
+  if (warm) return launchWarm(context, { frame, cwdFd, name, sessionId, keep, warm, launch: { args: spec.helperArgs, envMessage, started } });
   const { link, helperEnd } = openHelperLink(envMessage, started, context.helperEvents, keep ? { retainBytes: keep.retainBytes } : undefined);
   if (keep && deps.keptStore) rendezvous(deps.keptStore, deps.rendezvousCgroup, sessionId, link, helperEnd);
   const cwd = cwdOf(cwdFd);
@@ -157,7 +177,7 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
  * the session outlives this worker, and the next one connects there. Bound before the unit is asked for:
  * a start that cannot have it fails (INTERNAL) with nothing started.
  */
-function rendezvous(store: KeptStore, cgroup: string | undefined, sessionId: number, link: HelperLink, helperEnd: number): void {
+export function rendezvous(store: KeptStore, cgroup: string | undefined, sessionId: number, link: HelperLink, helperEnd: number): void {
   let listening = -1;
   try {
     if (cgroup === undefined) throw new Error("the supervisor's cgroup is not known");
@@ -178,7 +198,7 @@ function rendezvous(store: KeptStore, cgroup: string | undefined, sessionId: num
 
 /** The directory's path as this process sees it (readlink of /proc/self/fd: the kernel's d_path, no
  * file system asked); '' when it cannot be named. */
-function cwdOf(fd: number): string {
+export function cwdOf(fd: number): string {
   try {
     return readlinkSync(`/proc/self/fd/${fd}`);
   } catch {

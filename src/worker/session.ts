@@ -168,6 +168,7 @@ export class Session {
     }).then(
       (started) => {
         this.#started = started;
+        if (started.wallClockMs !== undefined) this.#units.later(started.wallClockMs, () => this.#units.expire());
         this.#dispatch({ type: 'started' });
         if (this.#state.kept && this.#state.phase === 'running') this.#keep.started(started, this.#client, this.#helper, this.#peer.origin ?? SessionOrigin.UNKNOWN);
       },
@@ -228,9 +229,9 @@ export class Session {
         // on its EXIT) while this process may not run again for milliseconds (architecture.md).
         return this.#deps.report({ type: 'finishing' });
       case 'report-started': {
-        const { mainPid, unit, frame } = this.#started!;
+        const { mainPid, unit, frame, warm } = this.#started!;
         this.#deps.report({ type: 'started', mainPid });
-        return this.#deps.log(`session ${unit} started for pid ${this.#peer.pid}: ${JSON.stringify(frame.argv[0])}, ${frame.rows}x${frame.cols}`);
+        return this.#deps.log(`session ${unit} started for pid ${this.#peer.pid}: ${JSON.stringify(frame.argv[0])}, ${frame.rows}x${frame.cols}${warm ? ', in a warm unit' : ''}`);
       }
       case 'terminate':
         this.#helper?.send('terminate');

@@ -23,6 +23,8 @@ export class UnitStop {
   #stopped: Promise<void> | undefined;
   #timers: NodeJS.Timeout[] = [];
   #told = false;
+  /** expire() ran: the unit's end is told as systemd tells a RuntimeMaxSec= stop, result `timeout`. */
+  #expired = false;
 
   constructor(deps: UnitStopDeps) {
     this.#deps = deps;
@@ -62,7 +64,7 @@ export class UnitStop {
   #inactive(exit: ExitStatus | undefined): void {
     if (this.#told) return;
     this.#told = true;
-    this.#deps.inactive?.(exit);
+    this.#deps.inactive?.(this.#expired && exit ? { ...exit, result: 'timeout' } : exit);
   }
 
   /** systemd's figures, read once: before a stop of ours (while the cgroup still is, so MemoryCurrent
@@ -108,6 +110,17 @@ export class UnitStop {
       this.#deps.log(`${this.#name}: hanging up the session failed: ${(error as Error).message}`);
       void this.#terminateAll();
     }
+  }
+
+  /** A warm unit's wall clock ran out (warm-plan.ts warmWallClockMs): what systemd does at RuntimeMaxSec=,
+   * SIGTERM and SIGHUP to every process (the helper passes the hang-up on, drains and reports), and the
+   * unit's stop stopTimeoutSec later as the backstop; its end is told with result `timeout`, as
+   * systemd's own (service.c SERVICE_FAILURE_TIMEOUT), so the client's EXIT is the same. */
+  expire(): void {
+    this.#expired = true;
+    this.#deps.log(`${this.#name}: its wall clock (RuntimeMaxSec) ran out`);
+    void this.#terminateAll();
+    this.later(this.#deps.config.session.stopTimeoutSec * 1000, () => void this.stop());
   }
 
   /** SIGTERM, then SIGHUP, to every process of the unit, as systemd's own stop with SendSIGHUP= does. */

@@ -12,6 +12,8 @@ import { describeEnd } from './end-report.ts';
 import { adoptionDeadline, boundKeep, type KeptRecord, type KeptStore } from '../kept-store/index.ts';
 import { Session } from './session.ts';
 import { reachKept } from './kept-reach.ts';
+import { WarmUnit } from './warm-unit.ts';
+import { WARM_CLAIM_TIMEOUT_MS, warmFits } from './warm-plan.ts';
 
 type Received = Awaited<ReturnType<typeof readControl>>;
 type SessionMessage = Extract<Received['message'], { type: 'session' }>;
@@ -58,6 +60,8 @@ export interface WorkerDeps {
   keptStore?: KeptStore;
   /** The supervisor's cgroup: a kept session's helper takes its next channel from there alone. */
   rendezvousCgroup?: string;
+  /** No warm unit before the first session: the broker's first spare, for a client that waits already. */
+  skipFirstWarm?: boolean;
   log(message: string, fields?: LogFields, level?: LogLevel): void;
 }
 
@@ -73,6 +77,10 @@ export class Worker {
   #next: (received: Received | undefined) => void = () => undefined;
   /** The broker's answer to this session's keep-request, awaited. */
   #keepAnswer: ((granted: boolean) => void) | undefined;
+  /** The unit waiting, started, for this worker's next START (warm-unit.ts); one at most. */
+  #warm: WarmUnit | undefined;
+  /** D-Bus reconnections so far (warm-unit.ts: a warm unit is drawn on the connection it was started on). */
+  #connection = 0;
 
   constructor(deps: WorkerDeps) {
     this.#deps = deps;
@@ -95,10 +103,23 @@ export class Worker {
 
   /** Serves sessions until the broker stops us; resolves with the process's exit code. `lost`: the
    * control channel's reader failed (the broker is gone). */
-  async serve(manager: Units, lost: (error: Error) => void): Promise<number> {
-    const { control, config } = this.#deps;
+  async serve(manager: Units & { onReconnect?(listener: () => void): unknown }, lost: (error: Error) => void): Promise<number> {
+    manager.onReconnect?.(() => (this.#connection += 1));
     void this.#read().catch(lost);
+    try {
+      return await this.#serve(manager);
+    } finally {
+      // No worker, no warm unit: an idle broker (or one that stops) leaves none behind.
+      await this.#warm?.retire();
+    }
+  }
+
+  async #serve(manager: Units): Promise<number> {
+    const { control, config } = this.#deps;
     for (let served = 0; ; ) {
+      if (!this.#closing && config.session.warmUnits > 0 && !(served === 0 && this.#deps.skipFirstWarm) && (!this.#warm || !this.#warm.usable)) {
+        this.#warm = new WarmUnit({ manager, config, helperPath: this.#deps.helperPath, log: (line) => this.#deps.log(line), named: (name, retired) => sendControl(control, { type: 'warm', name, ...(retired ? { retired } : {}) }), connection: () => this.#connection });
+      }
       const received = await new Promise<Received | undefined>((resolve) => {
         this.#next = resolve;
         if (this.#closing) return resolve(undefined);
@@ -221,6 +242,13 @@ export class Worker {
       rendezvousCgroup: this.#deps.rendezvousCgroup,
       version,
       report: (report) => sendControl(control, report),
+      drawWarm: (kept) => {
+        const warm = this.#warm;
+        if (!warm || !warmFits(config, kept)) return Promise.resolve(undefined);
+        // Drawn once, whatever its answer: a unit that took a CLAIM never serves another START.
+        this.#warm = undefined;
+        return warm.claim(WARM_CLAIM_TIMEOUT_MS);
+      },
       askKeep: () =>
         new Promise<boolean>((resolve) => {
           this.#keepAnswer = resolve;

@@ -12,7 +12,9 @@ let sandbox: Sandbox;
 let driver: Agent;
 
 test.before(async () => {
-  ({ sandbox, agent: driver } = await bootSupervisor('broker-bus', { limits: { idleExitMs: 600_000 } }));
+  // Warm units on: a spare's warm unit started before the restart is neither reaped by the broker's
+  // recheck (it is claimed) nor drawn on the new connection (no reference of the worker's there).
+  ({ sandbox, agent: driver } = await bootSupervisor('broker-bus', { limits: { idleExitMs: 600_000 }, session: { warmUnits: 1 } }));
 });
 
 test.after(async () => {

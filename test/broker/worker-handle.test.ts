@@ -11,7 +11,7 @@ import { encodeControl, type WorkerMessage } from '../../src/control/broker-work
 import { FdSocket } from '../../src/io/fd-socket.ts';
 import { native } from '../../src/native/binding.ts';
 import { deferred } from '../support/deferred.ts';
-import { nextTurn } from '../support/wait.ts';
+import { nextTurn, until } from '../support/wait.ts';
 
 /** A worker process as far as the broker can tell, over the real control channel. */
 function fakeWorker() {
@@ -57,6 +57,24 @@ test('a `finishing` a worker sends while it has no session (a spare, idle) does 
   // What adopt() chains on the worker's promises has run by the next turn (a 'finishing' kept from before would have marked the slot).
   await nextTurn();
   assert.is(slots.finishing, 0, 'a session just handed over is not finishing');
+  fake.exit(0);
+});
+
+test('a warm unit named while idle is the worker\'s, claimed with its session\'s unit; a retirement forgets only the unit it names', async () => {
+  const fake = fakeWorker();
+  fake.send({ type: 'warm', name: 'w1.service' }, { type: 'ready' });
+  await fake.worker.ready;
+  assert.is(fake.worker.warmUnit, 'w1.service', 'named while idle: no fault');
+  const sessions = liveSessions();
+  sessions.adopt(fake.worker, new SessionSlots(1).tryTake()!);
+  fake.worker.unit = 's1.service';
+  assert.equal([...sessions.claimed()].sort(), ['s1.service', 'w1.service']);
+  // A later unit named before the earlier one's retirement came: the retirement does not forget it.
+  fake.send({ type: 'warm', name: 'w2.service' }, { type: 'warm', name: 'w1.service', retired: true });
+  await until(() => fake.worker.warmUnit !== 'w1.service', 2000, 'the messages read');
+  assert.is(fake.worker.warmUnit, 'w2.service');
+  fake.send({ type: 'warm', name: 'w2.service', retired: true });
+  await until(() => fake.worker.warmUnit === undefined, 2000, 'the retirement read');
   fake.exit(0);
 });
 

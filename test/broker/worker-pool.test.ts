@@ -45,6 +45,7 @@ class FakeWorker implements PooledWorker {
   control = { closed: false } as PooledWorker['control'];
   child = { pid: 1000 + FakeWorker.spawned.length } as PooledWorker['child'];
   shutDown = false;
+  warmUnit: string | undefined;
   /** Whether its session ended cleanly (renew() then gives it a fresh, ready lease). */
   reusable = false;
   becomeReady!: () => void;
@@ -120,6 +121,19 @@ test('a taken spare is replaced only once its session has started, not during th
   assert.is(FakeWorker.spawned.length, 2, 'the next spare starts after STARTED');
   pool.warm();
   assert.is(FakeWorker.spawned.length, 2, 'one spare at a time');
+});
+
+test('the idle workers\' warm units are the pool\'s: the spare\'s and the one given back, not a taken one\'s', async () => {
+  const { pool, first } = await firstTaken();
+  first.warmUnit = 'taken-warm.service';
+  assert.equal(pool.warmUnits(), [], 'a taken worker is the sessions\' to claim');
+  endedCleanly(first);
+  await turn();
+  const spare = FakeWorker.spawned[1]!;
+  spare.warmUnit = 'spare-warm.service';
+  pool.giveBack(first);
+  first.warmUnit = 'given-back-warm.service';
+  assert.equal(pool.warmUnits(), ['spare-warm.service', 'given-back-warm.service']);
 });
 
 test('a take with no spare starts one and waits for it; a second take does not wait for the first session', async () => {

@@ -18,6 +18,15 @@ test('a session message with no session handed, and ready during one, are faults
   assert.ok(workerMessageFault({ type: 'ready' }, true));
 });
 
+test('a warm unit may be named or retired in a session or out of one', () => {
+  for (const inSession of [false, true]) {
+    assert.is(workerMessageFault({ type: 'warm', name: 'u.service' }, inSession), undefined);
+    assert.is(workerMessageFault({ type: 'warm', name: 'u.service', retired: true }, inSession), undefined);
+    assert.ok(workerMessageFault({ type: 'warm' }, inSession));
+    assert.ok(workerMessageFault({ type: 'warm', name: 'u.service', retired: 'yes' }, inSession));
+  }
+});
+
 test('wrong shapes are faults, never thrown', () => {
   for (const message of [null, 1, 'ready', [], {}, { type: 3 }, { type: 'nope' }, { type: 'unit' }, { type: 'started', mainPid: '7' }, { type: 'started', mainPid: 0 }, { type: 'ended' }, { type: 'ended', reason: 'x', reusable: 'yes' }]) {
     assert.ok(workerMessageFault(message, true), JSON.stringify(message));

@@ -50,7 +50,7 @@ test('control channel: message types, end reasons, limits', () => {
   }
   for (const [name, value] of Object.entries(DetachReasonCode)) assert.is(control.get(`DETACH_${name.toUpperCase().replace('-', '_')}`), value, name);
   for (const [name, value] of Object.entries(AttachRole)) assert.is(control.get(`ROLE_${name.toUpperCase()}`), value, name);
-  for (const name of ['ATTACH_SIZE', 'DETACHED_FIXED_SIZE', 'STATE_SIZE', 'PROGRAM_ENDED_SIZE', 'NO_CONTROLLER'] as const) assert.is(control.get(name), HelperLimits[name], name);
+  for (const name of ['ATTACH_SIZE', 'DETACHED_FIXED_SIZE', 'STATE_SIZE', 'PROGRAM_ENDED_SIZE', 'NO_CONTROLLER', 'MAX_LAUNCH_PAYLOAD', 'MAX_LAUNCH_ARGS'] as const) assert.is(control.get(name), HelperLimits[name], name);
   assert.is(HelperLimits.MAX_CONTROL_PAYLOAD, HelperLimits.END_FIXED_SIZE + HelperLimits.MAX_REMAINDER + HelperLimits.MAX_REPORT_TEXT);
   // The helper writes STARTED too (GO's payload): the rest of any of its frames fits a report.
   assert.is(HelperLimits.MAX_REMAINDER, HEADER_SIZE + Limits.MAX_FRAME_PAYLOAD);

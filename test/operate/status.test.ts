@@ -2,13 +2,13 @@
 // reach the operator's terminal as text, never as terminal sequences or forged lines.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { formatStatus, helperProgram, printable, type Status } from '../../src/operate/status.ts';
+import { formatStatus, helperProgram, printable, sessionProgram, type Status } from '../../src/operate/status.ts';
 
-function status(session: { cwd: string; program: string[] }, journal: string): Status {
+function status(session: { cwd: string | null; program: string[] | null; warm?: boolean }, journal: string): Status {
   return {
     socket: { unit: 'opencode-pty-supervisor.socket', state: 'active (listening)', listen: '/run/opencode-pty/supervisor.sock (Stream)', path: '/run/opencode-pty/supervisor.sock', mode: '0660', group: 'opencode-pty' },
     broker: { unit: 'opencode-pty-supervisor@broker.service', state: 'active (running)', mainPid: 10, since: 'Tue 2026-12-01', memoryBytes: '1048576', status: '1 sessions, 0 handshakes', sessionsServed: 1 },
-    sessions: [{ unit: 'opencode-pty-session-0a.service', state: 'active', user: 'agent', mainPid: 11, ...session, started: 'Tue 2026-12-01', cpuNsec: '1000000', memoryBytes: '65536', tasks: '2' }],
+    sessions: [{ unit: 'opencode-pty-session-0a.service', state: 'active', user: 'agent', mainPid: 11, warm: false, ...session, started: 'Tue 2026-12-01', cpuNsec: '1000000', memoryBytes: '65536', tasks: '2' }],
     recentErrors: [{ time: '2026-12-01T00:00:00.000Z', priority: 4, message: journal }],
   };
 }
@@ -33,6 +33,18 @@ test('printable: ordinary text is unchanged, a backslash doubled (so no escape s
 
 test('helperProgram: the program and its arguments past the helper options, rows and cols', () => {
   assert.equal(helperProgram(['/opt/helper', '--protocol=1', '--write-timeout-ms=10', '24', '80', '/bin/sh', '-l']), ['/bin/sh', '-l']);
+});
+
+test('sessionProgram: a warm helper (--warm alone) is warm until it has a child, whose argv is then the program', () => {
+  assert.equal(sessionProgram(['/opt/helper', '--warm'], null), { program: [], warm: true });
+  assert.equal(sessionProgram(['/opt/helper', '--warm'], ['sh', '-c', 'x']), { program: ['sh', '-c', 'x'], warm: false });
+  assert.equal(sessionProgram(['/opt/helper', '--protocol=3', '24', '80', 'sleep', '5'], ['sleep', '5']), { program: ['sleep', '5'], warm: false });
+});
+
+test('a warm unit is shown as warm, with no program or cwd line', () => {
+  const text = formatStatus(status({ cwd: null, program: null, warm: true }, 'x'));
+  assert.ok(text.includes('warm: waiting for a START'), text);
+  assert.not.ok(text.includes('program '), text);
 });
 
 test.run();

@@ -74,7 +74,22 @@ export async function killSupervisor(sandbox: Sandbox): Promise<void> {
 /** Session units of the supervisor's prefix still loaded in the sandbox. */
 export async function sessionUnits(sandbox: Sandbox): Promise<string[]> {
   const result = await sandbox.systemctl('list-units', '--all', '--plain', '--no-legend', 'opencode-pty-session-*');
-  return result.stdout.split('\n').map((line) => line.trim().split(/\s+/)[0]!).filter(Boolean);
+  const units: string[] = [];
+  for (const line of result.stdout.split('\n')) {
+    const [unit, , , , ...description] = line.trim().split(/\s+/);
+    if (!unit) continue;
+    // A spare's warm unit is no session until a START draws it (its helper then has the program as its child).
+    if (description.join(' ') === 'opencode-pty warm session' && (await idleWarm(sandbox, unit))) continue;
+    units.push(unit);
+  }
+  return units;
+}
+
+async function idleWarm(sandbox: Sandbox, unit: string): Promise<boolean> {
+  const pid = Number((await sandbox.systemctl('show', '--property=MainPID', '--value', unit)).stdout.trim());
+  if (!(pid > 0)) return true;
+  const children = await sandbox.exec(['cat', `/proc/${pid}/task/${pid}/children`]);
+  return children.code !== 0 || children.stdout.trim() === '';
 }
 
 /** Waits until the broker holds no session (its status says "0 sessions"): a slot is freed only once its worker has ended. */
@@ -98,12 +113,14 @@ export interface Baseline {
 export async function measure(sandbox: Sandbox): Promise<Baseline> {
   const pid = await brokerPid(sandbox);
   const fds = pid > 0 ? Number((await sandbox.exec(['sh', '-c', `ls /proc/${pid}/fd | wc -l`])).stdout.trim()) : 0;
+  // The sessions' processes, an idle warm unit's helper left out (sessionUnits): the spare's comes and goes.
+  const units = await sessionUnits(sandbox);
   const procs = await sandbox.exec([
     'sh',
     '-c',
-    'cat /sys/fs/cgroup/system.slice/opencode-pty-supervisor@broker.service/cgroup.procs /sys/fs/cgroup/*.slice/opencode-pty-session-*/cgroup.procs 2>/dev/null | wc -l',
+    `cat /sys/fs/cgroup/system.slice/opencode-pty-supervisor@broker.service/cgroup.procs ${units.map((unit) => `/sys/fs/cgroup/*.slice/${unit}/cgroup.procs`).join(' ')} 2>/dev/null | wc -l`,
   ]);
-  return { brokerFds: fds, units: await sessionUnits(sandbox), processes: Number(procs.stdout.trim()) };
+  return { brokerFds: fds, units, processes: Number(procs.stdout.trim()) };
 }
 
 /** Re-measures until the baseline is back (units stop asynchronously), or returns the last difference. */

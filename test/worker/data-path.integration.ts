@@ -89,11 +89,22 @@ test('SIGNAL USR1 reaches a program that traps it and the session goes on', asyn
 });
 
 test('RuntimeMaxSec: systemd stops the unit, the helper drains and reports, the client gets EXIT with result timeout', async () => {
-  const { worker, client } = await session(['/bin/sh', '-c', 'echo up; exec sleep 100'], { session: { properties: { RuntimeMaxSec: 1 } } });
+  const { worker, client } = await session(['/bin/sh', '-c', 'echo up; exec sleep 100'], { session: { properties: { RuntimeMaxSec: 1 }, warmUnits: 0 } });
   await client.waitForOutput('up');
   const exit = await client.waitFor('exit');
   assert.is(exit.result, 'timeout');
   assert.is(client.frames.at(-1)?.type, 'exit');
+  await expectNoUnits(sandbox, worker);
+});
+
+test('RuntimeMaxSec in a warm unit: the worker\'s wall clock from START ends it as systemd would, EXIT with result timeout', async () => {
+  const { worker, client } = await session(['/bin/sh', '-c', 'echo up; exec sleep 100'], { session: { properties: { RuntimeMaxSec: 1 }, warmUnits: 1 } });
+  await client.waitForOutput('up');
+  const exit = await client.waitFor('exit');
+  assert.is(exit.result, 'timeout');
+  assert.is(client.frames.at(-1)?.type, 'exit');
+  assert.match(worker.stderr, 'in a warm unit');
+  assert.match(worker.stderr, 'its wall clock (RuntimeMaxSec) ran out');
   await expectNoUnits(sandbox, worker);
 });
 

@@ -45,7 +45,8 @@ export function workerConfig(sandbox: Sandbox, overrides: Partial<Config> = {}):
     unitPrefix: 'opencode-pty-',
     helperPath: HELPER_INSIDE,
     limits: { ...DEFAULT_LIMITS },
-    session: { ...DEFAULT_SESSION, environmentPolicy: 'allowlist', environmentAllowlist: ['LANG', 'OCPTY_ALLOWED'] },
+    // Warm units off unless a suite asks (withSession): these suites check a fresh unit's text and count units.
+    session: { ...DEFAULT_SESSION, environmentPolicy: 'allowlist', environmentAllowlist: ['LANG', 'OCPTY_ALLOWED'], warmUnits: 0 },
     ...overrides,
   };
 }

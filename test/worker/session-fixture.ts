@@ -74,6 +74,8 @@ export interface SessionOptions {
   version?: number;
   /** Each event the session's state machine takes. */
   onEvent?: SessionDeps['onEvent'];
+  /** The worker's warm unit for the START (warm-unit.ts); none by default. */
+  drawWarm?: SessionDeps['drawWarm'];
 }
 
 /**
@@ -93,6 +95,7 @@ export function runSession(manager: Units, options: SessionOptions = {}) {
     log: () => undefined,
     version: options.version,
     onEvent: options.onEvent,
+    drawWarm: options.drawWarm,
   });
   const ended = session.run();
   if (options.start === false) return { session, clientFd, ended, serverIdentity, dirIdentity: undefined, cleanUp: () => rmSync(dir, { recursive: true }) };

@@ -88,9 +88,13 @@ test('an adopted session: its record rewritten with the deadline it was adopted 
     assert.equal(store.read(unit, record.sessionId, 'opencode-pty-'), { record: { ...record, detachedSinceMs: 49_000 } }, 'detached since the deadline less its keep');
     part.helperDialect(HELPER_DIALECT, link);
     assert.is(closed, 0, 'our own dialect: spoken');
+    part.helperDialect(4, link);
+    assert.is(closed, 0, 'dialect 4 (the rendezvous; 5 only adds what comes before a session): spoken');
     part.helperDialect(HELPER_DIALECT + 1, link);
-    assert.is(closed, 1, 'another: let be');
-    assert.match(lines.join('\n'), /dialect 5, this worker 4: the session runs on untouched until its deadline/);
+    assert.is(closed, 1, 'a later one: let be');
+    part.helperDialect(3, link);
+    assert.is(closed, 2, 'one without the rendezvous: let be');
+    assert.match(lines.join('\n'), /dialect 6, this worker 5: the session runs on untouched until its deadline/);
     assert.ok(part.releasesAt({ phase: 'running', kept: true, stopping: false, report: undefined }));
     assert.not.ok(part.releasesAt({ phase: 'running', kept: true, stopping: true, report: undefined }), 'a session being stopped is not released');
     assert.equal(store.ids(), [record.sessionId], 'the record stays for the next worker');

@@ -64,4 +64,29 @@ test("STOP's steps: the hang-up alone to the helper (which passes it to the prog
   assert.ok(times[4]! >= 2.9, `the unit's stop a step after that: ${calls}`);
 });
 
+test("a warm session's wall clock: SIGTERM and SIGHUP to the unit, and its end told with result timeout, as systemd's RuntimeMaxSec", async () => {
+  const calls: string[] = [];
+  let exited: (exit: { code: number; status: number; result: string }) => void = () => undefined;
+  const manager = {
+    async kill(_unit: string, signal: string) {
+      calls.push(signal);
+    },
+    waitForExit: () => new Promise((resolve) => (exited = resolve)),
+    async stopAndWait() {
+      calls.push('stop');
+    },
+  } as unknown as Units;
+  const told: unknown[] = [];
+  const units = new UnitStop({ manager, config: { session: { stopTimeoutSec: 60 } } as Config, log: () => undefined, inactive: (exit) => void told.push(exit) });
+  units.named(UNIT);
+  units.watch();
+  units.expire();
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(calls, ['SIGTERM', 'SIGHUP']);
+  exited({ code: 2, status: 15, result: 'success' });
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(told, [{ code: 2, status: 15, result: 'timeout' }]);
+  units.clearTimers();
+});
+
 test.run();

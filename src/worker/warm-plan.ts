@@ -1,0 +1,49 @@
+// What a warm unit is and which START may draw one (pure). A warm unit is started before its START, so
+// what systemd 252 cannot change on a running unit (RuntimeMaxSec=, OOMScoreAdjust=, PrivateNetwork=,
+// NoNewPrivileges=: set-property rejects them) must be the same for every START it could serve: today
+// all of that is operator-wide config (session.properties, session.profile), so one spare's unit fits
+// every START of the one client account. RuntimeMaxSec= alone differs: it counts from the unit's
+// activation, wait included, so a warm unit goes without it and a root timer started at START stands in
+// (warmWallClockMs). docs/architecture.md "Warm units".
+import type { Config } from '../config/index.ts';
+import type { SessionUnitSpec } from '../systemd/index.ts';
+
+/** How long a drawn helper has to answer CLAIM before its unit is stopped and the START starts a fresh
+ * one: a helper that runs answers in well under a millisecond; a SIGSTOPped or killed one never does. */
+export const WARM_CLAIM_TIMEOUT_MS = 250;
+
+/** The unit's description: no START's bytes are known yet. */
+export const WARM_DESCRIPTION = 'opencode-pty warm session';
+
+/** The warm unit's spec less its descriptors: a fresh unit's, with the helper told only `--warm`. */
+export function warmUnitSpec(config: Config, helperPath: string): Omit<SessionUnitSpec, 'cwdFd' | 'stdoutFd' | 'stderrFd'> {
+  const { RuntimeMaxSec: _counted, ...limits } = config.session.properties;
+  return {
+    description: WARM_DESCRIPTION,
+    helperPath,
+    helperArgs: ['--warm'],
+    user: config.client.user,
+    group: config.client.group,
+    environment: {},
+    slice: config.session.slice,
+    stopTimeoutSec: config.session.stopTimeoutSec,
+    limits,
+    profile: config.session.profile,
+  };
+}
+
+/** RuntimeMaxSec= as the wall clock a root timer holds from START (undefined: none, or "infinity"). */
+export function warmWallClockMs(config: Config): number | undefined {
+  const value = config.session.properties.RuntimeMaxSec;
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.round(value * 1000) : undefined;
+}
+
+/**
+ * Whether a START may draw the spare's warm unit. A kept START with a wall clock goes to a fresh unit:
+ * its deadline would have to outlive this worker (as a kept session's keep deadline does), and only
+ * systemd's own RuntimeMaxSec= does that today.
+ */
+export function warmFits(config: Config, kept: boolean): boolean {
+  if (config.session.warmUnits < 1) return false;
+  return !(kept && warmWallClockMs(config) !== undefined);
+}
