@@ -33,7 +33,8 @@ export function planStart(frame: FrameOf<'start'>, config: Config, helperPath: s
     envMessage,
     spec: {
       // Client bytes never reach unit-file text: the program's name only through a safe alphabet.
-      description: `opencode-pty session ${programLabel(frame.argv[0]!)}`,
+      // A profile name is [a-z0-9-] (the codec's rule): safe text, and what status reads the profile from.
+      description: `opencode-pty session ${programLabel(frame.argv[0]!)}${profile === 'default' ? '' : ` (${profile})`}`,
       helperPath,
       helperArgs: [
         '--env-from-control',
