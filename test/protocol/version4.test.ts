@@ -1,5 +1,6 @@
 // Version 4 of the codec (profiles, network, budgets): START's new fields as hand-written bytes, split at
 // every offset; every bad value refused with its own ERROR code; older versions' START unchanged.
+import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ErrorCode } from '../../src/protocol/constants.ts';
@@ -111,6 +112,15 @@ test('the encoder refuses what the decoder would: 0, negative, fractional, 2^64 
     assert.instance(caught, ProtocolError, JSON.stringify(fields));
     assert.is((caught as ProtocolError).wireCode, code, JSON.stringify(fields));
   }
+});
+
+test('docs/protocol.md\'s version 4 example decodes to what it says', () => {
+  const doc = readFileSync(new URL('../../docs/protocol.md', import.meta.url), 'utf8');
+  const after = doc.slice(doc.indexOf("Example: version 3's example START without keep"));
+  const block = /```\n([\s\S]*?)```/.exec(after)![1]!;
+  const hexText = block.split('\n').map((line) => line.replace(/".*$|[a-z][a-z ,:]+$/i, '').trim()).join(' ');
+  const [frame] = new FrameDecoder('to-server', 4).push(bytes(hexText));
+  assert.equal(plain([frame!]), plain([{ type: 'start', rows: 24, cols: 80, cwdDev: 0x803n, cwdIno: 0x1234n, argv: ['sh', '-i'], env: [{ name: 'TERM', value: 'xterm' }], keepMs: 0, retainBytes: 0, label: '', profile: 'hardened', network: 'off', budgets: { timeMs: 600_000, memoryBytes: 1 << 30 } }]));
 });
 
 test.run();
