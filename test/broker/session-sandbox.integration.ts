@@ -2,6 +2,7 @@
 // session helper: network off and host-loopback as a program in the session meets them, the floor and the
 // ceilings refusing, a budget this host does not enforce refused (NOT_ENFORCED) with nothing left running,
 // and a wall clock ending the session with EXIT's `timeout`.
+import { existsSync, readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Sandbox } from '../sandbox/index.ts';
@@ -97,6 +98,20 @@ test('the floor and the ceilings: a profile below session.minProfile, an unknown
   }
   const [hardened] = await agent.sessions(1, ['/bin/echo', 'ran'], { profile: 'hardened' });
   assert.ok(hardened!.ok, hardened!.error);
+});
+
+test('a kept session with network off: confirmed, then its rendezvous bound behind GO; it detaches, is listed and stopped as any kept session', async () => {
+  const marker = `${sandbox.root}${sandbox.client.home}/kept-network.txt`;
+  const argv = ['/bin/sh', '-c', `echo "$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\\n' ,)" > kept-network.txt; echo ready; exec sleep 600`];
+  const started = await agent.keep({ op: 'start', name: 'kept-off', argv, keepMs: 60_000, label: 'kept-off', network: 'off', read: { bytes: 5, ms: 10_000 } });
+  assert.is(started.error, undefined, started.message);
+  await agent.keep({ op: 'detach', name: 'kept-off' });
+  await until(() => existsSync(marker) && readFileSync(marker, 'utf8').trim() !== '', 10_000, 'the kept program\'s note');
+  assert.is(readFileSync(marker, 'utf8').trim(), 'lo,');
+  const listed = ((await agent.keep({ op: 'list' })).list ?? []) as { id: number; label: string }[];
+  assert.ok(listed.some((one) => one.id === started.id && one.label === 'kept-off'), JSON.stringify(listed));
+  const stopped = await agent.keep({ op: 'stop-session', id: started.id! });
+  assert.is(stopped.error, undefined, stopped.message);
 });
 
 test('a wall clock budget ends the session: EXIT says timeout', async () => {
