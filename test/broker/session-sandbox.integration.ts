@@ -6,7 +6,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Sandbox } from '../sandbox/index.ts';
-import type { Agent } from '../support/agent.ts';
+import type { Agent, RunResult } from '../support/agent.ts';
+import { INSTALL_DIR, SOCKET_PATH } from '../sandbox/deploy.ts';
 import { bootSupervisor, sessionUnits } from '../support/supervisor.ts';
 import { until } from '../support/wait.ts';
 
@@ -118,6 +119,20 @@ test('a wall clock budget ends the session: EXIT says timeout', async () => {
   const [result] = await agent.sessions(1, ['/bin/sleep', '60'], { budgets: { timeMs: 1500 } });
   assert.ok(result!.ok, result!.error);
   assert.is(result!.exit?.result, 'timeout', JSON.stringify(result));
+});
+
+test('the CLI: --max-time ends the session with status 124 and says so; --network off reaches no listener; a bad budget is a usage error', async () => {
+  const cli = (...args: string[]) => agent.command<RunResult>({ run: ['/usr/bin/node', `${INSTALL_DIR}/cli.js`, 'run', '--socket', SOCKET_PATH, ...args] });
+  const timed = await cli('--max-time', '1', '--', '/bin/sleep', '30');
+  assert.is(timed.code, 124, JSON.stringify(timed));
+  assert.match(timed.stderr, '--max-time');
+  const off = await cli('--network', 'off', '--', ...probe(['127.0.0.1']));
+  assert.is(off.code, 0, JSON.stringify(off));
+  assert.is(seen(off.stdout)['127.0.0.1'], 'ECONNREFUSED', off.stdout);
+  const refused = await cli('--max-memory', '64M', '--', '/bin/true');
+  assert.is(refused.code, 125, JSON.stringify(refused));
+  assert.match(refused.stderr, 'NOT_ENFORCED');
+  assert.is((await cli('--max-tasks', '0', '--', '/bin/true')).code, 2);
 });
 
 test.run();
