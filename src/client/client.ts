@@ -1,7 +1,7 @@
 // The client's connection: handshake, then one request: START with the cwd fd the client opened itself, or
 // (version 3) LIST, ATTACH or STOP_SESSION.
 import { closeSync, constants, fstatSync, openSync } from 'node:fs';
-import { LATEST_VERSION, PROTOCOL_VERSION, SANDBOX_VERSION, encodeFrame, isProtocolError, type Budgets, type Frame, type FrameOf, type NetworkMode } from '../protocol/index.ts';
+import { LATEST_VERSION, PROTOCOL_VERSION, SANDBOX_VERSION, encodeFrame, isProtocolError, type Frame, type FrameOf } from '../protocol/index.ts';
 import { ClientError } from './client-error.ts';
 import { Deadline } from './deadline.ts';
 import { fitEnvironment } from './environment-fit.ts';
@@ -9,7 +9,7 @@ import { FrameChannel, type ChannelHandler } from './frame-channel.ts';
 import { RuntimeSocket } from './runtime-socket.ts';
 import { Session, type SessionEnd } from './session.ts';
 import { attachFrame, checkSessionId, keptSessionOf, needKeepVersion, needVersion, type AttachOptions, type KeptSession } from './kept-sessions.ts';
-import { sandboxOf } from './sandbox-options.ts';
+import { sandboxOf, type SandboxOptions } from './sandbox-options.ts';
 
 export type { AttachOptions, KeptSession, KeptSessionOrigin, KeptSessionState } from './kept-sessions.ts';
 
@@ -22,7 +22,7 @@ export interface ConnectOptions {
   timeoutMs?: number;
 }
 
-export interface StartOptions {
+export interface StartOptions extends SandboxOptions {
   /** Program and arguments; argv[0] is resolved by the session's PATH. */
   argv: string[];
   /** Directory the session runs in, opened here and handed over as an fd (default: process.cwd()). */
@@ -40,15 +40,6 @@ export interface StartOptions {
   retainBytes?: number;
   /** Version 3: plain text (at most 256 bytes, no control characters) that list() shows. */
   label?: string;
-  /** Version 4: the session's profile ('default' < 'hardened' < 'workspace'); the server's floor when absent.
-   * One below the floor, unknown or not offered is refused (PROFILE), never changed. */
-  profile?: string;
-  /** Version 4: 'off' (its own loopback only), 'host-loopback' or 'on'; the server's default when absent. Above
-   * the server's ceiling: NETWORK. */
-  network?: NetworkMode;
-  /** Version 4: wall clock (ms), memory (bytes), tasks and CPU (% of one CPU), each a positive integer; past the
-   * server's ceiling: BUDGET; one this host cannot enforce: NOT_ENFORCED. */
-  budgets?: Budgets;
   /** Abandons waiting for STARTED (rejecting with ABORTED and closing the connection). */
   signal?: AbortSignal;
   /** Rejects with TIMEOUT (and closes) when no STARTED came within this many ms (default 30 s; 0: none). */

@@ -2,6 +2,19 @@
 import { BUDGET_FIELDS, NETWORK_MODES, checkBudget, checkProfileName, isProtocolError, type Budgets, type FrameOf, type NetworkMode } from '../protocol/index.ts';
 import { ClientError } from './client-error.ts';
 
+/** START's version 4 options (docs/client.md "Profiles, network and budgets"). */
+export interface SandboxOptions {
+  /** Version 4: the session's profile ('default' < 'hardened' < 'workspace'); the server's floor when absent.
+   * One below the floor, unknown or not offered is refused (PROFILE), never changed. */
+  profile?: string;
+  /** Version 4: 'off' (its own loopback only), 'host-loopback' or 'on'; the server's default when absent. Above
+   * the server's ceiling: NETWORK. */
+  network?: NetworkMode;
+  /** Version 4: wall clock (ms), memory (bytes), tasks and CPU (% of one CPU), each a positive integer; past the
+   * server's ceiling: BUDGET; one this host cannot enforce: NOT_ENFORCED. */
+  budgets?: Budgets;
+}
+
 /** START's version 4 fields, undefined when none is asked (an older server is then fine). */
 export function sandboxOf(profile: string | undefined, network: NetworkMode | undefined, budgets: Budgets | undefined): Pick<FrameOf<'start'>, 'profile' | 'network' | 'budgets'> | undefined {
   const asked = budgets && Object.values(budgets).some((value) => value !== undefined);
