@@ -4,7 +4,7 @@
 // the helper. Usage: node --import tsx scripts/helper-wire.ts OUT.h
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { ErrorCode, FrameType, HEADER_SIZE, KEEP_VERSION, Limits, layoutOf } from '../src/protocol/index.ts';
+import { ErrorCode, FrameType, HEADER_SIZE, LATEST_VERSION, Limits, layoutOf } from '../src/protocol/index.ts';
 
 const hex = (n: number) => `0x${n.toString(16).padStart(2, '0')}`;
 
@@ -25,7 +25,7 @@ const NOT_COLLECTED = new Set<number>([
 ]);
 
 /** The newest version the rule tables cover: every version the codec lays out. */
-const NEWEST_VERSION = KEEP_VERSION;
+const NEWEST_VERSION = LATEST_VERSION;
 
 /** The rule table of one version: one entry per type byte that names a frame there. Every other frame a
  * client sends is collected in the decoder's `small` buffer of HEADER_SIZE bytes (helper.h struct

@@ -4,11 +4,13 @@
 // unit's processes after stop_timeout_ms, SIGKILL after twice that. A program that ignores the hang-up
 // and SIGTERM then cannot keep its unit alive after its worker is gone.
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
@@ -60,7 +62,20 @@ void close_from(unsigned first) {
   for (long fd = first; fd < max; fd++) close((int)fd);
 }
 
-static _Noreturn void run_child(int slave, char **argv, char **env) {
+// Under a memory budget the kernel's OOM killer must take the program, never the helper that reports the
+// end: the program alone gets a higher score. Raising one's own needs no privilege; lowering would
+// (proc(5) oom_score_adj), and systemd's OOMScoreAdjust= would raise the helper's too. A non-dumpable
+// process's /proc/self files are root's, so the child becomes dumpable first: only once it holds nothing
+// but the terminal (fds 0-2), as the program it becomes in a moment is anyway.
+static void raise_oom_score(int adj) {
+  if (adj < 0) return;
+  if (prctl(PR_SET_DUMPABLE, 1) < 0) _exit(126);
+  int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+  if (fd < 0 || dprintf(fd, "%d\n", adj) < 0) _exit(126);
+  close(fd);
+}
+
+static _Noreturn void run_child(int slave, char **argv, char **env, int oom_score_adj) {
   // Ignored signals and the blocked mask survive exec: give the program the defaults, not the helper's.
   for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
   sigset_t none;
@@ -71,6 +86,7 @@ static _Noreturn void run_child(int slave, char **argv, char **env) {
   for (int fd = 0; fd < 3; fd++)
     if (dup2(slave, fd) < 0) _exit(126);
   close_from(3);
+  raise_oom_score(oom_score_adj);
   extern char **environ;
   if (env) environ = env; // execvp searches the program's PATH, not the helper's
   execvp(argv[0], argv);
@@ -82,7 +98,7 @@ static _Noreturn void run_child(int slave, char **argv, char **env) {
 // The child's pid, or -1 (errno set). `env` NULL: the helper's own environment.
 pid_t child_start(struct session *s, int slave, char **argv, char **env) {
   pid_t pid = fork();
-  if (pid == 0) run_child(slave, argv, env);
+  if (pid == 0) run_child(slave, argv, env, s->program_oom_score_adj);
   if (pid > 0) s->child.pid = pid;
   return pid;
 }

@@ -65,6 +65,7 @@ struct session {
   struct end_of_input eof;
   bool stopping; // the client sent STOP
   int stop_timeout_ms;
+  int program_oom_score_adj; // --program-oom-score-adj: the program's oom_score_adj (-1: left as inherited)
   // The unit STARTED names (GO's payload): the only cgroup whose processes the helper may signal.
   char unit[MAX_UNIT_NAME + 1];
   struct keep *keep; // --keep: the ring and the connections (keep.h); NULL for a session that is not kept

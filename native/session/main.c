@@ -109,7 +109,8 @@ int main(int argc, char **argv) {
     close(c->fd);
     argv = warm_wait(s, argv[0], &argc, &cwd, &c->fd);
   }
-  unsigned long version = 1, timeout = 10000, stop_sec = 5, rows, cols;
+  unsigned long version = 1, timeout = 10000, stop_sec = 5, oom_adj = 0, rows, cols;
+  bool oom_adj_given = false;
   bool env_from_control = false, keep = false;
   uint64_t retain = 2 << 20, max_observers = 4, session_id = 0;
   const char *value;
@@ -129,6 +130,10 @@ int main(int argc, char **argv) {
     if (strncmp(argv[i], "--protocol=", 11) == 0 && parse_number(argv[i] + 11, 1, 65535, &version)) continue;
     if (strncmp(argv[i], "--write-timeout-ms=", 19) == 0 && parse_number(argv[i] + 19, 1, 3600000, &timeout)) continue;
     if (strncmp(argv[i], "--stop-timeout-sec=", 19) == 0 && parse_number(argv[i] + 19, 1, 3600, &stop_sec)) continue;
+    if (strncmp(argv[i], "--program-oom-score-adj=", 24) == 0 && parse_number(argv[i] + 24, 0, 1000, &oom_adj)) {
+      oom_adj_given = true;
+      continue;
+    }
     usage(s, c);
   }
   if (argc - i < 3 || !parse_number(argv[i], 1, 65535, &rows) || !parse_number(argv[i + 1], 1, 65535, &cols) ||
@@ -140,6 +145,7 @@ int main(int argc, char **argv) {
   c->version = (unsigned)version;
   c->write_timeout_ms = (int)timeout;
   s->stop_timeout_ms = (int)stop_sec * 1000;
+  s->program_oom_score_adj = oom_adj_given ? (int)oom_adj : -1;
   const struct frame_rule *rules = frame_rules(c->version);
   if (!rules) {
     char spoken[16];

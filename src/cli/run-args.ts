@@ -2,6 +2,7 @@
 import { DEFAULT_SOCKET, defaultSocketPath } from '../client/index.ts';
 import { parseSocketValue, parseTimeoutValue, takeOptionValue } from './option-value.ts';
 import { KEEP_USAGE, checkLabelText, parseDuration, parseKeepCommand, type KeepCommand } from './keep-args.ts';
+import { SANDBOX_OPTIONS, SANDBOX_USAGE, applySandboxOption, sandboxStartOptions, type SandboxArgs, type SandboxOption } from './sandbox-args.ts';
 
 export { DEFAULT_SOCKET };
 
@@ -14,7 +15,8 @@ export const FAILURE_EXIT = 125;
 export const USAGE = `Usage:
   opencode-ptyctl run [--socket PATH] [--cwd DIR] [--env NAME=VALUE]... [--timeout SECONDS]
                    [--rows N] [--cols N] [--resize-fd FD] [--keep DURATION [--label TEXT]]
-                   [--] COMMAND [ARG]...
+                   [--profile NAME] [--network MODE] [--max-time DURATION] [--max-memory SIZE]
+                   [--max-tasks N] [--max-cpu PERCENT] [--] COMMAND [ARG]...
 ${KEEP_USAGE.split('\n\n')[0]}
   opencode-ptyctl --help
   opencode-ptyctl --version
@@ -52,10 +54,11 @@ Options of run:
   --version          Print the version of this command and exit.
 
 ${KEEP_USAGE.split('\n\n').slice(1).join('\n\n')}
+${SANDBOX_USAGE}
 Signals: SIGINT and SIGQUIT are forwarded to the session; SIGTERM and SIGHUP stop it.
 
 Exit status: COMMAND's own status, or 128+N when it was killed by signal N (as a shell reports it);
-128+N also when this command was ended by signal N; ${FAILURE_EXIT} when the supervisor refused or failed the
+124 when the session ran out of its --max-time; 128+N also when this command was ended by signal N; ${FAILURE_EXIT} when the supervisor refused or failed the
 session or the connection broke; ${USAGE_EXIT} for a command line error.
 `;
 
@@ -75,9 +78,11 @@ export interface RunCommand {
   resizeFd: number | undefined;
   /** --keep DURATION (and --label): present only when given. */
   keep?: { keepMs: number; label: string };
+  /** --profile, --network and the --max-* budgets: present only when given (sandbox-args.ts). */
+  sandbox?: ReturnType<typeof sandboxStartOptions>;
 }
 
-const VALUE_OPTIONS = new Set(['--socket', '--cwd', '--env', '--timeout', '--rows', '--cols', '--resize-fd', '--keep', '--label']);
+const VALUE_OPTIONS = new Set<string>(['--socket', '--cwd', '--env', '--timeout', '--rows', '--cols', '--resize-fd', '--keep', '--label', ...SANDBOX_OPTIONS]);
 /** Sizes as the protocol carries them (docs/protocol.md, START and RESIZE: u16, not 0). */
 const SIZE_MAX = 0xffff;
 
@@ -103,6 +108,7 @@ function parseRun(args: readonly string[], env: Readonly<Record<string, string |
   let resizeFd: number | undefined;
   let keepMs: number | undefined;
   let label: string | undefined;
+  const sandbox: SandboxArgs = { budgets: {} };
   const sessionEnv: Record<string, string> = {};
   if (env.TERM !== undefined && env.TERM !== '') sessionEnv.TERM = env.TERM;
   let index = 0;
@@ -122,7 +128,10 @@ function parseRun(args: readonly string[], env: Readonly<Record<string, string |
     if ('message' in taken) return usage(taken.message);
     const { value } = taken;
     index = taken.index;
-    if (name === '--socket') {
+    if ((SANDBOX_OPTIONS as readonly string[]).includes(name)) {
+      const refused = applySandboxOption(sandbox, name as SandboxOption, value);
+      if (refused !== undefined) return usage(refused);
+    } else if (name === '--socket') {
       const path = parseSocketValue(value);
       if (typeof path !== 'string') return usage(path.message);
       socket = path;
@@ -161,7 +170,9 @@ function parseRun(args: readonly string[], env: Readonly<Record<string, string |
   if (argv.length === 0) return usage('missing COMMAND to run');
   if (label !== undefined && keepMs === undefined) return usage('--label names a kept session: give --keep DURATION too');
   const keep = keepMs === undefined ? {} : { keep: { keepMs, label: label ?? '' } };
-  return { kind: 'run', socket, cwd, env: sessionEnv, argv, timeoutMs, rows, cols, resizeFd, ...keep };
+  const asked = sandboxStartOptions(sandbox);
+  const limits = Object.keys(asked).length === 0 ? {} : { sandbox: asked };
+  return { kind: 'run', socket, cwd, env: sessionEnv, argv, timeoutMs, rows, cols, resizeFd, ...keep, ...limits };
 }
 
 function wholeNumber(value: string): number {

@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { constants } from 'node:os';
 import type { ReadStream } from 'node:tty';
 import { FAILURE_EXIT, USAGE_EXIT, type RunCommand } from './run-args.ts';
+import { TIMEOUT_STATUS, budgetEndLine } from './sandbox-args.ts';
 import { connect, exitStatus, isClientError, type Session, type SessionEnd } from '../client/index.ts';
 import { readResizeFd, unusableFd } from './resize-fd.ts';
 import { enterRawMode, terminalSize } from './terminal.ts';
@@ -67,6 +68,7 @@ class Run {
         ...(this.#command.cwd === undefined ? {} : { cwd: this.#command.cwd }),
         env: this.#command.env,
         ...(this.#command.keep ?? {}),
+        ...(this.#command.sandbox ?? {}),
         ...this.#initialSize(),
         signal: this.#abort.signal,
         ...timeout,
@@ -107,7 +109,10 @@ class Run {
       this.#stdio.stderr.write(`\r\nopencode-ptyctl: detached from session ${session.id} at offset ${session.offset}\r\n`);
       return this.#signalStatus ?? 0;
     }
-    return this.#signalStatus ?? exitStatus(end);
+    // A budget's end is told, and the wall clock's has timeout(1)'s status (sandbox-args.ts).
+    const told = budgetEndLine(end.result);
+    if (told) this.#stdio.stderr.write(`\r\n${told}\r\n`);
+    return this.#signalStatus ?? (end.result === 'timeout' ? TIMEOUT_STATUS : exitStatus(end));
   }
 
   /** The measured size, with --rows and --cols over it. */

@@ -1,7 +1,7 @@
 // opencode-ptyctl verify: is what is installed exactly what the build shipped, on a supported Node?
 import { readlinkSync } from 'node:fs';
-import { checkSessionProperty, loadConfig } from '../config/index.ts';
-import { checkAgentGroups, DEFAULT_LAYOUT, probeCgroups, fileFacts, listFiles, localAccounts, nodeFacts, paths, readManifestAt, readRecord, SESSIONS_SLICE, sessionLimitReport, verifyDifferences } from '../operate/index.ts';
+import { checkSessionProperty, loadConfig, type BudgetLimits } from '../config/index.ts';
+import { budgetReport, checkAgentGroups, DEFAULT_LAYOUT, probeCgroups, fileFacts, listFiles, localAccounts, nodeFacts, paths, readManifestAt, readRecord, SESSIONS_SLICE, sessionLimitReport, verifyDifferences } from '../operate/index.ts';
 import type { CommandContext } from './context.ts';
 import { EXIT, EXIT_HELP } from './exit-codes.ts';
 import { commandOptions, prefixLayout } from './options.ts';
@@ -10,7 +10,8 @@ export const VERIFY_USAGE = `Usage: opencode-ptyctl verify [--prefix DIR] [--man
 
 Compares the installed bundle with the build's manifest (sha256, owner root, mode of every file), the
 units, drop-ins and README with what install wrote, validates the config, and checks the unit's Node
-and this one against the supported range. Prints every difference; silent about nothing.
+and this one against the supported range. Prints every difference; silent about nothing. Says which
+per-session budgets (run --max-memory, --max-tasks, --max-cpu) this host enforces: the others are refused.
 
   --prefix DIR     the install's directory (default: ${DEFAULT_LAYOUT.libDir})
   --manifest DIR   a build directory whose manifest.json to hold the install against (default: the
@@ -41,9 +42,11 @@ export function runVerify(args: readonly string[], context: CommandContext): num
   let configProblem: string | undefined;
   let sessionSlice: string | undefined;
   let sessionProperties: string[] = [];
+  let sessionBudgets: BudgetLimits | undefined;
   try {
     const { session } = loadConfig({ path: paths.config(layout), checkProperty: checkSessionProperty });
     sessionSlice = session.slice;
+    sessionBudgets = session.budgets;
     sessionProperties = Object.keys(session.properties);
   } catch (error) {
     configProblem = (error as Error).message;
@@ -62,10 +65,15 @@ export function runVerify(args: readonly string[], context: CommandContext): num
   const agent = record ? checkAgentGroups(context.run, record.clientUnit, record.socketGroup, localAccounts().group(record.socketGroup)?.gid) : undefined;
   if (agent) context.stdout(`warning: ${agent}\n`);
   // Said after the verdict (the files may match, the limits still not hold).
-  const limits = record ? sessionLimitReport(context.cgroups?.() ?? probeCgroups(), sessionSlice ?? SESSIONS_SLICE, sessionProperties) : {};
+  const cgroups = record ? (context.cgroups?.() ?? probeCgroups()) : undefined;
+  const limits = cgroups ? sessionLimitReport(cgroups, sessionSlice ?? SESSIONS_SLICE, sessionProperties) : {};
+  // What a START's budgets can be here: said whatever the files are.
+  const budgets = cgroups ? budgetReport(cgroups, sessionBudgets) : undefined;
   const sayLimits = () => {
     if (limits.note) context.stdout(`note: ${limits.note}\n`);
     if (limits.warning) context.stdout(`warning: ${limits.warning}\n`);
+    if (budgets) context.stdout(`note: ${budgets.note}\n`);
+    if (budgets?.warning) context.stdout(`warning: ${budgets.warning}\n`);
   };
   if (differences.length) {
     for (const difference of differences) context.stdout(`differs: ${difference}\n`);

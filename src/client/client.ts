@@ -1,14 +1,15 @@
 // The client's connection: handshake, then one request: START with the cwd fd the client opened itself, or
 // (version 3) LIST, ATTACH or STOP_SESSION.
 import { closeSync, constants, fstatSync, openSync } from 'node:fs';
-import { KEEP_VERSION, PROTOCOL_VERSION, encodeFrame, isProtocolError, type Frame, type FrameOf } from '../protocol/index.ts';
+import { LATEST_VERSION, PROTOCOL_VERSION, SANDBOX_VERSION, encodeFrame, isProtocolError, type Frame, type FrameOf } from '../protocol/index.ts';
 import { ClientError } from './client-error.ts';
 import { Deadline } from './deadline.ts';
 import { fitEnvironment } from './environment-fit.ts';
 import { FrameChannel, type ChannelHandler } from './frame-channel.ts';
 import { RuntimeSocket } from './runtime-socket.ts';
 import { Session, type SessionEnd } from './session.ts';
-import { attachFrame, checkSessionId, keptSessionOf, needKeepVersion, type AttachOptions, type KeptSession } from './kept-sessions.ts';
+import { attachFrame, checkSessionId, keptSessionOf, needKeepVersion, needVersion, type AttachOptions, type KeptSession } from './kept-sessions.ts';
+import { sandboxOf, type SandboxOptions } from './sandbox-options.ts';
 
 export type { AttachOptions, KeptSession, KeptSessionOrigin, KeptSessionState } from './kept-sessions.ts';
 
@@ -21,7 +22,7 @@ export interface ConnectOptions {
   timeoutMs?: number;
 }
 
-export interface StartOptions {
+export interface StartOptions extends SandboxOptions {
   /** Program and arguments; argv[0] is resolved by the session's PATH. */
   argv: string[];
   /** Directory the session runs in, opened here and handed over as an fd (default: process.cwd()). */
@@ -101,7 +102,7 @@ export class Client {
     throwIfAborted(options.signal);
     const client = new Client(socket);
     await client.#await(options.signal, deadline, () =>
-      client.#channel.sendUrgent({ type: 'hello', minVersion: PROTOCOL_VERSION, maxVersion: KEEP_VERSION }),
+      client.#channel.sendUrgent({ type: 'hello', minVersion: PROTOCOL_VERSION, maxVersion: LATEST_VERSION }),
     );
     return client;
   }
@@ -115,8 +116,10 @@ export class Client {
    * resolves with the session at STARTED (rejects at ERROR). One session per connection. */
   async start(options: StartOptions): Promise<Session> {
     this.#checkReady('start a session');
-    const { argv, cwd = process.cwd(), env = {}, rows = 24, cols = 80, keepMs = 0, retainBytes = 0, label = '' } = options;
+    const { argv, cwd = process.cwd(), env = {}, rows = 24, cols = 80, keepMs = 0, retainBytes = 0, label = '', profile, network, budgets } = options;
     if (keepMs !== 0 || retainBytes !== 0 || label !== '') needKeepVersion(this.#version, 'a kept or labelled session');
+    const sandbox = sandboxOf(profile, network, budgets);
+    if (sandbox) needVersion(this.#version, SANDBOX_VERSION, 'a profile, network mode or budget');
     throwIfAborted(options.signal);
     const dirFd = openDirectory(cwd);
     let start: Buffer;
@@ -126,7 +129,7 @@ export class Client {
       const fitted = fitEnvironment(env, argv);
       this.#droppedEnv = fitted.dropped;
       const frame: FrameOf<'start'> = { type: 'start', rows, cols, cwdDev: stat.dev, cwdIno: stat.ino, argv, env: fitted.entries };
-      start = encodeFrame({ ...frame, keepMs, retainBytes, label }, this.#version);
+      start = encodeFrame({ ...frame, keepMs, retainBytes, label, ...sandbox }, this.#version);
     } catch (error) {
       closeSync(dirFd);
       if (isProtocolError(error)) throw new ClientError('BAD_START', error.message, { cause: error });
@@ -221,7 +224,7 @@ export class Client {
   #onFrame(frame: Frame): void {
     if (frame.type === 'error') return this.#fail(ClientError.fromWire(frame.code, frame.message));
     if (this.#state === 'handshake' && frame.type === 'welcome') {
-      if (frame.version < PROTOCOL_VERSION || frame.version > KEEP_VERSION) {
+      if (frame.version < PROTOCOL_VERSION || frame.version > LATEST_VERSION) {
         return this.#fail(new ClientError('PROTOCOL', `the server chose version ${frame.version}, not offered`));
       }
       this.#version = frame.version;

@@ -14,4 +14,6 @@ export {
 export { Session, type SessionEnd, type SessionEvents, type SessionRole } from './session.ts';
 export { ClientError, isClientError, type ClientErrorCode, type WireErrorName } from './client-error.ts';
 export { exitStatus } from './exit-status.ts';
+export type { SandboxOptions } from './sandbox-options.ts';
+export type { Budgets, NetworkMode } from '../protocol/index.ts';
 export { DEFAULT_SOCKET, defaultSocketPath } from './default-socket.ts';

@@ -127,7 +127,12 @@ export function checkSessionId(id: number): void {
 
 /** UNSUPPORTED unless the server agreed to version 3, which `what` needs. */
 export function needKeepVersion(version: number, what: string): void {
-  if (version < KEEP_VERSION) {
-    throw new ClientError('UNSUPPORTED', `${what} needs protocol version ${KEEP_VERSION}; this server speaks version ${version}`);
+  needVersion(version, KEEP_VERSION, what);
+}
+
+/** UNSUPPORTED unless the server's version has what is asked. */
+export function needVersion(version: number, needed: number, what: string): void {
+  if (version < needed) {
+    throw new ClientError('UNSUPPORTED', `${what} needs protocol version ${needed}; this server speaks version ${version}`);
   }
 }

@@ -1,4 +1,8 @@
 // The supervisor's configuration: its shape, the seeds' defaults, and pure validation that names the bad field.
+import { ConfigError, boolean, integer, object, only, string, type Json } from './fields.ts';
+import { sandboxSettings, DEFAULT_SANDBOX, SANDBOX_KEYS, type SandboxConfig } from './sandbox.ts';
+
+export { ConfigError } from './fields.ts';
 
 export interface ClientConfig {
   /** The one account whose agent may ask for terminals. */
@@ -32,7 +36,7 @@ export interface LimitsConfig {
   maxObservers: number;
 }
 
-export interface SessionConfig {
+export interface SessionConfig extends SandboxConfig {
   term: string;
   /** 'pass' (default): the client's environment reaches the program, less the built-in denylist
    * (src/worker/environment.ts) and `environmentDeny`; 'allowlist': only `environmentAllowlist` passes. */
@@ -45,8 +49,6 @@ export interface SessionConfig {
   slice: string;
   /** Extra unit properties (resource limits, sandboxing), from an allowlist of names. */
   properties: Record<string, unknown>;
-  /** 'hardened': no session can debug another session's programs or open its terminal; what remains is in docs/security.md. */
-  profile: 'default' | 'hardened';
   /** The longest keep time a START may ask for (its keepMs); more is BAD_START, never lowered. */
   maxKeepMs: number;
   /** The largest ring a kept START may ask for (its retainBytes), at most MAX_RETAINED_BYTES. */
@@ -102,7 +104,7 @@ export const DEFAULT_SESSION: SessionConfig = {
   // since a dash in a slice name nests it in another slice (systemd.slice(5)).
   slice: 'opencode_pty_sessions.slice',
   properties: {},
-  profile: 'default',
+  ...DEFAULT_SANDBOX,
   // A day, and opencode's own 2 MiB of replay (its persistent terminals' ring).
   maxKeepMs: 86_400_000,
   maxRetainedBytes: 2 * 1024 * 1024,
@@ -118,17 +120,6 @@ export const MIN_RETAINED_BYTES = 4096;
  * 2^31-1 ms (24.8 days); a longer one fires after 1 ms (nodejs.org/api/timers.html). */
 export const MAX_KEEP_MS = 0x7fff_ffff;
 
-export class ConfigError extends Error {
-  readonly code = 'CONFIG_INVALID';
-  constructor(
-    readonly field: string,
-    problem: string,
-    options?: { cause?: unknown },
-  ) {
-    super(`config: ${field}: ${problem}`, options);
-  }
-}
-
 /** Resolves account and group names to ids (an interface, so validation stays pure). */
 export interface AccountLookup {
   user(name: string): { uid: number; gid: number } | undefined;
@@ -137,41 +128,6 @@ export interface AccountLookup {
   groupMembers(name: string): readonly string[];
   /** Whether gshadow(5) holds a usable password for the group (newgrp(1) lets anyone who knows it in). */
   groupPasswordSet?(name: string): boolean;
-}
-
-type Json = Record<string, unknown>;
-
-function object(value: unknown, field: string): Json {
-  if (value === undefined) return {};
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigError(field, 'must be an object');
-  return value as Json;
-}
-
-function only(value: Json, field: string, allowed: string[]): void {
-  for (const key of Object.keys(value)) {
-    if (!allowed.includes(key)) throw new ConfigError(field ? `${field}.${key}` : key, 'unknown setting');
-  }
-}
-
-function string(value: unknown, field: string, fallback?: string, pattern?: RegExp): string {
-  if (value === undefined && fallback !== undefined) return fallback;
-  if (typeof value !== 'string' || value === '') throw new ConfigError(field, 'must be a non-empty string');
-  if (pattern && !pattern.test(value)) throw new ConfigError(field, `must match ${pattern}`);
-  return value;
-}
-
-function integer(value: unknown, field: string, fallback: number, min: number, max: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new ConfigError(field, `must be an integer from ${min} to ${max}`);
-  }
-  return value;
-}
-
-function boolean(value: unknown, field: string, fallback: boolean): boolean {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') throw new ConfigError(field, 'must be true or false');
-  return value;
 }
 
 const ACCOUNT_NAME = /^[a-z_][a-z0-9_.-]{0,31}$/;
@@ -244,7 +200,7 @@ function limits(raw: unknown): LimitsConfig {
 
 function session(raw: unknown, checkProperty: (name: string, value: unknown) => string | undefined): SessionConfig {
   const value = object(raw, 'session');
-  only(value, 'session', Object.keys(DEFAULT_SESSION));
+  only(value, 'session', [...Object.keys(DEFAULT_SESSION), ...SANDBOX_KEYS]);
   const allowlist = value.environmentAllowlist ?? DEFAULT_SESSION.environmentAllowlist;
   if (!Array.isArray(allowlist)) throw new ConfigError('session.environmentAllowlist', 'must be a list of names');
   allowlist.forEach((name, index) => string(name, `session.environmentAllowlist[${index}]`, undefined, ENV_NAME));
@@ -266,7 +222,7 @@ function session(raw: unknown, checkProperty: (name: string, value: unknown) => 
     stopTimeoutSec: integer(value.stopTimeoutSec, 'session.stopTimeoutSec', DEFAULT_SESSION.stopTimeoutSec, 1, 600),
     slice: string(value.slice, 'session.slice', DEFAULT_SESSION.slice, SLICE_NAME),
     properties,
-    profile: string(value.profile, 'session.profile', DEFAULT_SESSION.profile, /^(default|hardened)$/) as SessionConfig['profile'],
+    ...sandboxSettings(value),
     ...retention(value),
     warmUnits: integer(value.warmUnits, 'session.warmUnits', DEFAULT_SESSION.warmUnits, 0, 1),
   };

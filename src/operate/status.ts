@@ -2,6 +2,7 @@
 import { readFileSync, readlinkSync, statSync } from 'node:fs';
 import { BROKER_UNIT, SOCKET_UNIT } from './layout.ts';
 import { figure, listUnits, showUnit, type Runner } from './system.ts';
+import { LIMIT_PROPERTIES, limitsText, sessionLimits, type SessionLimits } from './session-limits.ts';
 
 export interface SessionStatus {
   unit: string;
@@ -17,6 +18,8 @@ export interface SessionStatus {
   cpuNsec: string | null;
   memoryBytes: string | null;
   tasks: string | null;
+  /** Its profile, network and budgets as its unit holds them. */
+  limits: SessionLimits;
 }
 
 export interface Status {
@@ -106,7 +109,7 @@ export function gatherStatus(run: Runner, unitPrefix: string): Status {
     served = ends.code === 0 ? ends.stdout.split('\n').filter(Boolean).length : null;
   }
   const sessions = listUnits(run, `${unitPrefix}session-*.service`).map((unit): SessionStatus => {
-    const props = showUnit(run, unit, ['ActiveState', 'User', 'ExecMainPID', 'ActiveEnterTimestamp', 'CPUUsageNSec', 'MemoryCurrent', 'TasksCurrent']);
+    const props = showUnit(run, unit, ['ActiveState', 'User', 'ExecMainPID', 'ActiveEnterTimestamp', 'CPUUsageNSec', 'MemoryCurrent', 'TasksCurrent', ...LIMIT_PROPERTIES]);
     const mainPid = Number(props.ExecMainPID ?? 0);
     const argv = mainPid ? procArgv(mainPid) : null;
     let cwd: string | null = null;
@@ -130,6 +133,7 @@ export function gatherStatus(run: Runner, unitPrefix: string): Status {
       cpuNsec: orNull(figure(props.CPUUsageNSec)),
       memoryBytes: orNull(figure(props.MemoryCurrent)),
       tasks: orNull(figure(props.TasksCurrent)),
+      limits: sessionLimits(props),
     };
   });
   const journal = run('journalctl', ['--no-pager', '-o', 'json', '-u', BROKER_UNIT, '-p', 'warning', '-n', '10']);
@@ -195,6 +199,7 @@ export function formatStatus(status: Status): string {
     if (s.warm) lines.push('    warm: waiting for a START (no program, no terminal yet)');
     else lines.push(`    program ${s.program ? p(JSON.stringify(s.program), false) : 'unavailable'} cwd ${s.cwd === null ? 'unavailable' : p(s.cwd)}`);
     lines.push(`    started ${p(s.started)}, cpu ${human(s.cpuNsec, 'nsec')}, memory ${human(s.memoryBytes, 'bytes')}, tasks ${p(human(s.tasks, 'count'))}`);
+    lines.push(`    ${p(limitsText(s.limits))}`);
   }
   lines.push(`recent warnings and errors ${status.recentErrors.length}`);
   for (const e of status.recentErrors) lines.push(`  ${p(e.time)} <${e.priority}> ${p(e.message)}`);

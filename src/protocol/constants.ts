@@ -2,11 +2,13 @@
 
 /** The version a server speaks when nothing newer is agreed; every server speaks it. */
 export const PROTOCOL_VERSION = 1;
-/** The newest version this codec knows (docs/protocol.md, "Version 3"): the broker, the client and the
- * helper's wire all speak 1..3. */
-export const LATEST_VERSION = 3;
+/** The newest version this codec knows (docs/protocol.md, "Version 4"): the broker, the client and the
+ * helper's wire all speak 1..4. */
+export const LATEST_VERSION = 4;
 /** Version 3 (docs/protocol.md, "Version 3"): kept sessions, LIST, ATTACH, STOP_SESSION. */
 export const KEEP_VERSION = 3;
+/** Version 4 (docs/protocol.md, "Version 4"): START names a profile, a network mode and budgets. */
+export const SANDBOX_VERSION = 4;
 /** First four bytes of HELLO, so a stray peer speaking something else is rejected at once. */
 export const HELLO_MAGIC = 0x4f435054; // "OCPT"
 
@@ -65,6 +67,8 @@ export const Limits = {
   /** Version 3: SESSIONS' program (argv[0]) and cwd are cut to these many bytes, at a character boundary. */
   MAX_LIST_PROGRAM: 256,
   MAX_LIST_CWD: 1024,
+  /** Version 4: START's profile name, 0 (none: the server's floor) or 1..32 bytes of [a-z0-9-]. */
+  MAX_PROFILE_NAME: 32,
 } as const;
 
 /** Numeric ERROR codes; the text beside each is what the server sends. */
@@ -87,5 +91,9 @@ export const ErrorCode = {
   BAD_OFFSET: 16, // version 3: ATTACH's fromOffset is past the session's next offset, or at or above 2^63 (but FROM_NOW)
   OBSERVER_LIMIT: 17, // version 3: an observing ATTACH while limits.maxObservers observe
   SESSION_STATE: 18, // version 3: ATTACH or STOP_SESSION while the session is still starting or already finishing
+  PROFILE: 19, // version 4: an unknown profile, one the server does not offer, or one below its floor
+  BUDGET: 20, // version 4: a budget of 0, beyond 2^53-1, past the server's ceiling, or too small for the session
+  NETWORK: 21, // version 4: an unknown network mode, or one above the server's ceiling
+  NOT_ENFORCED: 22, // version 4: a guarantee asked for that this host does not enforce (confirmed on the started unit)
 } as const;
 export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];

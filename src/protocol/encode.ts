@@ -19,6 +19,7 @@ import {
   checkVersionRange,
   utf8,
 } from './rules.ts';
+import { encodeStartSandbox } from './start-sandbox.ts';
 import { encodeKeepFrame, encodeStartKeep, encodeStartedKeep } from './encode-keep.ts';
 
 /** Largest ERROR text in bytes: the payload limit less the u16 code. */
@@ -31,6 +32,7 @@ export function encodeFrame(frame: Frame, version = 1): Buffer {
   const layout = layoutOf(type, version);
   if (layout === undefined) throw new ProtocolError('UNKNOWN_TYPE', `${frame.type.toUpperCase()} does not exist in version ${version}`);
   const payload =
+    (version >= 4 && frame.type === 'start' ? encodeStartSandbox(frame, encodeStartKeep(frame, encodeStart(frame))) : undefined) ??
     (version >= 3 ? encodePayloadV3(frame) : undefined) ??
     (version >= 2 ? encodePayloadV2(frame) : undefined) ??
     encodeKeepFrame(frame) ??

@@ -45,6 +45,26 @@ export interface ProgramEnd {
   result: string;
 }
 
+/** Version 4: a session's network (docs/protocol.md "Version 4"): none but its own loopback, the host's
+ * loopback only, or the host's network as the client's account has it. Ordered from least to most. */
+export const NETWORK_MODES = ['off', 'host-loopback', 'on'] as const;
+export type NetworkMode = (typeof NETWORK_MODES)[number];
+
+/** Version 4: what a session may use, each a positive integer up to 2^53-1 when asked for. */
+export interface Budgets {
+  /** Wall clock from the unit's start; past it the session ends (EXIT result `timeout`). */
+  timeMs?: number;
+  /** The unit's MemoryMax=. */
+  memoryBytes?: number;
+  /** The unit's TasksMax=. */
+  tasks?: number;
+  /** The unit's CPUQuota=, in percent of one CPU. */
+  cpuPercent?: number;
+}
+
+/** The budgets in wire order, with their bit in START's budget flags. */
+export const BUDGET_FIELDS = ['timeMs', 'memoryBytes', 'tasks', 'cpuPercent'] as const satisfies readonly (keyof Budgets)[];
+
 /** Version 3: a kept session's lifecycle state in a SESSIONS entry. */
 export const SessionState = {
   STARTING: 1,
@@ -126,6 +146,12 @@ export type Frame =
       retainBytes?: number;
       /** Version 3: plain text the client names the session by, in LIST ('' by default). */
       label?: string;
+      /** Version 4: the profile asked for ('' or absent: the server's floor, session.minProfile). */
+      profile?: string;
+      /** Version 4: the network asked for (absent: the server's default). */
+      network?: NetworkMode;
+      /** Version 4: the budgets asked for; an absent one is the server's default. */
+      budgets?: Budgets;
     }
   /** Version 2 adds the program's own pid (mainPid is the session helper, its parent) and the
    * environment names the server did not pass on. */

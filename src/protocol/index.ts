@@ -2,6 +2,10 @@
 export * from './constants.ts';
 export {
   ACCOUNTING_FIELDS,
+  BUDGET_FIELDS,
+  NETWORK_MODES,
+  type Budgets,
+  type NetworkMode,
   Role,
   SessionState,
   SessionOrigin,
@@ -18,3 +22,4 @@ export { SessionError } from './session-error.ts';
 export { checkEnvUnique } from './rules.ts';
 export { SendWindow } from './credit.ts';
 export { cutText, sessionsFrame } from './encode-keep.ts';
+export { checkBudget, checkProfileName, MAX_BUDGET } from './start-sandbox.ts';

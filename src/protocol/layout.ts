@@ -121,6 +121,19 @@ const LAYOUT_V3: Readonly<Partial<Record<FrameTypeCode, FrameLayout>>> = {
   },
 };
 
+/** Version 4's START adds, after version 3's label: profileLen u8, (profile), network u8, budget flags u8, four u64 budgets. */
+export const START_SANDBOX_SIZE = 35;
+
+/** What version 4 lays out differently from version 3: START grows; everything else as version 3. */
+const LAYOUT_V4: Readonly<Partial<Record<FrameTypeCode, FrameLayout>>> = {
+  [FrameType.START]: {
+    name: 'start',
+    direction: 'to-server',
+    min: START_FIXED_SIZE + 4 + START_KEEP_SIZE + START_SANDBOX_SIZE,
+    max: Limits.MAX_FRAME_PAYLOAD,
+  },
+};
+
 const CODE_OF_NAME = Object.fromEntries(
   Object.entries(LAYOUT).map(([code, layout]) => [layout.name, Number(code)]),
 ) as Record<FrameName, FrameTypeCode>;
@@ -133,7 +146,8 @@ export function typeCodeOf(name: FrameName): FrameTypeCode {
 export function layoutOf(type: number, version = 1): FrameLayout | undefined {
   if (!Object.hasOwn(LAYOUT, type)) return undefined;
   const code = type as FrameTypeCode;
-  const layout = (version >= 3 ? LAYOUT_V3[code] : undefined) ?? (version >= 2 ? LAYOUT_V2[code] : undefined) ?? LAYOUT[code];
+  const layout =
+    (version >= 4 ? LAYOUT_V4[code] : undefined) ?? (version >= 3 ? LAYOUT_V3[code] : undefined) ?? (version >= 2 ? LAYOUT_V2[code] : undefined) ?? LAYOUT[code];
   return (layout.since ?? 1) <= version ? layout : undefined;
 }
 

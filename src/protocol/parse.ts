@@ -4,6 +4,7 @@ import { ACCOUNTING_FIELDS, type Accounting, type EnvEntry, type Frame } from '.
 import { BufferReader } from './buffer-reader.ts';
 import { ProtocolError } from './errors.ts';
 import { checkPayloadLength, layoutOf } from './layout.ts';
+import { readStartSandbox } from './start-sandbox.ts';
 import { parseKeepFrame, readSessionId, readSessionUnit, readStartKeep, readTerminalSize } from './parse-keep.ts';
 import {
   checkArgument,
@@ -135,8 +136,9 @@ function parseStart(reader: BufferReader, version: number): Frame {
   }
   checkEnvUnique(env.map((entry) => entry.name));
   const keep = version >= 3 ? readStartKeep(reader) : {};
+  const sandbox = version >= 4 ? readStartSandbox(reader) : {};
   reader.end('START');
-  return { type: 'start', rows, cols, cwdDev, cwdIno, argv, env, ...keep };
+  return { type: 'start', rows, cols, cwdDev, cwdIno, argv, env, ...keep, ...sandbox };
 }
 
 /** A u32 length, bounded by MAX_STRING before anything is read, then that many bytes of UTF-8. */

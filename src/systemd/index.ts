@@ -8,4 +8,6 @@ export { UnitManager, type ServiceState, type StartedSession } from './unit-mana
 export { BROKER_UNIT, DEFAULT_UNIT_PREFIX, isSessionUnitName, unitNameFor, sessionIdOf } from './unit-names.ts';
 export { sessionUnitProperties, type SessionUnitSpec } from './unit-properties.ts';
 export { programLabel } from './unit-text.ts';
+export { SESSION_PROFILES, type SessionProfile } from './session-profile.ts';
+export { PROGRAM_OOM_SCORE_ADJ, type SessionBudgets, type SessionNetwork } from './session-sandbox.ts';
 export { type ExitStatus } from './unit-watch.ts';

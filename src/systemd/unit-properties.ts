@@ -4,6 +4,7 @@ import { SystemdError } from './errors.ts';
 import { limitProperties, type PropertyTuple } from './unit-limits.ts';
 import { checkUnitFileText } from './unit-text.ts';
 import { profileProperties, type SessionProfile } from './session-profile.ts';
+import { budgetProperties, networkProperties, stricterOf, wallClockProperties, type SessionBudgets, type SessionNetwork } from './session-sandbox.ts';
 
 export type { PropertyTuple, PropertyValue } from './unit-limits.ts';
 export { ALLOWED_LIMIT_NAMES } from './unit-limits.ts';
@@ -44,6 +45,12 @@ export interface SessionUnitSpec {
   inaccessiblePaths?: readonly string[];
   /** 'hardened' adds session-profile.ts's settings: no debugging of other sessions' programs. */
   profile?: SessionProfile;
+  /** The session's network (session-sandbox.ts); 'on', as without it, adds nothing. */
+  network?: SessionNetwork;
+  /** The session's cgroup budgets (session-sandbox.ts). */
+  budgets?: SessionBudgets;
+  /** The session's wall clock in ms: one value, so whoever ends the session at it can change (RuntimeMaxSec= here). */
+  wallClockMs?: number;
 }
 
 /**
@@ -154,16 +161,21 @@ function sandboxProperties(spec: SessionUnitSpec): PropertyTuple[] {
 export function sessionUnitProperties(spec: SessionUnitSpec): PropertyTuple[] {
   const profile = profileProperties(spec.profile ?? 'default');
   const profileNames = new Set(profile.map(([name]) => name));
+  // The session's own network and budgets: the operator's settings of those names apply only where stricter.
+  const requested = [...networkProperties(spec.network), ...budgetProperties(spec.budgets), ...wallClockProperties(spec.wallClockMs)];
+  const operator = limitProperties(spec.limits ?? {}).filter(([name]) => !profileNames.has(name));
+  const merged = stricterOf(requested, operator);
   const tuples = [
     ...unitProperties(spec),
     ...killProperties(spec),
     ...serviceProperties(spec),
     ...sandboxProperties(spec),
     ...profile,
+    ...merged.session,
     // The operator's own limits come last (systemd applies the last setting of a name), except a name
     // the profile sets: some allowed names can also widen (NoNewPrivileges=false, PrivateTmp=false),
     // and no configuration may undo the hardened profile.
-    ...limitProperties(spec.limits ?? {}).filter(([name]) => !profileNames.has(name)),
+    ...merged.operator,
   ];
   // Last, over everything, whatever its source: no string becomes unit-file syntax (unit-text.ts).
   checkUnitFileText(tuples);

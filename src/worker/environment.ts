@@ -3,6 +3,7 @@
 // user lacks; what must not pass is what systemd sets for a unit (socket activation, notify, the journal). The
 // helper gets none of it (it reads the environment from its control channel and hands it to execve(2) only).
 // The operator may instead allow only named variables.
+import type { SessionProfile } from '../systemd/index.ts';
 import type { SessionConfig } from '../config/index.ts';
 import { checkEnvUnique, ErrorCode, SessionError, type EnvEntry } from '../protocol/index.ts';
 
@@ -51,11 +52,12 @@ export const DENIED: readonly string[] = [
   // program of the client's own user, who could set them there anyway (LD_LIBRARY_PATH is common).
 ];
 
-/** The policy a session's config gives: in the hardened profile only the operator's allowlist passes,
- * whatever `environmentPolicy` says (one session's programs are kept apart from the agent's tools there). */
-export function environmentPolicy(session: Pick<SessionConfig, 'profile' | 'environmentPolicy' | 'environmentAllowlist' | 'environmentDeny'>): EnvironmentPolicy {
+/** The policy a session's config and profile give: in any profile above the default only the operator's
+ * allowlist passes, whatever `environmentPolicy` says (one session's programs are kept apart from the
+ * agent's tools there). */
+export function environmentPolicy(session: Pick<SessionConfig, 'environmentPolicy' | 'environmentAllowlist' | 'environmentDeny'>, profile: SessionProfile): EnvironmentPolicy {
   return {
-    mode: session.profile === 'hardened' ? 'allowlist' : session.environmentPolicy,
+    mode: profile !== 'default' ? 'allowlist' : session.environmentPolicy,
     allowlist: session.environmentAllowlist,
     deny: session.environmentDeny,
   };

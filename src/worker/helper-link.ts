@@ -18,12 +18,14 @@ export interface HelperLinkEvents {
  * them the moment it runs. The empty 128 KiB buffer takes both whole; if not, nothing has started yet
  * and the start fails (INTERNAL), both ends closed.
  */
-export function openHelperLink(envMessage: Buffer, started: Buffer, events: HelperLinkEvents, kept?: KeptOptions): { link: HelperLink; helperEnd: number } {
+export function openHelperLink(envMessage: Buffer, started: Buffer, events: HelperLinkEvents, kept?: KeptOptions, hold = false): { link: HelperLink; helperEnd: number } {
   const [workerEnd, helperEnd] = native().socketpair();
   // The helper never sends a descriptor: the kernel refuses any it tries.
   passRights(workerEnd, false);
   const link = new HelperLink(workerEnd, events, kept);
-  if (!link.sendEnv(envMessage) || !link.sendGo(started)) {
+  // `hold`: ENV and GO wait for releaseStart(), once the started unit's guarantees are confirmed.
+  if (hold) link.holdStart(envMessage, started);
+  else if (!link.sendEnv(envMessage) || !link.sendGo(started)) {
     link.close();
     closeQuietly(helperEnd);
     throw new SessionError(ErrorCode.INTERNAL, 'the session helper cannot be reached');
@@ -39,6 +41,7 @@ export class HelperLink {
   #buffer = Buffer.allocUnsafe(64 * 1024);
   #done = false;
   #logs = 0;
+  #held: [env: Buffer, started: Buffer] | undefined;
 
   /** Takes ownership of `fd`, the worker's end of the control socketpair. `kept`: a kept session's
    * helper (dialect 3), whose DETACHED, STATE and PROGRAM_ENDED are checked against what we sent. */
@@ -98,6 +101,18 @@ export class HelperLink {
   /** Commands are 5 bytes into a socket buffer of 128 KiB that the helper drains: false if not sent. */
   send(command: 'terminate' | 'kill'): boolean {
     return this.#write(encodeCommand(command));
+  }
+
+  /** ENV and GO kept back until releaseStart(): the helper waits for ENV before it forks the program. */
+  holdStart(envMessage: Buffer, started: Buffer): void {
+    this.#held = [envMessage, started];
+  }
+
+  /** Sends the held ENV and GO; false when they did not go whole (the start then fails). */
+  releaseStart(): boolean {
+    const held = this.#held;
+    this.#held = undefined;
+    return held !== undefined && this.sendEnv(held[0]) && this.sendGo(held[1]);
   }
 
   /** The program's environment (encodeEnv's message), the first one: at most 5 + 64 KiB into the

@@ -2,10 +2,10 @@
 // handshake deadline, re-check the peer, ask for the unit with ENV and GO (STARTED) queued, and wait for
 // systemd's fork and the helper's PID. Every wait is raced against the session's abort.
 import { randomBytes } from 'node:crypto';
+import { unitStopWaitMs } from '../config/index.ts';
 import { readlinkSync } from 'node:fs';
 import { native } from '../native/index.ts';
 import type { KeptStore } from '../kept-store/index.ts';
-import { unitStopWaitMs } from '../config/index.ts';
 import { type FdSocket, closeQuietly, passRights } from '../io/index.ts';
 import { ErrorCode, encodeFrame, type FrameOf, SessionError } from '../protocol/index.ts';
 import { unitNameFor, programLabel, sessionIdOf } from '../systemd/index.ts';
@@ -23,6 +23,10 @@ import type { SessionDeps } from './session-deps.ts';
 import type { UnitStop } from './unit-stop.ts';
 import { startUnit, unlessJobFails } from './unit-start.ts';
 import { launchWarm } from './warm-start.ts';
+import { sandboxFitsWarm } from './warm-plan.ts';
+import { resolveSandbox, type SessionSandbox } from './sandbox-request.ts';
+import { needsConfirming, readUnitFacts, unconfirmed } from './guarantees.ts';
+import type { UnitManager } from '../systemd/index.ts';
 
 export interface StartContext {
   client: FdSocket;
@@ -97,17 +101,20 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   const unsafe = unsafeHelper(helperPath);
   if (unsafe) throw new SessionError(ErrorCode.INTERNAL, `the session helper is not installed safely: ${unsafe}`);
   const keep = keepPlanFor(frame, config, version);
+  // Judged before anything is asked of the broker or systemd: a request outside the operator's bounds starts nothing.
+  const sandbox = resolveSandbox(frame, config.session, keep?.retainBytes ?? 0);
   if (keep) {
     // Counted against limits.maxKept by the broker before anything is started for it.
     if (!(await deps.askKeep?.())) throw new SessionError(ErrorCode.KEEP_LIMIT, `kept session limit reached (${config.limits.maxKept})`);
     context.kept?.(keep);
   }
-  // The spare's warm unit when one fits and answers (warm-unit.ts); its name was drawn as below. The
-  // draw waits (250 ms at most): a session aborted meanwhile has closed its descriptors, so nothing
-  // goes on, and a unit drawn for it is stopped.
+  // The spare's warm unit when one fits and answers (warm-unit.ts); its name was drawn as below. A
+  // sandbox other than the warm unit's (warm-plan.ts sandboxFitsWarm) takes a fresh unit. The draw
+  // waits (250 ms at most): a session aborted meanwhile has closed its descriptors, so nothing goes on,
+  // and a unit drawn for it is stopped.
   let abortedNow = false;
   void context.aborted.then(() => (abortedNow = true));
-  const warm = await deps.drawWarm?.(keep !== undefined);
+  const warm = sandboxFitsWarm(sandbox, config) ? await deps.drawWarm?.(keep !== undefined) : undefined;
   if (abortedNow) {
     if (warm) {
       closeQuietly(warm.fd);
@@ -124,7 +131,7 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   deps.report({ type: 'unit', name });
   recheckPeer(context.client.fd, context.pidfd, context.peer);
   const keepArgs = keep ? keepHelperArgs(keep, sessionId, config.limits.maxObservers) : [];
-  const { dropped, envMessage, spec } = planStart(frame, config, helperPath, version, keepArgs);
+  const { dropped, envMessage, spec } = planStart(frame, config, helperPath, version, keepArgs, sandbox);
   context.record.program = programLabel(frame.argv[0]!);
   // Names only, quoted: the client's values never reach the journal.
   if (dropped.length > 0) deps.log(`${name}: environment names not passed to the program: ${JSON.stringify(dropped)}`);
@@ -133,10 +140,18 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   // visible to the watch below).
   const started = encodeFrame(startedTemplate(version, name, dropped, sessionId), version);
   if (warm) return launchWarm(context, { frame, cwdFd, name, sessionId, keep, warm, launch: { args: spec.helperArgs, envMessage, started } });
-  const { link, helperEnd } = openHelperLink(envMessage, started, context.helperEvents, keep ? { retainBytes: keep.retainBytes } : undefined);
-  if (keep && deps.keptStore) rendezvous(deps.keptStore, deps.rendezvousCgroup, sessionId, link, helperEnd);
+  // A session whose guarantees are confirmed on its started unit gets ENV and GO only then (guarantees.ts):
+  // its helper waits for ENV before it forks the program, so nothing of the program runs unconfirmed.
+  const confirming = needsConfirming(sandbox);
+  const { link, helperEnd } = openHelperLink(envMessage, started, context.helperEvents, keep ? { retainBytes: keep.retainBytes } : undefined, confirming);
   const cwd = cwdOf(cwdFd);
-  if (keep && deps.keptStore) context.rendezvous?.({ unit: name, sessionId, plan: keep, program: frame.argv[0] ?? '', cwd, rows: frame.rows, cols: frame.cols });
+  // RENDEZVOUS goes behind GO: a session confirmed first binds it once GO is sent.
+  const bindRendezvous = (end: number | undefined) => {
+    if (!keep || !deps.keptStore) return;
+    rendezvous(deps.keptStore, deps.rendezvousCgroup, sessionId, link, end);
+    context.rendezvous?.({ unit: name, sessionId, plan: keep, program: frame.argv[0] ?? '', cwd, rows: frame.rows, cols: frame.cols });
+  };
+  if (!confirming) bindRendezvous(helperEnd);
   context.launched(link);
   const start = startUnit(manager, name, spec, { cwdFd, clientFd: context.client.fd, helperEnd }, context.aborted);
   const { job } = start;
@@ -145,6 +160,11 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   const mainPid = await start.mainPid;
   units.watch();
   link.start();
+  if (confirming) {
+    await unlessJobFails(confirmGuarantees(manager, name, mainPid, sandbox, job), job);
+    if (!link.releaseStart()) throw new SessionError(ErrorCode.INTERNAL, 'the session helper cannot be reached');
+    bindRendezvous(undefined);
+  }
   const confirmed = programPid.confirm(version, mainPid, name, {
     // What the helper sent before its unit ended is read first: a fast failure has its report.
     unitDone: context.unitDone.then(() => link.readAvailable()),
@@ -172,12 +192,28 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
 }
 
 /**
+ * Confirms on the started unit what its sandbox promises, once its start job is done (Type=exec: the helper
+ * has been exec'd, so its namespaces and cgroup settings are in place); NOT_ENFORCED when one does not hold.
+ */
+async function confirmGuarantees(manager: object, unit: string, mainPid: number, sandbox: SessionSandbox, job: Promise<unknown>): Promise<void> {
+  await job;
+  const { unitProperties } = manager as Partial<Pick<UnitManager, 'unitProperties'>>;
+  let ipIngressBytes: bigint | undefined;
+  if (sandbox.network === 'host-loopback' && unitProperties) {
+    const value = (await unitProperties.call(manager, unit, { service: ['IPIngressBytes'] }).catch(() => undefined))?.IPIngressBytes;
+    ipIngressBytes = typeof value === 'bigint' ? value : typeof value === 'number' ? BigInt(value) : undefined;
+  }
+  const problem = unconfirmed(sandbox, readUnitFacts(mainPid, unit, ipIngressBytes));
+  if (problem) throw new SessionError(ErrorCode.NOT_ENFORCED, `this host does not enforce ${problem}; nothing was started`);
+}
+
+/**
  * A kept session's rendezvous (docs/architecture.md "Kept sessions across the supervisor"): root binds
  * the socket in its own 0700 directory and passes the listening end to the helper behind GO; from then on
  * the session outlives this worker, and the next one connects there. Bound before the unit is asked for:
  * a start that cannot have it fails (INTERNAL) with nothing started.
  */
-export function rendezvous(store: KeptStore, cgroup: string | undefined, sessionId: number, link: HelperLink, helperEnd: number): void {
+export function rendezvous(store: KeptStore, cgroup: string | undefined, sessionId: number, link: HelperLink, helperEnd: number | undefined): void {
   let listening = -1;
   try {
     if (cgroup === undefined) throw new Error("the supervisor's cgroup is not known");
@@ -188,7 +224,7 @@ export function rendezvous(store: KeptStore, cgroup: string | undefined, session
     if (!link.sendRendezvous(listening, cgroup)) throw new Error('the session helper cannot be reached');
   } catch (error) {
     link.close();
-    closeQuietly(helperEnd);
+    if (helperEnd !== undefined) closeQuietly(helperEnd);
     store.remove(sessionId);
     throw new SessionError(ErrorCode.INTERNAL, `the kept session's rendezvous: ${(error as Error).message}`, { cause: error });
   } finally {

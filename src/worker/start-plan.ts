@@ -3,8 +3,9 @@
 import type { Config } from '../config/index.ts';
 import { encodeEnv } from '../control/index.ts';
 import { ErrorCode, SessionError, type FrameOf } from '../protocol/index.ts';
-import { programLabel, type SessionUnitSpec } from '../systemd/index.ts';
+import { PROGRAM_OOM_SCORE_ADJ, programLabel, type SessionUnitSpec } from '../systemd/index.ts';
 import { environmentPolicy, programEnvironment } from './environment.ts';
+import type { SessionSandbox } from './sandbox-request.ts';
 
 export interface StartPlan {
   /** START's environment names the program does not get, in the client's order. */
@@ -14,9 +15,11 @@ export interface StartPlan {
   spec: Omit<SessionUnitSpec, 'cwdFd' | 'stdoutFd' | 'stderrFd'>;
 }
 
-/** `keepArgs`: a kept session's helper arguments (keep-plan.ts keepHelperArgs). */
-export function planStart(frame: FrameOf<'start'>, config: Config, helperPath: string, version: number, keepArgs: string[] = []): StartPlan {
-  const { environment, dropped } = programEnvironment(frame.env, environmentPolicy(config.session), config.session.term);
+/** `keepArgs`: a kept session's helper arguments (keep-plan.ts keepHelperArgs); `sandbox`: what the START
+ * gets of profile, network and budgets (sandbox-request.ts), the floor and defaults when absent. */
+export function planStart(frame: FrameOf<'start'>, config: Config, helperPath: string, version: number, keepArgs: string[] = [], sandbox?: SessionSandbox): StartPlan {
+  const { profile = config.session.minProfile, network, budgets = {} } = sandbox ?? {};
+  const { environment, dropped } = programEnvironment(frame.env, environmentPolicy(config.session, profile), config.session.term);
   // The environment goes to the program alone, over the control channel (never the unit's Environment=,
   // which the helper would get too): encoded before the unit exists, so a misfit starts nothing.
   let envMessage: Buffer;
@@ -30,16 +33,31 @@ export function planStart(frame: FrameOf<'start'>, config: Config, helperPath: s
     envMessage,
     spec: {
       // Client bytes never reach unit-file text: the program's name only through a safe alphabet.
-      description: `opencode-pty session ${programLabel(frame.argv[0]!)}`,
+      // A profile name is [a-z0-9-] (the codec's rule): safe text, and what status reads the profile from.
+      description: `opencode-pty session ${programLabel(frame.argv[0]!)}${profile === 'default' ? '' : ` (${profile})`}`,
       helperPath,
-      helperArgs: ['--env-from-control', `--protocol=${version}`, `--write-timeout-ms=${config.limits.writeTimeoutMs}`, `--stop-timeout-sec=${config.session.stopTimeoutSec}`, ...keepArgs, String(frame.rows), String(frame.cols), ...frame.argv],
+      helperArgs: [
+        '--env-from-control',
+        `--protocol=${version}`,
+        `--write-timeout-ms=${config.limits.writeTimeoutMs}`,
+        `--stop-timeout-sec=${config.session.stopTimeoutSec}`,
+        // Under a memory budget the OOM killer takes the program first, never the helper (session-sandbox.ts).
+        ...(budgets.memoryBytes === undefined ? [] : [`--program-oom-score-adj=${PROGRAM_OOM_SCORE_ADJ}`]),
+        ...keepArgs,
+        String(frame.rows),
+        String(frame.cols),
+        ...frame.argv,
+      ],
       user: config.client.user,
       group: config.client.group,
       environment: {},
       slice: config.session.slice,
       stopTimeoutSec: config.session.stopTimeoutSec,
       limits: config.session.properties,
-      profile: config.session.profile,
+      profile,
+      network,
+      budgets: { memoryBytes: budgets.memoryBytes, tasks: budgets.tasks, cpuPercent: budgets.cpuPercent },
+      wallClockMs: budgets.timeMs,
     },
   };
 }

@@ -28,7 +28,7 @@ export function warmUnitSpec(config: Config, helperPath: string): Omit<SessionUn
     slice: config.session.slice,
     stopTimeoutSec: config.session.stopTimeoutSec,
     limits,
-    profile: config.session.profile,
+    profile: config.session.minProfile,
   };
 }
 
@@ -46,4 +46,13 @@ export function warmWallClockMs(config: Config): number | undefined {
 export function warmFits(config: Config, kept: boolean): boolean {
   if (config.session.warmUnits < 1) return false;
   return !(kept && warmWallClockMs(config) !== undefined);
+}
+
+/**
+ * Whether a START's sandbox (sandbox-request.ts) is the warm unit's: its profile the floor it was
+ * started with, the network on and no budget. PrivateNetwork= cannot be set on a running unit, and the
+ * budgets are confirmed on the started unit before GO (guarantees.ts): either takes a fresh unit.
+ */
+export function sandboxFitsWarm(sandbox: { profile: string; network: string; budgets: object }, config: Config): boolean {
+  return sandbox.profile === config.session.minProfile && sandbox.network === 'on' && Object.values(sandbox.budgets).every((value) => value === undefined);
 }

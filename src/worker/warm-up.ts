@@ -25,7 +25,7 @@ export function warmUp(config: Config, helperPath: string): string | undefined {
       cwdFd: 0,
       stdoutFd: 1,
       stderrFd: 2,
-      environment: Object.fromEntries(programEnvironment(frame.env, environmentPolicy(config.session), config.session.term).environment),
+      environment: Object.fromEntries(programEnvironment(frame.env, environmentPolicy(config.session, config.session.minProfile), config.session.term).environment),
       slice: config.session.slice,
       stopTimeoutSec: config.session.stopTimeoutSec,
       limits: config.session.properties,

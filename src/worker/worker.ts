@@ -3,7 +3,7 @@
 import { native } from '../native/index.ts';
 import { type FdSocket, deferredDrains, closeAll, closeQuietly } from '../io/index.ts';
 import type { Config } from '../config/index.ts';
-import { ErrorCode, KEEP_VERSION, PROTOCOL_VERSION, SessionError } from '../protocol/index.ts';
+import { ErrorCode, KEEP_VERSION, LATEST_VERSION, PROTOCOL_VERSION, SessionError } from '../protocol/index.ts';
 import type { Units } from '../systemd/index.ts';
 import { readControl, sendControl } from '../control/index.ts';
 import type { LogFields, LogLevel } from '../log.ts';
@@ -233,7 +233,7 @@ export class Worker {
     const { control, config, helperPath, log } = this.#deps;
     const [clientFd, pidfd] = received.fds as [number, number];
     const { peer, deadlineMs, version = PROTOCOL_VERSION } = message;
-    if (!Number.isInteger(version) || version < PROTOCOL_VERSION || version > KEEP_VERSION) throw new Error(`the broker chose protocol version ${version}, which this worker does not speak`);
+    if (!Number.isInteger(version) || version < PROTOCOL_VERSION || version > LATEST_VERSION) throw new Error(`the broker chose protocol version ${version}, which this worker does not speak`);
     const session: Session = new Session(clientFd, pidfd, peer, deadlineMs, {
       manager,
       config,

@@ -33,7 +33,7 @@ function cli(args: string[], feed?: string) {
 async function accepted(server: TestServer): Promise<ServerConnection> {
   const conn = await server.accept();
   const hello = await conn.handshake(3);
-  assert.is(hello.maxVersion, 3);
+  assert.is(hello.maxVersion, 4);
   return conn;
 }
 

@@ -6,7 +6,7 @@ import { chmodSync, closeSync, fstatSync, mkdtempSync, openSync, readdirSync, re
 import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ErrorCode, KEEP_VERSION, Limits, PROTOCOL_VERSION, encodeFrame } from '../../src/protocol/index.ts';
+import { ErrorCode, LATEST_VERSION, Limits, PROTOCOL_VERSION, encodeFrame } from '../../src/protocol/index.ts';
 import { ClientError, connect, exitStatus, type Client, type Session } from '../../src/client/index.ts';
 import { TestServer, type ServerConnection } from './test-server.ts';
 
@@ -60,14 +60,14 @@ async function startedSession(server: TestServer): Promise<{ session: Session; c
   return { session: await starting, conn };
 }
 
-test('the handshake offers versions 1..3 and follows the one WELCOME names; any other is PROTOCOL', async () => {
+test('the handshake offers versions 1..4 and follows the one WELCOME names; any other is PROTOCOL', async () => {
   const server = new TestServer();
-  for (const version of [1, 2, 3]) {
+  for (const version of [1, 2, 3, 4]) {
     const accepted = server.accept();
     const connecting = connect(server.path);
     const conn = await accepted;
     const hello = await conn.handshake(version);
-    assert.equal([hello.minVersion, hello.maxVersion], [PROTOCOL_VERSION, KEEP_VERSION]);
+    assert.equal([hello.minVersion, hello.maxVersion], [PROTOCOL_VERSION, LATEST_VERSION]);
     const client = await connecting;
     assert.is(client.version, version);
     client.close();
@@ -76,7 +76,7 @@ test('the handshake offers versions 1..3 and follows the one WELCOME names; any 
   const connecting = rejection(connect(server.path));
   const conn = await accepted;
   await conn.expect('hello');
-  conn.send({ type: 'welcome', version: KEEP_VERSION + 1 });
+  conn.send({ type: 'welcome', version: LATEST_VERSION + 1 });
   assert.is((await connecting).code, 'PROTOCOL');
   server.close();
 });

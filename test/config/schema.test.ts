@@ -105,6 +105,7 @@ test('every field is checked and named', () => {
   rejects({ ...minimal, session: { stopTimeoutSec: 0 } }, 'session.stopTimeoutSec');
   rejects({ ...minimal, session: { slice: 'x.service' } }, 'session.slice');
   rejects({ ...minimal, session: { profile: 'paranoid' } }, 'session.profile');
+  rejects({ ...minimal, session: { minProfile: 'paranoid' } }, 'session.minProfile');
   rejects({ ...minimal, session: { properties: [] } }, 'session.properties');
   rejects({ ...minimal, session: { properties: { User: 'root' } } }, 'session.properties.User', (name) =>
     name === 'User' ? 'not an allowed property' : undefined,

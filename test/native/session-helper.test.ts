@@ -172,6 +172,18 @@ test('the helper is not dumpable, keeps the client and control above fd 2 and ha
   await run.ended;
 });
 
+test('--program-oom-score-adj raises the program\'s OOM score alone (a memory budget\'s OOM kill takes the program, not the helper)', async () => {
+  // As nobody: raising one's own score needs no privilege (proc(5)).
+  const run = new HelperRun(sh('echo "adj=$(cat /proc/self/oom_score_adj)"; exec sleep 100'), { as: 65534, dir: '/', options: ['--program-oom-score-adj=1000'] });
+  await run.waitFor('adj=1000\r\n');
+  const { readFileSync } = await import('node:fs');
+  assert.is(readFileSync(`/proc/${run.child.pid}/oom_score_adj`, 'utf8').trim(), '0');
+  run.send(input('\x03'));
+  await run.ended;
+  const plain = new HelperRun(sh('echo "adj=$(cat /proc/self/oom_score_adj)"'), { as: 65534, dir: '/' });
+  assert.match((await plain.ended).output.toString(), 'adj=0');
+});
+
 test('a SIGINT, SIGQUIT, SIGPIPE, SIGTERM to the helper leave it running; SIGHUP hangs the program up, then drain and the same end', async () => {
   // Like an interactive shell: ignores SIGTERM, ends on SIGHUP after a last word.
   const script = "trap '' TERM; trap 'echo bye; exit 3' HUP; echo ready; while read line; do echo \"got:$line\"; done";
@@ -190,11 +202,11 @@ test('a SIGINT, SIGQUIT, SIGPIPE, SIGTERM to the helper leave it running; SIGHUP
 });
 
 test('misuse: exit 2 with an internal report for bad sizes, options or no program; 1 when fd 0 is not a directory', async () => {
-  for (const argv of [['0', '80', 'true'], ['24', '65536', 'true'], ['24', '+8', 'true'], ['24', '80'], ['--protocol=4', '24', '80', 'true'], ['--bogus', '24', '80', 'true']]) {
+  for (const argv of [['0', '80', 'true'], ['24', '65536', 'true'], ['24', '+8', 'true'], ['24', '80'], ['--protocol=5', '24', '80', 'true'], ['--program-oom-score-adj=1001', '24', '80', 'true'], ['--bogus', '24', '80', 'true']]) {
     const ended = await new HelperRun(argv).ended;
     assert.is(ended.code, 2, argv.join(' '));
     assert.is(ended.report?.reason, 'internal');
-    assert.match(ended.report!.text, argv[0] === '--protocol=4' ? 'protocol version 4' : 'usage: opencode-pty-session');
+    assert.match(ended.report!.text, argv[0] === '--protocol=5' ? 'protocol version 5' : 'usage: opencode-pty-session');
   }
   const dir = mkdtempSync(join(tmpdir(), 'helper-file-'));
   try {

@@ -3,12 +3,13 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { formatStatus, helperProgram, printable, sessionProgram, type Status } from '../../src/operate/status.ts';
+import { sessionLimits } from '../../src/operate/session-limits.ts';
 
 function status(session: { cwd: string | null; program: string[] | null; warm?: boolean }, journal: string): Status {
   return {
     socket: { unit: 'opencode-pty-supervisor.socket', state: 'active (listening)', listen: '/run/opencode-pty/supervisor.sock (Stream)', path: '/run/opencode-pty/supervisor.sock', mode: '0660', group: 'opencode-pty' },
     broker: { unit: 'opencode-pty-supervisor@broker.service', state: 'active (running)', mainPid: 10, since: 'Tue 2026-12-01', memoryBytes: '1048576', status: '1 sessions, 0 handshakes', sessionsServed: 1 },
-    sessions: [{ unit: 'opencode-pty-session-0a.service', state: 'active', user: 'agent', mainPid: 11, warm: false, ...session, started: 'Tue 2026-12-01', cpuNsec: '1000000', memoryBytes: '65536', tasks: '2' }],
+    sessions: [{ unit: 'opencode-pty-session-0a.service', state: 'active', user: 'agent', mainPid: 11, warm: false, ...session, started: 'Tue 2026-12-01', cpuNsec: '1000000', memoryBytes: '65536', tasks: '2', limits: sessionLimits({}) }],
     recentErrors: [{ time: '2026-12-01T00:00:00.000Z', priority: 4, message: journal }],
   };
 }
@@ -20,7 +21,7 @@ test('a hostile cwd, program and journal line: no control character reaches the 
   const text = formatStatus(status({ cwd: HOSTILE, program: ['/bin/sh', HOSTILE] }, `refused: ${HOSTILE}`));
   // Every character is printable, or the line break between lines.
   assert.not.match(text, /[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/u);
-  assert.is(text.split('\n').length, 12, text);
+  assert.is(text.split('\n').length, 13, text);
   assert.ok(text.includes('\\x1b]0;owned\\x07\\x1b[2J\\x0a'), text);
   assert.ok(text.includes('\\x9b31m\\u202eexe.txt'), text);
 });
@@ -45,6 +46,16 @@ test('a warm unit is shown as warm, with no program or cwd line', () => {
   const text = formatStatus(status({ cwd: null, program: null, warm: true }, 'x'));
   assert.ok(text.includes('warm: waiting for a START'), text);
   assert.not.ok(text.includes('program '), text);
+});
+
+test('each session\'s profile, network and budgets, as its unit holds them', () => {
+  const none = sessionLimits({ Description: 'opencode-pty session sh', PrivateNetwork: 'no', IPAddressDeny: '', RuntimeMaxUSec: 'infinity', MemoryMax: 'infinity', TasksMax: 'infinity', CPUQuotaPerSecUSec: 'infinity' });
+  assert.equal(none, { profile: 'default', network: 'on', wallClock: null, memoryMax: null, tasksMax: null, cpuQuota: null });
+  const limited = sessionLimits({ Description: 'opencode-pty session make (hardened)', PrivateNetwork: 'yes', RuntimeMaxUSec: '10min', MemoryMax: '1073741824', TasksMax: '64', CPUQuotaPerSecUSec: '500ms' });
+  assert.equal(limited, { profile: 'hardened', network: 'off', wallClock: '10min', memoryMax: '1073741824', tasksMax: '64', cpuQuota: '500ms' });
+  assert.is(sessionLimits({ IPAddressDeny: '0.0.0.0/0 ::/0' }).network, 'host-loopback');
+  const text = formatStatus({ ...status({ cwd: '/w', program: ['make'] }, ''), sessions: [{ ...status({ cwd: '/w', program: ['make'] }, '').sessions[0]!, limits: limited }] });
+  assert.ok(text.includes('    profile hardened, network off, time 10min, memory 1073741824, tasks 64, cpu 500ms\n'), text);
 });
 
 test.run();

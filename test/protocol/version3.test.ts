@@ -289,7 +289,7 @@ test('property: any valid SESSIONS entry, ATTACH and ATTACHED encode and decode 
 /** The byte examples of docs/protocol.md's "Version 3": fenced blocks and inline `TT LLLLLLLL …` spans. */
 function docExamples(): string[] {
   const doc = readFileSync(new URL('../../docs/protocol.md', import.meta.url), 'utf8');
-  const section = doc.slice(doc.indexOf('## Version 3'), doc.indexOf('## Receiver checklist'));
+  const section = doc.slice(doc.indexOf('## Version 3'), doc.indexOf('## Version 4'));
   const hexOf = (line: string) => {
     const tokens: string[] = [];
     for (const token of line.trim().split(/\s+/)) {

@@ -16,7 +16,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, constants, openSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import net from 'node:net';
 import { finished } from 'node:stream/promises';
-import { connect } from '../../src/client/index.ts';
+import { connect, type StartOptions } from '../../src/client/index.ts';
 import { FdSocket } from '../../src/io/fd-socket.ts';
 import { native } from '../../src/native/binding.ts';
 import { FrameDecoder, encodeFrame, type Frame } from '../../src/protocol/index.ts';
@@ -35,11 +35,14 @@ export interface SessionResult {
   output?: string;
 }
 
-async function oneSession(argv: string[], cwd: string): Promise<SessionResult> {
+/** Version 4's START fields a `sessions` order may add (client StartOptions). */
+export type SandboxOptions = Pick<StartOptions, 'profile' | 'network' | 'budgets'>;
+
+async function oneSession(argv: string[], cwd: string, options: SandboxOptions = {}): Promise<SessionResult> {
   const started = performance.now();
   try {
     const client = await connect(SOCKET, { signal: AbortSignal.timeout(30_000) });
-    const session = await client.start({ argv, cwd, signal: AbortSignal.timeout(30_000) });
+    const session = await client.start({ argv, cwd, ...options, signal: AbortSignal.timeout(30_000) });
     const startMs = performance.now() - started;
     let output = '';
     session.output.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -506,8 +509,8 @@ export async function command(text: string, cwd: string): Promise<unknown> {
     process.exit(0);
   }
   if (order.sessions) {
-    const { count, argv } = order.sessions as { count: number; argv: string[] };
-    return { results: await Promise.all(Array.from({ length: count }, () => oneSession(argv, cwd))) };
+    const { count, argv, options } = order.sessions as { count: number; argv: string[]; options?: SandboxOptions };
+    return { results: await Promise.all(Array.from({ length: count }, () => oneSession(argv, cwd, options))) };
   }
   if (order.keep) return keepCommand(order.keep as KeepOrder, cwd);
   if (order.raw) return rawCase(order.raw as RawCase, cwd);

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Sandbox } from '../sandbox/index.ts';
 import { AGENT_SERVICE, INSTALL_DIR, SOCKET_PATH } from '../sandbox/deploy.ts';
-import type { RawCase, RawResult, SessionResult } from './agent-main.ts';
+import type { RawCase, RawResult, SandboxOptions, SessionResult } from './agent-main.ts';
 import type { KeepAnswer, KeepOrder } from './agent-keep.ts';
 import { bundleForNode } from './bundle.ts';
 import { appeared } from './file-appeared.ts';
@@ -91,8 +91,8 @@ export class Agent {
   }
 
   /** `count` sessions at once from the agent's MainPID, through the client library. */
-  async sessions(count: number, argv: string[]): Promise<SessionResult[]> {
-    return (await this.command<{ results: SessionResult[] }>({ sessions: { count, argv } })).results;
+  async sessions(count: number, argv: string[], options?: SandboxOptions): Promise<SessionResult[]> {
+    return (await this.command<{ results: SessionResult[] }>({ sessions: { count, argv, options } })).results;
   }
 
   /** Test peers from the agent's MainPID itself; `hold` keeps them open until release(). */

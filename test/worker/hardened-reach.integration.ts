@@ -19,7 +19,7 @@ test.after(async () => {
 });
 
 async function startHardened(argv: string[]) {
-  const session = await startSession(sandbox, workDir, argv, { config: withSession(workerConfig(sandbox), { profile: 'hardened' }) });
+  const session = await startSession(sandbox, workDir, argv, { config: withSession(workerConfig(sandbox), { minProfile: 'hardened' }) });
   await session.client.waitFor('started');
   return session;
 }

@@ -51,7 +51,7 @@ test.after(async () => {
 
 /** A session with the probe's allowlist, once STARTED. */
 async function startedSession(argv: string[], options: { profile?: 'default' | 'hardened'; env?: Record<string, string> } = {}) {
-  const config = withSession(workerConfig(sandbox), { profile: options.profile ?? 'default', environmentAllowlist: ['PROBE_MORE'] });
+  const config = withSession(workerConfig(sandbox), { minProfile: options.profile ?? 'default', environmentAllowlist: ['PROBE_MORE'] });
   const session = await startSession(sandbox, workDir, argv, { config, env: options.env });
   return { ...session, started: await session.client.waitFor('started') };
 }

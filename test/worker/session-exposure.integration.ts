@@ -17,7 +17,7 @@ test.after(async () => {
 });
 
 async function exposure(profile: 'default' | 'hardened'): Promise<number> {
-  const { worker, client } = await startSession(sandbox, workDir, ['/bin/sleep', '300'], { config: withSession(workerConfig(sandbox), { profile }) });
+  const { worker, client } = await startSession(sandbox, workDir, ['/bin/sleep', '300'], { config: withSession(workerConfig(sandbox), { minProfile: profile }) });
   const started = await client.waitFor('started');
   const analysis = await sandbox.exec(['systemd-analyze', 'security', '--no-pager', started.unit]);
   client.send({ type: 'stop' });

@@ -3,13 +3,13 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { DEFAULT_SESSION } from '../../src/config/schema.ts';
 import { testConfig } from '../support/config-fixture.ts';
-import { WARM_DESCRIPTION, warmFits, warmUnitSpec, warmWallClockMs } from '../../src/worker/warm-plan.ts';
+import { WARM_DESCRIPTION, sandboxFitsWarm, warmFits, warmUnitSpec, warmWallClockMs } from '../../src/worker/warm-plan.ts';
 import { planStart } from '../../src/worker/start-plan.ts';
 
 const withProperties = (properties: Record<string, unknown>, warmUnits = 1) => testConfig({ session: { ...DEFAULT_SESSION, properties, warmUnits } });
 
 test('the warm unit is a fresh unit less its START: --warm alone, the account, slice, profile and properties, no environment', () => {
-  const config = testConfig({ session: { ...DEFAULT_SESSION, profile: 'hardened', properties: { MemoryMax: 1 << 30, TasksMax: 64 } } });
+  const config = testConfig({ session: { ...DEFAULT_SESSION, minProfile: 'hardened', properties: { MemoryMax: 1 << 30, TasksMax: 64 } } });
   const spec = warmUnitSpec(config, '/usr/lib/helper');
   const fresh = planStart({ type: 'start', rows: 24, cols: 80, cwdDev: 1n, cwdIno: 2n, argv: ['sh'], env: [] }, config, '/usr/lib/helper', 2).spec;
   assert.equal(spec.helperArgs, ['--warm']);
@@ -33,6 +33,16 @@ test('a kept START with a wall clock takes a fresh unit; warmUnits 0 takes none'
   assert.ok(warmFits(withProperties({ RuntimeMaxSec: 90 }), false));
   assert.not.ok(warmFits(withProperties({ RuntimeMaxSec: 90 }), true));
   assert.not.ok(warmFits(withProperties({}, 0), false));
+});
+
+test("a START's sandbox fits the warm unit only as the floor's profile, the network on and no budget", () => {
+  const config = testConfig({ session: { ...DEFAULT_SESSION, minProfile: 'default' } });
+  assert.ok(sandboxFitsWarm({ profile: 'default', network: 'on', budgets: {} }, config));
+  assert.ok(sandboxFitsWarm({ profile: 'default', network: 'on', budgets: { memoryBytes: undefined } }, config));
+  assert.not.ok(sandboxFitsWarm({ profile: 'hardened', network: 'on', budgets: {} }, config), 'a profile above the floor');
+  assert.not.ok(sandboxFitsWarm({ profile: 'default', network: 'off', budgets: {} }, config), 'PrivateNetwork= cannot be set on a running unit');
+  assert.not.ok(sandboxFitsWarm({ profile: 'default', network: 'host-loopback', budgets: {} }, config));
+  assert.not.ok(sandboxFitsWarm({ profile: 'default', network: 'on', budgets: { timeMs: 1000 } }, config), 'a budget is confirmed on its unit');
 });
 
 test.run();

@@ -11,8 +11,18 @@ export interface IExitEvent {
  * and what node-pty's own kill() sends. */
 const SIGHUP = 1;
 
-/** systemd's ExecMainCode: 1 exited (status = exit code), 2 killed, 3 dumped (status = signal). */
+/** timeout(1)'s status for a command that ran out of time; a shell's for one killed by SIGKILL. */
+const TIMEOUT_EXIT = 124;
+const SIGKILL = 9;
+
+/**
+ * systemd's ExecMainCode: 1 exited (status = exit code), 2 killed, 3 dumped (status = signal). A session a
+ * budget ended (docs/client.md "How a session ends"): its wall clock → exitCode 124 (timeout(1)'s), with the
+ * signal that ended the program; the OOM killer → exitCode 137 and signal 9, whatever the program's own end.
+ */
 export function exitEvent(end: SessionEnd): IExitEvent {
+  if (end.result === 'timeout') return { exitCode: TIMEOUT_EXIT, signal: end.code === 2 || end.code === 3 ? end.status : 0 };
+  if (end.result === 'oom-kill') return { exitCode: 128 + SIGKILL, signal: SIGKILL };
   if (end.code === 2 || end.code === 3) return { exitCode: 0, signal: end.status };
   if (end.code === 1) return { exitCode: end.status, signal: 0 };
   // An observer's kill() ended its own view; the session goes on.

@@ -1,6 +1,8 @@
 // node-pty's spawn options checked and resolved into a START: what applies is taken, what cannot apply is refused.
 import { defaultSocketPath } from '../default-socket.ts';
 import { ClientError } from '../client-error.ts';
+import type { Budgets, NetworkMode } from '../../protocol/index.ts';
+import { checkSandboxOptions } from '../sandbox-options.ts';
 
 /** The options node-pty's `spawn` takes that mean something here (node-pty's IPtyForkOptions). */
 export interface IPtyForkOptions {
@@ -32,6 +34,12 @@ export interface IPtyForkOptions {
   retainBytes?: number;
   /** With keepMs: a label that listing shows (plain text, at most 256 bytes). */
   label?: string;
+  /** Protocol version 4: the session's profile (default: the supervisor's floor); see docs/client.md. */
+  profile?: string;
+  /** Protocol version 4: 'off', 'host-loopback' or 'on' (default: the supervisor's default). */
+  network?: NetworkMode;
+  /** Protocol version 4: wall clock (ms), memory (bytes), tasks, CPU (% of one CPU), each a positive integer. */
+  budgets?: Budgets;
 }
 
 /** attach()'s options: opencode's `attach(id, { cursor })`, and what a terminal needs besides. */
@@ -61,11 +69,13 @@ export interface ResolvedOptions {
   keepMs: number;
   retainBytes: number;
   label: string;
+  /** START's version 4 fields, only those given (sandbox-options.ts). */
+  sandbox: ReturnType<typeof checkSandboxOptions>;
   /** Set for attach(): the kept session to attach to instead of starting one. */
   attach?: { id: number; from: number | 'now'; role: 'control' | 'observe' };
 }
 
-const ACCEPTED = new Set(['name', 'cols', 'rows', 'cwd', 'env', 'encoding', 'handleFlowControl', 'socketPath', 'timeoutMs', 'cwdFallbackToHome', 'keepMs', 'retainBytes', 'label']);
+const ACCEPTED = new Set(['name', 'cols', 'rows', 'cwd', 'env', 'encoding', 'handleFlowControl', 'socketPath', 'timeoutMs', 'cwdFallbackToHome', 'keepMs', 'retainBytes', 'label', 'profile', 'network', 'budgets']);
 const ATTACH_ACCEPTED = new Set(['cursor', 'role', 'cols', 'rows', 'encoding', 'socketPath', 'timeoutMs']);
 
 /** node-pty options that cannot apply to a session the supervisor runs, and why. */
@@ -157,6 +167,7 @@ export function resolveOptions(file: unknown, args: unknown, options: unknown, e
     keepMs,
     retainBytes,
     label,
+    sandbox: checkSandboxOptions(given),
   };
 }
 

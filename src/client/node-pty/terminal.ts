@@ -203,11 +203,11 @@ export class Terminal extends EventEmitter {
     try {
       const client = await connect(socketPath, { signal: this.#abort.signal, ...timeout });
       this.#startSent = true;
-      const { attach, keepMs, retainBytes, label } = this.#options;
+      const { attach, keepMs, retainBytes, label, sandbox } = this.#options;
       const common = { rows: this.#rows, cols: this.#cols, signal: this.#abort.signal, ...timeout };
       session = attach
         ? await client.attach(attach.id, { from: attach.from, role: attach.role, ...common })
-        : await client.start({ argv, cwd, env, keepMs, retainBytes, label, ...common });
+        : await client.start({ argv, cwd, env, keepMs, retainBytes, label, ...sandbox, ...common });
     } catch (error) {
       if (this.#killQueued) return this.#exit({ exitCode: 0, signal: constants.signals.SIGHUP });
       return this.#fail(error);
