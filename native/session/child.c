@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "helper.h"
+#include "landlock.h"
 
 int64_t now_ms(void) {
   struct timespec ts;
@@ -60,7 +61,7 @@ void close_from(unsigned first) {
   for (long fd = first; fd < max; fd++) close((int)fd);
 }
 
-static _Noreturn void run_child(int slave, char **argv, char **env) {
+static _Noreturn void run_child(int slave, int landlock, char **argv, char **env) {
   // Ignored signals and the blocked mask survive exec: give the program the defaults, not the helper's.
   for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
   sigset_t none;
@@ -70,6 +71,12 @@ static _Noreturn void run_child(int slave, char **argv, char **env) {
   if (setsid() < 0 || ioctl(slave, TIOCSCTTY, 0) < 0) _exit(126);
   for (int fd = 0; fd < 3; fd++)
     if (dup2(slave, fd) < 0) _exit(126);
+  // A domain of its own inside the helper's: the program may not signal its helper (Landlock's signal
+  // scope). The helper is confined already, so a failure here still leaves the program confined.
+  if (landlock >= 0 && landlock_enforce(landlock) < 0) {
+    dprintf(2, TAG "cannot apply the workspace's Landlock confinement: %s\n", strerror(errno));
+    _exit(126);
+  }
   close_from(3);
   extern char **environ;
   if (env) environ = env; // execvp searches the program's PATH, not the helper's
@@ -82,7 +89,7 @@ static _Noreturn void run_child(int slave, char **argv, char **env) {
 // The child's pid, or -1 (errno set). `env` NULL: the helper's own environment.
 pid_t child_start(struct session *s, int slave, char **argv, char **env) {
   pid_t pid = fork();
-  if (pid == 0) run_child(slave, argv, env);
+  if (pid == 0) run_child(slave, s->landlock, argv, env);
   if (pid > 0) s->child.pid = pid;
   return pid;
 }

@@ -3,7 +3,8 @@
 // root authenticates, the user's own process handles the user's bytes).
 //
 // Usage: opencode-pty-session [--env-from-control] [--protocol=N] [--write-timeout-ms=N] [--stop-timeout-sec=N]
-//                             [--keep --session-id=ID [--retain-bytes=N] [--max-observers=N]] ROWS COLS PROGRAM [ARGS...]
+//                             [--keep --session-id=ID [--retain-bytes=N] [--max-observers=N]]
+//                             [--landlock [--landlock-read=PATH]... [--landlock-write=PATH]...] ROWS COLS PROGRAM [ARGS...]
 //   --env-from-control: the program's environment is the control channel's first message (ENV), not
 //   the helper's own (the worker always passes it, so the client's variables never apply to the helper)
 //   --stop-timeout-sec: session.stopTimeoutSec, the time between the steps of an end the helper drives
@@ -12,6 +13,9 @@
 //   --retain-bytes (4096..64 MiB, 2 MiB when absent), other connections come with ATTACH (up to
 //   --max-observers observers, 0..16, 4 when absent), and the session outlives its connections;
 //   --session-id (1..2^53-1) is the id ATTACHED names. Each takes its value after "=" or as the next argument.
+//   --landlock: the workspace profile (landlock.c): the helper and then the program are confined to the
+//   working directory (writable), the --landlock-write paths, and the --landlock-read paths (read and
+//   execute); a kernel without it, or any failure to apply it, ends the session before the fork.
 //   fd 0: the session's working directory (an open directory fd)
 //   fd 1: the client's connection; the helper writes to it only after the worker's GO
 //   fd 2: the control channel to the worker (control.h); diagnostics travel there too
@@ -26,6 +30,7 @@
 #include <unistd.h>
 
 #include "keep.h"
+#include "landlock.h"
 
 // Decimal min..max, digits only: no sign, no spaces, nothing strtoul would quietly accept.
 static bool parse_number(const char *s, unsigned long min, unsigned long max, unsigned long *value) {
@@ -74,7 +79,7 @@ static const char *option_value(int argc, char **argv, int *i, const char *name)
 static void usage(struct session *s, struct client *c) {
   give_up(s, c, 2, "%s",
           "usage: opencode-pty-session [--env-from-control] [--protocol=N] [--write-timeout-ms=N] [--stop-timeout-sec=N] "
-          "[--keep --session-id=ID [--retain-bytes=N] [--max-observers=N]] "
+          "[--keep --session-id=ID [--retain-bytes=N] [--max-observers=N]] [--landlock [--landlock-read=PATH]... [--landlock-write=PATH]...] "
           "ROWS COLS PROGRAM [ARGS...]; ROWS and COLS are decimal 1..65535; fd 0 is the working directory, fd 1 the "
           "client, fd 2 the worker");
 }
@@ -94,6 +99,7 @@ int main(int argc, char **argv) {
   s->child.next_step = -1;
   s->worker.passed_fd = -1;
   s->rendezvous = -1;
+  s->landlock = -1;
   c->stall_since = -1;
   int cwd = take_fds(s, c);
   if (cwd < 0) {
@@ -103,6 +109,7 @@ int main(int argc, char **argv) {
   control_send_hello(&s->worker);
   unsigned long version = 1, timeout = 10000, stop_sec = 5, rows, cols;
   bool env_from_control = false, keep = false;
+  struct landlock_plan landlock = {0};
   uint64_t retain = 2 << 20, max_observers = 4, session_id = 0;
   const char *value;
   int i = 1;
@@ -111,6 +118,12 @@ int main(int argc, char **argv) {
       env_from_control = true;
       continue;
     }
+    if (strcmp(argv[i], "--landlock") == 0) {
+      landlock.on = true;
+      continue;
+    }
+    if ((value = option_value(argc, argv, &i, "--landlock-read")) && landlock_plan_add(&landlock, value, false)) continue;
+    if ((value = option_value(argc, argv, &i, "--landlock-write")) && landlock_plan_add(&landlock, value, true)) continue;
     if (strcmp(argv[i], "--keep") == 0) {
       keep = true;
       continue;
@@ -129,6 +142,7 @@ int main(int argc, char **argv) {
   // The keep options mean nothing without --keep, and a kept session speaks version 3 at least.
   bool keep_options = session_id != 0 || retain != 2 << 20 || max_observers != 4;
   if ((keep && (session_id == 0 || version < 3)) || (!keep && keep_options)) usage(s, c);
+  if (!landlock.on && landlock.count > 0) usage(s, c);
   c->version = (unsigned)version;
   c->write_timeout_ms = (int)timeout;
   s->stop_timeout_ms = (int)stop_sec * 1000;
@@ -143,6 +157,9 @@ int main(int argc, char **argv) {
 
   // The directory the client opened, not a path resolved now: follow the fd.
   if (fchdir(cwd) < 0) give_up(s, c, 1, "cannot enter the working directory: %s", strerror(errno));
+  // Its rule's parent is the same descriptor: the tree the client opened, never a path resolved now.
+  char why[512];
+  if (landlock.on && (s->landlock = landlock_build(&landlock, cwd, why, sizeof why)) < 0) give_up(s, c, 1, "%s", why);
   close(cwd);
 
   // Signals arrive through a signalfd; they are blocked from here on (the child unblocks them).
@@ -167,6 +184,10 @@ int main(int argc, char **argv) {
   int slave = terminal_open(s, (unsigned)rows, (unsigned)cols);
   if (slave == -1) give_up(s, c, 1, "cannot open a terminal: %s", strerror(errno));
   if (slave < 0) give_up(s, c, 1, "cannot open the terminal's slave: %s", strerror(errno));
+  // Confined before the fork, so before any byte of the program's output: the program inherits the
+  // domain (and enters a nested one of its own before execve, child.c).
+  if (s->landlock >= 0 && (landlock_add_terminal(s->landlock, slave) < 0 || landlock_enforce(s->landlock) < 0))
+    give_up(s, c, 1, "cannot apply the workspace's Landlock confinement: %s", strerror(errno));
   if (child_start(s, slave, argv + i + 2, program_env) < 0) give_up(s, c, 1, "fork: %s", strerror(errno));
   close(slave);
   // Without the PID at the worker, nothing may be written: the worker takes "no PID" to mean the

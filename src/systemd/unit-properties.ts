@@ -3,7 +3,7 @@
 import { SystemdError } from './errors.ts';
 import { limitProperties, type PropertyTuple } from './unit-limits.ts';
 import { checkUnitFileText } from './unit-text.ts';
-import { profileProperties, type SessionProfile } from './session-profile.ts';
+import { profileProperties, WORKSPACE_HIDDEN_SOCKETS, type SessionProfile } from './session-profile.ts';
 
 export type { PropertyTuple, PropertyValue } from './unit-limits.ts';
 export { ALLOWED_LIMIT_NAMES } from './unit-limits.ts';
@@ -42,7 +42,8 @@ export interface SessionUnitSpec {
   limits?: Readonly<Record<string, unknown>>;
   /** Paths the session may not reach; by default the supervisor's runtime directory under the hardened profile, none otherwise. */
   inaccessiblePaths?: readonly string[];
-  /** 'hardened' adds session-profile.ts's settings: no debugging of other sessions' programs. */
+  /** 'hardened' adds session-profile.ts's settings: no debugging of other sessions' programs; 'workspace'
+   * adds to those its hidden sockets (the helper's Landlock arguments are the caller's, in helperArgs). */
   profile?: SessionProfile;
 }
 
@@ -140,7 +141,9 @@ export function environmentEntries(environment: Readonly<Record<string, string>>
 
 /** What the session may not reach (systemd.exec(5) "Sandboxing"). */
 function sandboxProperties(spec: SessionUnitSpec): PropertyTuple[] {
-  const paths = spec.inaccessiblePaths ?? (spec.profile === 'hardened' ? DEFAULT_INACCESSIBLE_PATHS : []);
+  const profile = spec.profile ?? 'default';
+  const hidden = profile === 'default' ? [] : profile === 'hardened' ? DEFAULT_INACCESSIBLE_PATHS : [...DEFAULT_INACCESSIBLE_PATHS, ...WORKSPACE_HIDDEN_SOCKETS];
+  const paths = spec.inaccessiblePaths ?? hidden;
   paths.forEach((path) => {
     checkString(path, 'inaccessible path');
     check(path.startsWith('/'), `inaccessible path ${JSON.stringify(path)} must be absolute`);

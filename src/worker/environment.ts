@@ -51,11 +51,11 @@ export const DENIED: readonly string[] = [
   // program of the client's own user, who could set them there anyway (LD_LIBRARY_PATH is common).
 ];
 
-/** The policy a session's config gives: in the hardened profile only the operator's allowlist passes,
+/** The policy a session's config gives: in the hardened and workspace profiles only the operator's allowlist passes,
  * whatever `environmentPolicy` says (one session's programs are kept apart from the agent's tools there). */
 export function environmentPolicy(session: Pick<SessionConfig, 'profile' | 'environmentPolicy' | 'environmentAllowlist' | 'environmentDeny'>): EnvironmentPolicy {
   return {
-    mode: session.profile === 'hardened' ? 'allowlist' : session.environmentPolicy,
+    mode: session.profile !== 'default' ? 'allowlist' : session.environmentPolicy,
     allowlist: session.environmentAllowlist,
     deny: session.environmentDeny,
   };

@@ -21,6 +21,7 @@ import type { SessionRecord } from './session-record.ts';
 import type { SessionDeps } from './session-deps.ts';
 import type { UnitStop } from './unit-stop.ts';
 import { startUnit, unlessJobFails } from './unit-start.ts';
+import { checkWorkspace } from './workspace-look.ts';
 
 export interface StartContext {
   client: FdSocket;
@@ -90,6 +91,8 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   const { config, manager, helperPath } = deps;
   const unsafe = unsafeHelper(helperPath);
   if (unsafe) throw new SessionError(ErrorCode.INTERNAL, `the session helper is not installed safely: ${unsafe}`);
+  // Judged on the descriptor the unit will get, before anything is started for it.
+  if (config.session.profile === 'workspace') checkWorkspace(cwdFd, config.client);
   const keep = keepPlanFor(frame, config, version);
   if (keep) {
     // Counted against limits.maxKept by the broker before anything is started for it.

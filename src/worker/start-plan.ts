@@ -5,6 +5,7 @@ import { encodeEnv } from '../control/index.ts';
 import { ErrorCode, SessionError, type FrameOf } from '../protocol/index.ts';
 import { programLabel, type SessionUnitSpec } from '../systemd/index.ts';
 import { environmentPolicy, programEnvironment } from './environment.ts';
+import { workspaceHelperArgs } from './workspace-plan.ts';
 
 export interface StartPlan {
   /** START's environment names the program does not get, in the client's order. */
@@ -32,7 +33,7 @@ export function planStart(frame: FrameOf<'start'>, config: Config, helperPath: s
       // Client bytes never reach unit-file text: the program's name only through a safe alphabet.
       description: `opencode-pty session ${programLabel(frame.argv[0]!)}`,
       helperPath,
-      helperArgs: ['--env-from-control', `--protocol=${version}`, `--write-timeout-ms=${config.limits.writeTimeoutMs}`, `--stop-timeout-sec=${config.session.stopTimeoutSec}`, ...keepArgs, String(frame.rows), String(frame.cols), ...frame.argv],
+      helperArgs: ['--env-from-control', `--protocol=${version}`, `--write-timeout-ms=${config.limits.writeTimeoutMs}`, `--stop-timeout-sec=${config.session.stopTimeoutSec}`, ...keepArgs, ...workspaceHelperArgs(config.session), String(frame.rows), String(frame.cols), ...frame.argv],
       user: config.client.user,
       group: config.client.group,
       environment: {},
