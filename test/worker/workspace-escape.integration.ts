@@ -1,0 +1,125 @@
+// The escape suite: one program (fixtures/escape-probe.py) tries every way out it knows, as the program of
+// a session under each profile, beside an agent stand-in of the same account (a service holding the
+// user's bus, an ssh agent's socket and its own) and another session's program. Every line is the errno
+// the attempt met, or OK; the workspace profile's lines are what docs/security.md states.
+import { chownSync, mkdirSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { Sandbox } from '../sandbox/index.ts';
+import { appeared } from '../support/file-appeared.ts';
+import { bootWorkerSandbox, startSession, withSession, workerConfig } from './harness.ts';
+
+const PROBE = fileURLToPath(new URL('./fixtures/escape-probe.py', import.meta.url));
+const STANDIN = fileURLToPath(new URL('./fixtures/agent-standin.py', import.meta.url));
+
+let sandbox: Sandbox;
+let workDir: string;
+let agentPid: number;
+let otherPid: number;
+let stopOther: () => Promise<void>;
+
+/** A file or directory under the client's home, made on the host through the sandbox's root and given to the client. */
+function plant(inside: string, content?: string): void {
+  const path = `${sandbox.root}${inside}`;
+  if (content === undefined) mkdirSync(path, { recursive: true });
+  else writeFileSync(path, content);
+  chownSync(path, sandbox.client.uid, sandbox.client.gid);
+}
+
+test.before(async () => {
+  ({ sandbox, workDir } = await bootWorkerSandbox('worker-workspace-escape'));
+  const { home, uid } = sandbox.client;
+  await sandbox.install([
+    { from: PROBE, to: '/opt/escape-probe.py', mode: 0o755 },
+    { from: STANDIN, to: '/opt/agent-standin.py', mode: 0o755 },
+    { from: '/usr/bin/id', to: '/opt/escape-suid-id', mode: 0o4755 },
+  ]);
+  for (const dir of ['outside', '.ssh', '.config', '.config/opencode', '.local', '.local/share', '.local/share/opencode']) plant(`${home}/${dir}`);
+  plant(`${home}/.bashrc`, '# rc\n');
+  plant(`${home}/.ssh/authorized_keys`, '');
+  plant(`${home}/.ssh/id_ed25519`, 'secret key\n');
+  plant(`${home}/.config/opencode/opencode.json`, '{}\n');
+  const work = workDir.slice(sandbox.root.length);
+  for (const dir of ['.git', '.git/hooks']) plant(`${work}/${dir}`);
+  const runtime = await sandbox.exec(['install', '-d', '-o', String(uid), '-g', String(sandbox.client.gid), '-m', '0700', `/run/user/${uid}`]);
+  assert.is(runtime.code, 0, runtime.stderr);
+  const agent = await sandbox.startClientService('escape-agent.service', ['/usr/bin/python3', '/opt/agent-standin.py', home, String(uid)]);
+  agentPid = agent.mainPid;
+  await appeared(`${sandbox.root}${home}/agent-ready`, 10_000);
+  // Another session's program (default profile), which no workspace program may signal.
+  const other = await startSession(sandbox, workDir, ['/bin/sleep', '300'], { version: 2 });
+  otherPid = (await other.client.waitFor('started')).programPid!;
+  stopOther = async () => {
+    other.client.send({ type: 'stop' });
+    await other.client.waitFor('stopped');
+  };
+});
+
+test.after(async () => {
+  await stopOther?.();
+  await sandbox?.stop();
+});
+
+async function probe(profile: 'default' | 'hardened' | 'workspace'): Promise<Record<string, string>> {
+  const { home, uid } = sandbox.client;
+  const config = withSession(workerConfig(sandbox), { profile });
+  const { worker, client } = await startSession(sandbox, workDir, ['/usr/bin/python3', '/opt/escape-probe.py', home, String(agentPid), String(otherPid), String(uid)], { config });
+  await client.waitForOutput('probe-done');
+  const exit = await client.waitFor('exit');
+  assert.is(await worker.exited, 0);
+  assert.is(exit.status, 0, client.output.toString());
+  const lines = client.output.toString().split(/\r?\n/).map((line) => /^([a-z-]+[A-Za-z-]*)=(\S+)$/.exec(line.trim())).filter((found) => found !== null);
+  return Object.fromEntries(lines.map((found) => [found![1], found![2]]));
+}
+
+test('workspace: every way out the probe knows is closed, and what a terminal needs still works', async () => {
+  const seen = await probe('workspace');
+  console.log(`# workspace: ${JSON.stringify(seen)}`);
+  assert.equal(seen, {
+    'write-outside': 'EACCES',
+    'write-bashrc': 'EACCES',
+    'write-authorized-keys': 'EACCES',
+    'write-agent-config': 'EACCES',
+    // Landlock cannot take away inside a granted tree: .git is as writable as the workspace (docs/security.md).
+    'write-git-hook': 'OK',
+    'rename-git': 'OK',
+    // The agent is outside the session's Landlock domain, so ptrace_may_access() says no, and
+    // ProtectProc=invisible then hides its /proc entry altogether.
+    'write-bashrc-via-agent-root': 'ENOENT',
+    'read-key-via-agent-root': 'ENOENT',
+    'write-agent-mem': 'ENOENT',
+    'kill-agent': 'EPERM',
+    'kill-other-session': 'EPERM',
+    'ptrace-agent': 'EPERM',
+    'pidfd-getfd-agent': 'EPERM',
+    mount: 'EPERM',
+    'unshare-Urm': 'EPERM',
+    setuid: 'EPERM',
+    'read-ssh-key': 'EACCES',
+    'read-agent-config': 'EACCES',
+    'open-dev-null': 'OK',
+    'open-dev-tty': 'OK',
+    'write-workspace': 'OK',
+    'write-tmp': 'OK',
+    // /run/user is an inaccessible directory in the unit (InaccessiblePaths=); /tmp is the unit's own.
+    'connect-user-bus': 'EACCES',
+    'connect-ssh-agent': 'ENOENT',
+    'connect-ssh-agent-via-agent-root': 'ENOENT',
+    'connect-agent-socket': 'EACCES',
+    // A path socket in a directory nothing hides: Landlock (ABI 7) has no right for connect().
+    'connect-home-socket': 'OK',
+  });
+});
+
+test('default: the same programs succeed where an interactive login of the account would', async () => {
+  const seen = await probe('default');
+  console.log(`# default: ${JSON.stringify(seen)}`);
+  for (const name of ['write-outside', 'write-bashrc', 'write-authorized-keys', 'write-agent-config', 'write-git-hook', 'rename-git', 'write-bashrc-via-agent-root', 'read-key-via-agent-root', 'write-agent-mem', 'kill-agent', 'kill-other-session', 'ptrace-agent', 'pidfd-getfd-agent', 'setuid', 'read-ssh-key', 'read-agent-config', 'open-dev-null', 'open-dev-tty', 'write-workspace', 'write-tmp', 'connect-user-bus', 'connect-ssh-agent', 'connect-ssh-agent-via-agent-root', 'connect-agent-socket', 'connect-home-socket', 'unshare-Urm']) {
+    assert.is(seen[name], 'OK', name);
+  }
+  // Not root: mounting needs a capability whatever the profile.
+  assert.is(seen.mount, 'EPERM');
+});
+
+test.run();
