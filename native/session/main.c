@@ -2,7 +2,8 @@
 // user, and speaks the data phase of the protocol with the client itself (privilege separation:
 // root authenticates, the user's own process handles the user's bytes).
 //
-// Usage: opencode-pty-session [--env-from-control] [--protocol=N] [--write-timeout-ms=N] [--stop-timeout-sec=N]
+// Usage: opencode-pty-session --landlock-abi (prints the kernel's Landlock ABI and exits)
+//        opencode-pty-session [--env-from-control] [--protocol=N] [--write-timeout-ms=N] [--stop-timeout-sec=N]
 //                             [--keep --session-id=ID [--retain-bytes=N] [--max-observers=N]]
 //                             [--landlock [--landlock-read=PATH]... [--landlock-write=PATH]...] ROWS COLS PROGRAM [ARGS...]
 //   --env-from-control: the program's environment is the control channel's first message (ENV), not
@@ -91,6 +92,9 @@ int main(int argc, char **argv) {
   // between exec and this call in which our stdio (the client socket) can be taken, so the broker
   // refuses to run with a helper that is not root-owned 0711. The program we exec is dumpable again.
   if (prctl(PR_SET_DUMPABLE, 0) != 0) return 1;
+  // The operator's question (opencode-ptyctl verify), never a session's: the kernel's Landlock ABI, or
+  // a negative errno, on stdout.
+  if (argc == 2 && strcmp(argv[1], "--landlock-abi") == 0) return printf("%d\n", landlock_abi()) < 0;
   struct session *s = calloc(1, sizeof *s);
   struct client *c = calloc(1, sizeof *c);
   if (!s || !c) return 1;

@@ -1,9 +1,10 @@
 // opencode-ptyctl verify: is what is installed exactly what the build shipped, on a supported Node?
 import { readlinkSync } from 'node:fs';
 import { checkSessionProperty, loadConfig } from '../config/index.ts';
-import { checkAgentGroups, DEFAULT_LAYOUT, probeCgroups, fileFacts, listFiles, localAccounts, nodeFacts, paths, readManifestAt, readRecord, SESSIONS_SLICE, sessionLimitReport, verifyDifferences } from '../operate/index.ts';
+import { checkAgentGroups, DEFAULT_LAYOUT, landlockReport, probeCgroups, fileFacts, listFiles, localAccounts, nodeFacts, paths, readManifestAt, readRecord, SESSIONS_SLICE, sessionLimitReport, verifyDifferences } from '../operate/index.ts';
 import type { CommandContext } from './context.ts';
 import { EXIT, EXIT_HELP } from './exit-codes.ts';
+import { platformName } from '../native/index.ts';
 import { commandOptions, prefixLayout } from './options.ts';
 
 export const VERIFY_USAGE = `Usage: opencode-ptyctl verify [--prefix DIR] [--manifest DIR]
@@ -41,8 +42,10 @@ export function runVerify(args: readonly string[], context: CommandContext): num
   let configProblem: string | undefined;
   let sessionSlice: string | undefined;
   let sessionProperties: string[] = [];
+  let profile = 'default';
   try {
     const { session } = loadConfig({ path: paths.config(layout), checkProperty: checkSessionProperty });
+    profile = session.profile;
     sessionSlice = session.slice;
     sessionProperties = Object.keys(session.properties);
   } catch (error) {
@@ -63,9 +66,15 @@ export function runVerify(args: readonly string[], context: CommandContext): num
   if (agent) context.stdout(`warning: ${agent}\n`);
   // Said after the verdict (the files may match, the limits still not hold).
   const limits = record ? sessionLimitReport(context.cgroups?.() ?? probeCgroups(), sessionSlice ?? SESSIONS_SLICE, sessionProperties) : {};
+  // The installed helper answers for this kernel: what the workspace profile's sessions would meet.
+  const helper = record ? `${paths.version(layout, record.current)}/${platformName()}/opencode-pty-session` : undefined;
+  const asked = helper ? context.run(helper, ['--landlock-abi']) : undefined;
+  const landlock = landlockReport(profile, asked?.code === 0 ? asked.stdout : undefined);
   const sayLimits = () => {
-    if (limits.note) context.stdout(`note: ${limits.note}\n`);
-    if (limits.warning) context.stdout(`warning: ${limits.warning}\n`);
+    for (const report of [limits, landlock]) {
+      if (report.note) context.stdout(`note: ${report.note}\n`);
+      if (report.warning) context.stdout(`warning: ${report.warning}\n`);
+    }
   };
   if (differences.length) {
     for (const difference of differences) context.stdout(`differs: ${difference}\n`);

@@ -1,6 +1,7 @@
 // The operator's side: install, upgrade, uninstall, status and verify as pure plans over facts probed from the host.
 export { applyPlan } from './apply.ts';
 export { sessionLimitReport } from './cgroup-limits.ts';
+export { landlockReport } from './landlock.ts';
 export { probeCgroups, type CgroupFacts } from './cgroups.ts';
 export { describeStep, planInstall, type Bundle, type Plan } from './install-plan.ts';
 export { DEFAULT_CLIENT_UNIT, DEFAULT_LAYOUT, DEFAULT_SOCKET_GROUP, paths, SESSIONS_SLICE, type Layout } from './layout.ts';
