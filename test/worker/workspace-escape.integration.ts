@@ -112,6 +112,17 @@ test('workspace: every way out the probe knows is closed, and what a terminal ne
   });
 });
 
+test('hardened: the same user\'s other doors it leaves open (docs/security.md), and the calls it filters', async () => {
+  const seen = await probe('hardened');
+  console.log(`# hardened: ${JSON.stringify(seen)}`);
+  for (const name of ['write-outside', 'write-bashrc', 'write-authorized-keys', 'write-agent-config', 'write-bashrc-via-agent-root', 'read-key-via-agent-root', 'write-agent-mem', 'kill-agent', 'kill-other-session', 'read-ssh-key', 'read-agent-config', 'connect-user-bus', 'connect-ssh-agent-via-agent-root', 'connect-agent-socket', 'connect-home-socket']) {
+    assert.is(seen[name], 'OK', name);
+  }
+  for (const name of ['ptrace-agent', 'pidfd-getfd-agent', 'mount', 'unshare-Urm', 'setuid']) assert.is(seen[name], 'EPERM', name);
+  // Its own /tmp: the host's ssh agent socket there is not at that path.
+  assert.is(seen['connect-ssh-agent'], 'ENOENT');
+});
+
 test('default: the same programs succeed where an interactive login of the account would', async () => {
   const seen = await probe('default');
   console.log(`# default: ${JSON.stringify(seen)}`);
