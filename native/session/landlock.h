@@ -12,6 +12,7 @@ enum { LANDLOCK_MIN_ABI = 6, MAX_LANDLOCK_PATHS = 64 };
 // --landlock with its --landlock-read=PATH and --landlock-write=PATH options, in order.
 struct landlock_plan {
   bool on;
+  const char *workspace; // --workspace-path: where the START's directory is in the unit's mount namespace
   size_t count;
   const char *paths[MAX_LANDLOCK_PATHS];
   bool writable[MAX_LANDLOCK_PATHS];
@@ -21,6 +22,9 @@ struct landlock_plan {
 int landlock_abi(void);
 // False when the path is not absolute or the plan is full.
 bool landlock_plan_add(struct landlock_plan *plan, const char *value, bool writable);
+// The START's directory `cwd` opened again at plan->workspace, in the unit's own mount namespace, and
+// checked to be the same directory (device and inode): its fd (close-on-exec), or -1 with `why` said.
+int landlock_reenter(const struct landlock_plan *plan, int cwd, char *why, size_t size);
 // The ruleset's fd (close-on-exec), or -1 with `why` said.
 int landlock_build(const struct landlock_plan *plan, int cwd, char *why, size_t size);
 // The session's own terminal, by its descriptor: -1 (errno) on failure.

@@ -108,7 +108,8 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   deps.report({ type: 'unit', name });
   recheckPeer(context.client.fd, context.pidfd, context.peer);
   const keepArgs = keep ? keepHelperArgs(keep, sessionId, config.limits.maxObservers) : [];
-  const { dropped, envMessage, spec } = planStart(frame, config, helperPath, version, keepArgs);
+  const cwd = cwdOf(cwdFd);
+  const { dropped, envMessage, spec } = planStart(frame, config, helperPath, version, keepArgs, cwd);
   context.record.program = programLabel(frame.argv[0]!);
   // Names only, quoted: the client's values never reach the journal.
   if (dropped.length > 0) deps.log(`${name}: environment names not passed to the program: ${JSON.stringify(dropped)}`);
@@ -118,7 +119,6 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   const started = encodeFrame(startedTemplate(version, name, dropped, sessionId), version);
   const { link, helperEnd } = openHelperLink(envMessage, started, context.helperEvents, keep ? { retainBytes: keep.retainBytes } : undefined);
   if (keep && deps.keptStore) rendezvous(deps.keptStore, deps.rendezvousCgroup, sessionId, link, helperEnd);
-  const cwd = cwdOf(cwdFd);
   if (keep && deps.keptStore) context.rendezvous?.({ unit: name, sessionId, plan: keep, program: frame.argv[0] ?? '', cwd, rows: frame.rows, cols: frame.cols });
   context.launched(link);
   const start = startUnit(manager, name, spec, { cwdFd, clientFd: context.client.fd, helperEnd }, context.aborted);

@@ -15,8 +15,9 @@ export interface StartPlan {
   spec: Omit<SessionUnitSpec, 'cwdFd' | 'stdoutFd' | 'stderrFd'>;
 }
 
-/** `keepArgs`: a kept session's helper arguments (keep-plan.ts keepHelperArgs). */
-export function planStart(frame: FrameOf<'start'>, config: Config, helperPath: string, version: number, keepArgs: string[] = []): StartPlan {
+/** `keepArgs`: a kept session's helper arguments (keep-plan.ts keepHelperArgs); `cwdPath`: the START
+ * directory's path as root sees it (the workspace profile's helper enters it there: workspace-plan.ts). */
+export function planStart(frame: FrameOf<'start'>, config: Config, helperPath: string, version: number, keepArgs: string[] = [], cwdPath = ''): StartPlan {
   const { environment, dropped } = programEnvironment(frame.env, environmentPolicy(config.session), config.session.term);
   // The environment goes to the program alone, over the control channel (never the unit's Environment=,
   // which the helper would get too): encoded before the unit exists, so a misfit starts nothing.
@@ -33,7 +34,7 @@ export function planStart(frame: FrameOf<'start'>, config: Config, helperPath: s
       // Client bytes never reach unit-file text: the program's name only through a safe alphabet.
       description: `opencode-pty session ${programLabel(frame.argv[0]!)}`,
       helperPath,
-      helperArgs: ['--env-from-control', `--protocol=${version}`, `--write-timeout-ms=${config.limits.writeTimeoutMs}`, `--stop-timeout-sec=${config.session.stopTimeoutSec}`, ...keepArgs, ...workspaceHelperArgs(config.session), String(frame.rows), String(frame.cols), ...frame.argv],
+      helperArgs: ['--env-from-control', `--protocol=${version}`, `--write-timeout-ms=${config.limits.writeTimeoutMs}`, `--stop-timeout-sec=${config.session.stopTimeoutSec}`, ...keepArgs, ...workspaceHelperArgs(config.session, cwdPath), String(frame.rows), String(frame.cols), ...frame.argv],
       user: config.client.user,
       group: config.client.group,
       environment: {},

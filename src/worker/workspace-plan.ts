@@ -4,6 +4,7 @@
 // the union of a path's ancestors' rules, so no narrower rule inside a granted tree could take anything
 // away; the user's home is therefore not on the list (docs/security.md "The workspace profile").
 import type { SessionConfig } from '../config/index.ts';
+import { ErrorCode, SessionError } from '../protocol/index.ts';
 
 /**
  * Read and execute: the system's programs, libraries and configuration; /proc and /sys (other
@@ -16,11 +17,21 @@ export const WORKSPACE_SYSTEM_READ: readonly string[] = ['/usr', '/etc', '/bin',
 /** Writable beside the working directory: the unit's private /tmp and /var/tmp (PrivateTmp=). */
 export const WORKSPACE_PRIVATE_WRITE: readonly string[] = ['/tmp', '/var/tmp'];
 
-/** The helper's arguments for a session under `session.profile`; none outside the workspace profile. */
-export function workspaceHelperArgs(session: Pick<SessionConfig, 'profile' | 'workspaceRead' | 'workspaceWrite'>): string[] {
+/**
+ * The helper's arguments for a session under `session.profile`; none outside the workspace profile.
+ * `workspacePath`: the START directory's path as root sees its descriptor (readlink of /proc/self/fd):
+ * the helper enters it there, in the unit's mount namespace, only if it is the same directory
+ * (native/session/landlock.c landlock_reenter), since `..` from the client's descriptor walks the
+ * client's namespace, past the unit's hidden paths. One that cannot be passed is a refusal.
+ */
+export function workspaceHelperArgs(session: Pick<SessionConfig, 'profile' | 'workspaceRead' | 'workspaceWrite'>, workspacePath: string): string[] {
   if (session.profile !== 'workspace') return [];
+  if (!/^\/[^\0-\x1f\x7f\\]*$/.test(workspacePath) || workspacePath.endsWith(' (deleted)')) {
+    throw new SessionError(ErrorCode.BAD_START, `workspace refused: the working directory has no path the session could enter (${JSON.stringify(workspacePath)})`);
+  }
   return [
     '--landlock',
+    `--workspace-path=${workspacePath}`,
     ...[...WORKSPACE_SYSTEM_READ, ...session.workspaceRead].map((path) => `--landlock-read=${path}`),
     ...[...WORKSPACE_PRIVATE_WRITE, ...session.workspaceWrite].map((path) => `--landlock-write=${path}`),
   ];

@@ -2,7 +2,7 @@
 // a session under each profile, beside an agent stand-in of the same account (a service holding the
 // user's bus, an ssh agent's socket and its own) and another session's program. Every line is the errno
 // the attempt met, or OK; the workspace profile's lines are what docs/security.md states.
-import { chownSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -61,8 +61,11 @@ test.after(async () => {
   await sandbox?.stop();
 });
 
+/** What the probe said, and whether its write to `../../…/tmp` from its working directory landed in the sandbox's own /tmp. */
 async function probe(profile: 'default' | 'hardened' | 'workspace'): Promise<Record<string, string>> {
   const { home, uid } = sandbox.client;
+  const viaCwd = `${sandbox.root}/tmp/escape-via-cwd`;
+  rmSync(viaCwd, { force: true });
   const config = withSession(workerConfig(sandbox), { profile });
   const { worker, client } = await startSession(sandbox, workDir, ['/usr/bin/python3', '/opt/escape-probe.py', home, String(agentPid), String(otherPid), String(uid)], { config });
   await client.waitForOutput('probe-done');
@@ -70,7 +73,7 @@ async function probe(profile: 'default' | 'hardened' | 'workspace'): Promise<Rec
   assert.is(await worker.exited, 0);
   assert.is(exit.status, 0, client.output.toString());
   const lines = client.output.toString().split(/\r?\n/).map((line) => /^([a-z-]+[A-Za-z-]*)=(\S+)$/.exec(line.trim())).filter((found) => found !== null);
-  return Object.fromEntries(lines.map((found) => [found![1], found![2]]));
+  return { ...Object.fromEntries(lines.map((found) => [found![1], found![2]])), 'host-tmp-written-via-cwd': String(existsSync(viaCwd)) };
 }
 
 test('workspace: every way out the probe knows is closed, and what a terminal needs still works', async () => {
@@ -107,6 +110,11 @@ test('workspace: every way out the probe knows is closed, and what a terminal ne
     'connect-ssh-agent': 'ENOENT',
     'connect-ssh-agent-via-agent-root': 'ENOENT',
     'connect-agent-socket': 'EACCES',
+    // `..` from the working directory walks the unit's own tree (the helper entered it by its path
+    // there, after checking it is the START's directory), so the hidden paths stay hidden.
+    'connect-user-bus-via-cwd': 'EACCES',
+    'write-tmp-via-cwd': 'OK',
+    'host-tmp-written-via-cwd': 'false',
     // A path socket in a directory nothing hides: Landlock (ABI 7) has no right for connect().
     'connect-home-socket': 'OK',
   });
@@ -121,12 +129,16 @@ test('hardened: the same user\'s other doors it leaves open (docs/security.md), 
   for (const name of ['ptrace-agent', 'pidfd-getfd-agent', 'mount', 'unshare-Urm', 'setuid']) assert.is(seen[name], 'EPERM', name);
   // Its own /tmp: the host's ssh agent socket there is not at that path.
   assert.is(seen['connect-ssh-agent'], 'ENOENT');
+  // But `..` from the working directory walks the client's tree, where the unit's mounts do not exist:
+  // the hidden runtime directory and the host's /tmp are reached that way (docs/security.md).
+  assert.is(seen['connect-user-bus-via-cwd'], 'OK');
+  assert.is(seen['host-tmp-written-via-cwd'], 'true');
 });
 
 test('default: the same programs succeed where an interactive login of the account would', async () => {
   const seen = await probe('default');
   console.log(`# default: ${JSON.stringify(seen)}`);
-  for (const name of ['write-outside', 'write-bashrc', 'write-authorized-keys', 'write-agent-config', 'write-git-hook', 'rename-git', 'write-bashrc-via-agent-root', 'read-key-via-agent-root', 'write-agent-mem', 'kill-agent', 'kill-other-session', 'ptrace-agent', 'pidfd-getfd-agent', 'setuid', 'read-ssh-key', 'read-agent-config', 'open-dev-null', 'open-dev-tty', 'write-workspace', 'write-tmp', 'connect-user-bus', 'connect-ssh-agent', 'connect-ssh-agent-via-agent-root', 'connect-agent-socket', 'connect-home-socket', 'unshare-Urm']) {
+  for (const name of ['write-outside', 'write-bashrc', 'write-authorized-keys', 'write-agent-config', 'write-git-hook', 'rename-git', 'write-bashrc-via-agent-root', 'read-key-via-agent-root', 'write-agent-mem', 'kill-agent', 'kill-other-session', 'ptrace-agent', 'pidfd-getfd-agent', 'setuid', 'read-ssh-key', 'read-agent-config', 'open-dev-null', 'open-dev-tty', 'write-workspace', 'write-tmp', 'connect-user-bus', 'connect-ssh-agent', 'connect-ssh-agent-via-agent-root', 'connect-agent-socket', 'connect-home-socket', 'unshare-Urm', 'connect-user-bus-via-cwd', 'write-tmp-via-cwd']) {
     assert.is(seen[name], 'OK', name);
   }
   // Not root: mounting needs a capability whatever the profile.

@@ -79,6 +79,18 @@ test('the same directories are not judged under the default profile', async () =
   assert.is(await worker.exited, 0);
 });
 
+test('a directory the session\'s mount namespace does not have at its path is refused by the helper before its fork', async () => {
+  // A host directory: root reads its path as /var/tmp/…, which the sandbox's units do not have.
+  const hostDir = mkdtempSync(join(scratch, 'host-only-'));
+  const config = withSession(workerConfig(sandbox), { profile: 'workspace' });
+  const { worker, client } = await startSession(sandbox, hostDir, ['/bin/sh', '-c', 'echo ran > ran-elsewhere'], { config });
+  const error = await client.waitFor('error');
+  assert.is(error.code, ErrorCode.START_FAILED);
+  assert.match(error.message, `the working directory is not at ${hostDir} in the session's mount namespace`);
+  assert.is(await worker.exited, 0);
+  assert.not.ok(existsSync(`${hostDir}/ran-elsewhere`));
+});
+
 test('without Landlock a workspace START fails before the program runs: START_FAILED naming why, nothing written by the program', async () => {
   const config = withSession(workerConfig(sandbox, { helperPath: WRAPPER_INSIDE }), { profile: 'workspace' });
   const { worker, client } = await startSession(sandbox, workDir, ['/bin/sh', '-c', 'echo ran > ran-unconfined'], { config });
