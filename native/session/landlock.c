@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -110,6 +112,42 @@ int landlock_reenter(const struct landlock_plan *plan, int cwd, char *why, size_
     return -1;
   }
   return fd;
+}
+
+bool landlock_plan_git(struct landlock_plan *plan, const char *value) {
+  const char *colon = strchr(value, ':');
+  if (!colon || colon == value || colon[1] == '\0' || strspn(value, "0123456789") != (size_t)(colon - value) ||
+      strspn(colon + 1, "0123456789") != strlen(colon + 1) || strlen(colon + 1) > 20 || (size_t)(colon - value) > 20)
+    return false;
+  plan->git_dev = strtoull(value, NULL, 10);
+  plan->git_ino = strtoull(colon + 1, NULL, 10);
+  plan->git = true;
+  return true;
+}
+
+// Landlock cannot take a right away inside the workspace, so .git is a read-only bind mount PID 1 made
+// from a path (BindReadOnlyPaths=): whatever it bound, it must be the .git root saw at START (not a
+// symlink, not one swapped in since) and read-only, or nothing runs.
+int landlock_check_git(const struct landlock_plan *plan, int cwd, char *why, size_t size) {
+  if (!plan->git) return 0;
+  struct stat st;
+  struct statvfs vfs;
+  int fd = openat(cwd, ".git", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(why, size, "cannot keep .git read-only: %s", strerror(errno));
+    return -1;
+  }
+  int rc = fstat(fd, &st) == 0 && fstatvfs(fd, &vfs) == 0 ? 0 : -1;
+  if (rc < 0) snprintf(why, size, "cannot keep .git read-only: %s", strerror(errno));
+  else if ((uint64_t)st.st_dev != plan->git_dev || (uint64_t)st.st_ino != plan->git_ino) {
+    snprintf(why, size, "%s", ".git is not the one the supervisor saw at START");
+    rc = -1;
+  } else if (!(vfs.f_flag & ST_RDONLY)) {
+    snprintf(why, size, "%s", ".git is not on a read-only mount");
+    rc = -1;
+  }
+  close(fd);
+  return rc;
 }
 
 int landlock_build(const struct landlock_plan *plan, int cwd, char *why, size_t size) {

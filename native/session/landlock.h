@@ -13,6 +13,8 @@ enum { LANDLOCK_MIN_ABI = 6, MAX_LANDLOCK_PATHS = 64 };
 struct landlock_plan {
   bool on;
   const char *workspace; // --workspace-path: where the START's directory is in the unit's mount namespace
+  bool git;              // --readonly-git=DEV:INO: the workspace's .git as root saw it, bound read-only by PID 1
+  uint64_t git_dev, git_ino;
   size_t count;
   const char *paths[MAX_LANDLOCK_PATHS];
   bool writable[MAX_LANDLOCK_PATHS];
@@ -25,6 +27,11 @@ bool landlock_plan_add(struct landlock_plan *plan, const char *value, bool writa
 // The START's directory `cwd` opened again at plan->workspace, in the unit's own mount namespace, and
 // checked to be the same directory (device and inode): its fd (close-on-exec), or -1 with `why` said.
 int landlock_reenter(const struct landlock_plan *plan, int cwd, char *why, size_t size);
+// "DEV:INO" in decimal into the plan's .git identity: false when malformed.
+bool landlock_plan_git(struct landlock_plan *plan, const char *value);
+// The .git in `cwd` (entered in the unit's namespace) is the file root saw, on a read-only mount:
+// 0, or -1 with `why` said. Nothing to check without --readonly-git.
+int landlock_check_git(const struct landlock_plan *plan, int cwd, char *why, size_t size);
 // The ruleset's fd (close-on-exec), or -1 with `why` said.
 int landlock_build(const struct landlock_plan *plan, int cwd, char *why, size_t size);
 // The session's own terminal, by its descriptor: -1 (errno) on failure.

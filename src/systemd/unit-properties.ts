@@ -40,6 +40,8 @@ export interface SessionUnitSpec {
   stopTimeoutSec: number;
   /** Operator limits and hardening, by allowlisted name (see unit-limits.ts). */
   limits?: Readonly<Record<string, unknown>>;
+  /** Paths PID 1 binds read-only onto themselves in the unit (the workspace's `.git`: src/worker/git-look.ts). */
+  readOnlyPaths?: readonly string[];
   /** Paths the session may not reach; by default the supervisor's runtime directory under the hardened profile, none otherwise. */
   inaccessiblePaths?: readonly string[];
   /** 'hardened' adds session-profile.ts's settings: no debugging of other sessions' programs; 'workspace'
@@ -148,9 +150,16 @@ function sandboxProperties(spec: SessionUnitSpec): PropertyTuple[] {
     checkString(path, 'inaccessible path');
     check(path.startsWith('/'), `inaccessible path ${JSON.stringify(path)} must be absolute`);
   });
+  // systemd 252 writes these into the transient file escaping only '%', and its parser splits on
+  // whitespace and ':' (dbus-execute.c): nothing else may reach it. A missing one fails the unit's start.
+  const readOnly = spec.readOnlyPaths ?? [];
+  readOnly.forEach((path) => check(/^\/[^\0-\x20\x7f:"'\\]*$/.test(path), `read-only path ${JSON.stringify(path)} cannot be written into a unit`));
   // "-": a path that does not exist (the supervisor not yet started) is nothing to hide, not an error
   // that would fail every session with 226/NAMESPACE.
-  return paths.length === 0 ? [] : [['InaccessiblePaths', 'as', paths.map((path) => `-${path}`)]];
+  return [
+    ...(paths.length === 0 ? [] : [['InaccessiblePaths', 'as', paths.map((path) => `-${path}`)] as PropertyTuple]),
+    ...(readOnly.length === 0 ? [] : [['BindReadOnlyPaths', 'a(ssbt)', readOnly.map((path): [string, string, boolean, bigint] => [path, path, false, 0n])] as PropertyTuple]),
+  ];
 }
 
 /** The full `a(sv)` list for StartTransientUnit, as plain tuples; Variants are made at the bus edge. */

@@ -22,6 +22,7 @@ import type { SessionDeps } from './session-deps.ts';
 import type { UnitStop } from './unit-stop.ts';
 import { startUnit, unlessJobFails } from './unit-start.ts';
 import { checkWorkspace } from './workspace-look.ts';
+import { protectGit } from './git-look.ts';
 
 export interface StartContext {
   client: FdSocket;
@@ -109,7 +110,10 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   recheckPeer(context.client.fd, context.pidfd, context.peer);
   const keepArgs = keep ? keepHelperArgs(keep, sessionId, config.limits.maxObservers) : [];
   const cwd = cwdOf(cwdFd);
-  const { dropped, envMessage, spec } = planStart(frame, config, helperPath, version, keepArgs, cwd);
+  const git = config.session.profile === 'workspace' ? protectGit(cwdFd, cwd) : { readOnlyPaths: [], helperArgs: [] };
+  const plan = planStart(frame, config, helperPath, version, [...keepArgs, ...git.helperArgs], cwd);
+  const { dropped, envMessage } = plan;
+  const spec = { ...plan.spec, readOnlyPaths: git.readOnlyPaths };
   context.record.program = programLabel(frame.argv[0]!);
   // Names only, quoted: the client's values never reach the journal.
   if (dropped.length > 0) deps.log(`${name}: environment names not passed to the program: ${JSON.stringify(dropped)}`);

@@ -85,25 +85,30 @@ function tree(name: string, base: FileKey[], found: ReturnType<typeof resolve>):
   return { name, key: all[all.length - 1], ancestors: all.slice(0, -1) };
 }
 
+/** `fd`'s key and its ancestors' ([0] its own, last the topmost), and the topmost's descriptor: the
+ * root of the client's tree, where names are resolved (not in ours: the supervisor's unit hides /home,
+ * ProtectHome=). Descriptors opened go to `opened`, the caller's to close. */
+export function ancestry(fd: number, opened: number[]): { chain: FileKey[]; root: number } {
+  const chain: FileKey[] = [keyOf(stat(fd))];
+  let current = fd;
+  for (let depth = 0; depth < MAX_DEPTH; depth++) {
+    const parent = openBeneath(current, '..');
+    opened.push(parent);
+    const key = keyOf(stat(parent));
+    if (key === chain[chain.length - 1]) break;
+    chain.push(key);
+    current = parent;
+  }
+  return { chain, root: current };
+}
+
 /** The facts for `fd` (the START's directory), for the account with `home` and `uid`. */
 export function lookWorkspace(fd: number, account: { home?: string; uid: number }): WorkspaceFacts {
   const opened: number[] = [];
   try {
     const own = stat(fd);
     const fsType = fsTypeOf(own.device, readFileSync('/proc/self/mountinfo', 'utf8')) ?? fsTypeByMagic(fd);
-    const chain: FileKey[] = [keyOf(own)];
-    let current = fd;
-    for (let depth = 0; depth < MAX_DEPTH; depth++) {
-      const parent = openBeneath(current, '..');
-      opened.push(parent);
-      const key = keyOf(stat(parent));
-      if (key === chain[chain.length - 1]) break;
-      chain.push(key);
-      current = parent;
-    }
-    // `current` is the topmost: the root of the client's tree (resolved there, not in ours: the
-    // supervisor's unit hides /home, ProtectHome=).
-    const root = current;
+    const { chain, root } = ancestry(fd, opened);
     const rootKey = chain[chain.length - 1]!;
     const named: NamedTree[] = [];
     for (const system of ['/dev', '/proc', '/sys', `/run/user/${account.uid}`]) named.push(tree(system, [rootKey], resolve(root, system, opened)));

@@ -84,9 +84,10 @@ test('workspace: every way out the probe knows is closed, and what a terminal ne
     'write-bashrc': 'EACCES',
     'write-authorized-keys': 'EACCES',
     'write-agent-config': 'EACCES',
-    // Landlock cannot take away inside a granted tree: .git is as writable as the workspace (docs/security.md).
-    'write-git-hook': 'OK',
-    'rename-git': 'OK',
+    // Landlock cannot take away inside a granted tree: PID 1 binds .git read-only, the helper checked it
+    // is that mount of the .git root saw; a mount point cannot be renamed.
+    'write-git-hook': 'EROFS',
+    'rename-git': 'EBUSY',
     // The agent is outside the session's Landlock domain, so ptrace_may_access() says no, and
     // ProtectProc=invisible then hides its /proc entry altogether.
     'write-bashrc-via-agent-root': 'ENOENT',
