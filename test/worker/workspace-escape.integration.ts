@@ -1,6 +1,7 @@
 // The escape suite: one program (fixtures/escape-probe.py) tries every way out it knows, as the program of
-// a session under each profile, beside an agent stand-in of the same account (a service holding the
-// user's bus, an ssh agent's socket and its own) and another session's program. Every line is the errno
+// a session under each profile, beside the account's own systemd manager (its bus and private socket),
+// an agent stand-in of the same account (a service holding an ssh agent's socket and its own) and
+// another session's program. Every line is the errno
 // the attempt met, or OK; the workspace profile's lines are what docs/security.md states.
 import { chownSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -42,8 +43,16 @@ test.before(async () => {
   plant(`${home}/.config/opencode/opencode.json`, '{}\n');
   const work = workDir.slice(sandbox.root.length);
   for (const dir of ['.git', '.git/hooks']) plant(`${work}/${dir}`);
-  const runtime = await sandbox.exec(['install', '-d', '-o', String(uid), '-g', String(sandbox.client.gid), '-m', '0700', `/run/user/${uid}`]);
-  assert.is(runtime.code, 0, runtime.stderr);
+  // The account's own systemd manager, with its bus (the sandbox masks it; logind is not there to set
+  // its XDG_RUNTIME_DIR): the door a program would use to run anything outside every confinement.
+  const manager = await sandbox.exec(['sh', '-c', [
+    'rm -f /run/systemd/system/user@.service /run/systemd/system/user-runtime-dir@.service /run/systemd/system/user.slice /run/systemd/system/user-.slice',
+    'mkdir -p /run/systemd/system/user@.service.d',
+    'printf "[Service]\\nEnvironment=XDG_RUNTIME_DIR=/run/user/%%i\\n" > /run/systemd/system/user@.service.d/runtime.conf',
+    'systemctl daemon-reload',
+    `systemctl start user@${uid}.service`,
+  ].join(' && ')]);
+  assert.is(manager.code, 0, manager.stderr);
   const agent = await sandbox.startClientService('escape-agent.service', ['/usr/bin/python3', '/opt/agent-standin.py', home, String(uid)]);
   agentPid = agent.mainPid;
   await appeared(`${sandbox.root}${home}/agent-ready`, 10_000);
@@ -108,6 +117,8 @@ test('workspace: every way out the probe knows is closed, and what a terminal ne
     'write-tmp': 'OK',
     // /run/user is an inaccessible directory in the unit (InaccessiblePaths=); /tmp is the unit's own.
     'connect-user-bus': 'EACCES',
+    'connect-user-manager': 'EACCES',
+    'systemd-run-user': 'FAILED',
     'connect-ssh-agent': 'ENOENT',
     'connect-ssh-agent-via-agent-root': 'ENOENT',
     'connect-agent-socket': 'EACCES',
@@ -124,7 +135,7 @@ test('workspace: every way out the probe knows is closed, and what a terminal ne
 test('hardened: the same user\'s other doors it leaves open (docs/security.md), and the calls it filters', async () => {
   const seen = await probe('hardened');
   console.log(`# hardened: ${JSON.stringify(seen)}`);
-  for (const name of ['write-outside', 'write-bashrc', 'write-authorized-keys', 'write-agent-config', 'write-bashrc-via-agent-root', 'read-key-via-agent-root', 'write-agent-mem', 'kill-agent', 'kill-other-session', 'read-ssh-key', 'read-agent-config', 'connect-user-bus', 'connect-ssh-agent-via-agent-root', 'connect-agent-socket', 'connect-home-socket']) {
+  for (const name of ['write-outside', 'write-bashrc', 'write-authorized-keys', 'write-agent-config', 'write-bashrc-via-agent-root', 'read-key-via-agent-root', 'write-agent-mem', 'kill-agent', 'kill-other-session', 'read-ssh-key', 'read-agent-config', 'connect-user-bus', 'connect-user-manager', 'systemd-run-user', 'connect-ssh-agent-via-agent-root', 'connect-agent-socket', 'connect-home-socket']) {
     assert.is(seen[name], 'OK', name);
   }
   for (const name of ['ptrace-agent', 'pidfd-getfd-agent', 'mount', 'unshare-Urm', 'setuid']) assert.is(seen[name], 'EPERM', name);
@@ -139,7 +150,7 @@ test('hardened: the same user\'s other doors it leaves open (docs/security.md), 
 test('default: the same programs succeed where an interactive login of the account would', async () => {
   const seen = await probe('default');
   console.log(`# default: ${JSON.stringify(seen)}`);
-  for (const name of ['write-outside', 'write-bashrc', 'write-authorized-keys', 'write-agent-config', 'write-git-hook', 'rename-git', 'write-bashrc-via-agent-root', 'read-key-via-agent-root', 'write-agent-mem', 'kill-agent', 'kill-other-session', 'ptrace-agent', 'pidfd-getfd-agent', 'setuid', 'read-ssh-key', 'read-agent-config', 'open-dev-null', 'open-dev-tty', 'write-workspace', 'write-tmp', 'connect-user-bus', 'connect-ssh-agent', 'connect-ssh-agent-via-agent-root', 'connect-agent-socket', 'connect-home-socket', 'unshare-Urm', 'connect-user-bus-via-cwd', 'write-tmp-via-cwd']) {
+  for (const name of ['write-outside', 'write-bashrc', 'write-authorized-keys', 'write-agent-config', 'write-git-hook', 'rename-git', 'write-bashrc-via-agent-root', 'read-key-via-agent-root', 'write-agent-mem', 'kill-agent', 'kill-other-session', 'ptrace-agent', 'pidfd-getfd-agent', 'setuid', 'read-ssh-key', 'read-agent-config', 'open-dev-null', 'open-dev-tty', 'write-workspace', 'write-tmp', 'connect-user-bus', 'connect-user-manager', 'systemd-run-user', 'connect-ssh-agent', 'connect-ssh-agent-via-agent-root', 'connect-agent-socket', 'connect-home-socket', 'unshare-Urm', 'connect-user-bus-via-cwd', 'write-tmp-via-cwd']) {
     assert.is(seen[name], 'OK', name);
   }
   // Not root: mounting needs a capability whatever the profile.
