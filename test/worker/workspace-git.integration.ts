@@ -75,4 +75,18 @@ test('what cannot be kept read-only is refused: a symlink, a pointer into the wo
   assert.match(await run(plain, 'echo ok > file && cat file'), 'ok');
 });
 
+test('the terminal still works inside the Landlock domain: ^C and a SIGNAL frame reach the program', async () => {
+  const work = dir('terminal');
+  const script = 'trap "echo got-int" INT; trap "echo got-usr1; exit 3" USR1; echo ready; while :; do sleep 0.05; done';
+  const { worker, client } = await startSession(sandbox, work, ['/bin/bash', '-c', script], { config: config() });
+  await client.waitForOutput('ready');
+  // The kernel's line discipline signals the foreground group (no scope applies to it)...
+  client.send({ type: 'input', data: Buffer.from([3]) });
+  await client.waitForOutput('got-int');
+  // ...and the helper, whose domain holds the program's, may signal it.
+  client.send({ type: 'signal', signal: 10 });
+  assert.is((await client.waitFor('exit')).status, 3);
+  assert.is(await worker.exited, 0);
+});
+
 test.run();
