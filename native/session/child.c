@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "helper.h"
+#include "landlock.h"
 
 int64_t now_ms(void) {
   struct timespec ts;
@@ -75,7 +76,9 @@ static void raise_oom_score(int adj) {
   close(fd);
 }
 
-static _Noreturn void run_child(int slave, char **argv, char **env, int oom_score_adj) {
+// Under the workspace profile the child is inside the helper's Landlock domain, where /proc is read-only:
+// the raise would fail (126), so root refuses a memory budget with that profile (sandbox-request.ts).
+static _Noreturn void run_child(int slave, int landlock, char **argv, char **env, int oom_score_adj) {
   // Ignored signals and the blocked mask survive exec: give the program the defaults, not the helper's.
   for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
   sigset_t none;
@@ -85,6 +88,12 @@ static _Noreturn void run_child(int slave, char **argv, char **env, int oom_scor
   if (setsid() < 0 || ioctl(slave, TIOCSCTTY, 0) < 0) _exit(126);
   for (int fd = 0; fd < 3; fd++)
     if (dup2(slave, fd) < 0) _exit(126);
+  // A domain of its own inside the helper's: the program may not signal its helper (Landlock's signal
+  // scope). The helper is confined already, so a failure here still leaves the program confined.
+  if (landlock >= 0 && landlock_enforce(landlock) < 0) {
+    dprintf(2, TAG "cannot apply the workspace's Landlock confinement: %s\n", strerror(errno));
+    _exit(126);
+  }
   close_from(3);
   raise_oom_score(oom_score_adj);
   extern char **environ;
@@ -98,7 +107,7 @@ static _Noreturn void run_child(int slave, char **argv, char **env, int oom_scor
 // The child's pid, or -1 (errno set). `env` NULL: the helper's own environment.
 pid_t child_start(struct session *s, int slave, char **argv, char **env) {
   pid_t pid = fork();
-  if (pid == 0) run_child(slave, argv, env, s->program_oom_score_adj);
+  if (pid == 0) run_child(slave, s->landlock, argv, env, s->program_oom_score_adj);
   if (pid > 0) s->child.pid = pid;
   return pid;
 }

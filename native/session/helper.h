@@ -69,6 +69,7 @@ struct session {
   // The unit STARTED names (GO's payload): the only cgroup whose processes the helper may signal.
   char unit[MAX_UNIT_NAME + 1];
   struct keep *keep; // --keep: the ring and the connections (keep.h); NULL for a session that is not kept
+  int landlock;      // the workspace profile's Landlock ruleset (landlock.c), -1 none; the child enforces it again
   int rendezvous;    // RENDEZVOUS's listening socket (a kept session outlives its worker), -1 none
   char rendezvous_cgroup[MAX_RENDEZVOUS_CGROUP + 1]; // RENDEZVOUS's payload: where the next channel's peer must be
   unsigned refused;  // peers refused at the rendezvous since the last channel, told to the next one

@@ -2,9 +2,13 @@
 // user, and speaks the data phase of the protocol with the client itself (privilege separation:
 // root authenticates, the user's own process handles the user's bytes).
 //
-// Usage: opencode-pty-session --warm
+// Usage: opencode-pty-session --landlock-abi (prints the kernel's Landlock ABI and exits)
+//        opencode-pty-session --warm
 //        opencode-pty-session [--env-from-control] [--protocol=N] [--write-timeout-ms=N] [--stop-timeout-sec=N]
-//                             [--keep --session-id=ID [--retain-bytes=N] [--max-observers=N]] ROWS COLS PROGRAM [ARGS...]
+//                             [--program-oom-score-adj=N]
+//                             [--keep --session-id=ID [--retain-bytes=N] [--max-observers=N]]
+//                             [--landlock --workspace-path=PATH [--readonly-git=DEV:INO] [--landlock-read=PATH]... [--landlock-write=PATH]...]
+//                             ROWS COLS PROGRAM [ARGS...]
 //   --env-from-control: the program's environment is the control channel's first message (ENV), not
 //   the helper's own (the worker always passes it, so the client's variables never apply to the helper)
 //   --stop-timeout-sec: session.stopTimeoutSec, the time between the steps of an end the helper drives
@@ -13,6 +17,11 @@
 //   --retain-bytes (4096..64 MiB, 2 MiB when absent), other connections come with ATTACH (up to
 //   --max-observers observers, 0..16, 4 when absent), and the session outlives its connections;
 //   --session-id (1..2^53-1) is the id ATTACHED names. Each takes its value after "=" or as the next argument.
+//   --landlock: the workspace profile (landlock.c): the helper and then the program are confined to the
+//   working directory (writable), the --landlock-write paths, and the --landlock-read paths (read and
+//   execute); a kernel without it, or any failure to apply it, ends the session before the fork.
+//   --workspace-path: where fd 0's directory is in the unit's mount namespace (landlock_reenter()).
+//   --readonly-git: the .git root saw there, which must be a read-only mount now (landlock_check_git()).
 //   fd 0: the session's working directory (an open directory fd)
 //   fd 1: the client's connection; the helper writes to it only after the worker's GO
 //   fd 2: the control channel to the worker (control.h); diagnostics travel there too
@@ -29,6 +38,7 @@
 #include <unistd.h>
 
 #include "keep.h"
+#include "landlock.h"
 
 // Decimal min..max, digits only: no sign, no spaces, nothing strtoul would quietly accept.
 static bool parse_number(const char *s, unsigned long min, unsigned long max, unsigned long *value) {
@@ -77,7 +87,7 @@ static const char *option_value(int argc, char **argv, int *i, const char *name)
 static void usage(struct session *s, struct client *c) {
   give_up(s, c, 2, "%s",
           "usage: opencode-pty-session [--env-from-control] [--protocol=N] [--write-timeout-ms=N] [--stop-timeout-sec=N] "
-          "[--keep --session-id=ID [--retain-bytes=N] [--max-observers=N]] "
+          "[--keep --session-id=ID [--retain-bytes=N] [--max-observers=N]] [--landlock --workspace-path=PATH [--readonly-git=DEV:INO] [--landlock-read=PATH]... [--landlock-write=PATH]...] "
           "ROWS COLS PROGRAM [ARGS...]; ROWS and COLS are decimal 1..65535; fd 0 is the working directory, fd 1 the "
           "client, fd 2 the worker");
 }
@@ -89,6 +99,9 @@ int main(int argc, char **argv) {
   // between exec and this call in which our stdio (the client socket) can be taken, so the broker
   // refuses to run with a helper that is not root-owned 0711. The program we exec is dumpable again.
   if (prctl(PR_SET_DUMPABLE, 0) != 0) return 1;
+  // The operator's question (opencode-ptyctl verify), never a session's: the kernel's Landlock ABI, or
+  // a negative errno, on stdout.
+  if (argc == 2 && strcmp(argv[1], "--landlock-abi") == 0) return printf("%d\n", landlock_abi()) < 0;
   struct session *s = calloc(1, sizeof *s);
   struct client *c = calloc(1, sizeof *c);
   if (!s || !c) return 1;
@@ -97,6 +110,7 @@ int main(int argc, char **argv) {
   s->child.next_step = -1;
   s->worker.passed_fd = -1;
   s->rendezvous = -1;
+  s->landlock = -1;
   c->stall_since = -1;
   int cwd = take_fds(s, c);
   if (cwd < 0) {
@@ -112,12 +126,24 @@ int main(int argc, char **argv) {
   unsigned long version = 1, timeout = 10000, stop_sec = 5, oom_adj = 0, rows, cols;
   bool oom_adj_given = false;
   bool env_from_control = false, keep = false;
+  struct landlock_plan landlock = {0};
   uint64_t retain = 2 << 20, max_observers = 4, session_id = 0;
   const char *value;
   int i = 1;
   for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
     if (strcmp(argv[i], "--env-from-control") == 0) {
       env_from_control = true;
+      continue;
+    }
+    if (strcmp(argv[i], "--landlock") == 0) {
+      landlock.on = true;
+      continue;
+    }
+    if ((value = option_value(argc, argv, &i, "--landlock-read")) && landlock_plan_add(&landlock, value, false)) continue;
+    if ((value = option_value(argc, argv, &i, "--landlock-write")) && landlock_plan_add(&landlock, value, true)) continue;
+    if ((value = option_value(argc, argv, &i, "--readonly-git")) && landlock_plan_git(&landlock, value)) continue;
+    if ((value = option_value(argc, argv, &i, "--workspace-path")) && value[0] == '/') {
+      landlock.workspace = value;
       continue;
     }
     if (strcmp(argv[i], "--keep") == 0) {
@@ -142,6 +168,7 @@ int main(int argc, char **argv) {
   // The keep options mean nothing without --keep, and a kept session speaks version 3 at least.
   bool keep_options = session_id != 0 || retain != 2 << 20 || max_observers != 4;
   if ((keep && (session_id == 0 || version < 3)) || (!keep && keep_options)) usage(s, c);
+  if (landlock.on != (landlock.workspace != NULL) || (!landlock.on && (landlock.count > 0 || landlock.git))) usage(s, c);
   c->version = (unsigned)version;
   c->write_timeout_ms = (int)timeout;
   s->stop_timeout_ms = (int)stop_sec * 1000;
@@ -155,8 +182,18 @@ int main(int argc, char **argv) {
   decoder_init(&c->dec, rules);
   if (keep && !(s->keep = keep_new(retain, (unsigned)max_observers, session_id))) give_up(s, c, 1, "cannot allocate the ring of %s", "retained output");
 
+  char why[512];
+  if (landlock.on) {
+    int entered = landlock_reenter(&landlock, cwd, why, sizeof why);
+    if (entered < 0) give_up(s, c, 1, "%s", why);
+    close(cwd);
+    cwd = entered;
+    if (landlock_check_git(&landlock, cwd, why, sizeof why) < 0) give_up(s, c, 1, "%s", why);
+  }
   // The directory the client opened, not a path resolved now: follow the fd.
   if (fchdir(cwd) < 0) give_up(s, c, 1, "cannot enter the working directory: %s", strerror(errno));
+  // Its rule's parent is that descriptor: the tree the client opened (the same inode), never a path resolved now.
+  if (landlock.on && (s->landlock = landlock_build(&landlock, cwd, why, sizeof why)) < 0) give_up(s, c, 1, "%s", why);
   close(cwd);
 
   // Signals arrive through a signalfd; they are blocked from here on (the child unblocks them).
@@ -181,6 +218,10 @@ int main(int argc, char **argv) {
   int slave = terminal_open(s, (unsigned)rows, (unsigned)cols);
   if (slave == -1) give_up(s, c, 1, "cannot open a terminal: %s", strerror(errno));
   if (slave < 0) give_up(s, c, 1, "cannot open the terminal's slave: %s", strerror(errno));
+  // Confined before the fork, so before any byte of the program's output: the program inherits the
+  // domain (and enters a nested one of its own before execve, child.c).
+  if (s->landlock >= 0 && (landlock_add_terminal(s->landlock, slave) < 0 || landlock_enforce(s->landlock) < 0))
+    give_up(s, c, 1, "cannot apply the workspace's Landlock confinement: %s", strerror(errno));
   if (child_start(s, slave, argv + i + 2, program_env) < 0) give_up(s, c, 1, "fork: %s", strerror(errno));
   close(slave);
   // Without the PID at the worker, nothing may be written: the worker takes "no PID" to mean the

@@ -1,9 +1,10 @@
 // opencode-ptyctl verify: is what is installed exactly what the build shipped, on a supported Node?
 import { readlinkSync } from 'node:fs';
 import { checkSessionProperty, loadConfig, type BudgetLimits } from '../config/index.ts';
-import { budgetReport, checkAgentGroups, DEFAULT_LAYOUT, probeCgroups, fileFacts, listFiles, localAccounts, nodeFacts, paths, readManifestAt, readRecord, SESSIONS_SLICE, sessionLimitReport, verifyDifferences } from '../operate/index.ts';
+import { budgetReport, checkAgentGroups, DEFAULT_LAYOUT, landlockReport, probeCgroups, fileFacts, listFiles, localAccounts, nodeFacts, paths, readManifestAt, readRecord, SESSIONS_SLICE, sessionLimitReport, verifyDifferences } from '../operate/index.ts';
 import type { CommandContext } from './context.ts';
 import { EXIT, EXIT_HELP } from './exit-codes.ts';
+import { platformName } from '../native/index.ts';
 import { commandOptions, prefixLayout } from './options.ts';
 
 export const VERIFY_USAGE = `Usage: opencode-ptyctl verify [--prefix DIR] [--manifest DIR]
@@ -43,8 +44,10 @@ export function runVerify(args: readonly string[], context: CommandContext): num
   let sessionSlice: string | undefined;
   let sessionProperties: string[] = [];
   let sessionBudgets: BudgetLimits | undefined;
+  let profile = 'default';
   try {
     const { session } = loadConfig({ path: paths.config(layout), checkProperty: checkSessionProperty });
+    profile = session.minProfile;
     sessionSlice = session.slice;
     sessionBudgets = session.budgets;
     sessionProperties = Object.keys(session.properties);
@@ -69,9 +72,15 @@ export function runVerify(args: readonly string[], context: CommandContext): num
   const limits = cgroups ? sessionLimitReport(cgroups, sessionSlice ?? SESSIONS_SLICE, sessionProperties) : {};
   // What a START's budgets can be here: said whatever the files are.
   const budgets = cgroups ? budgetReport(cgroups, sessionBudgets) : undefined;
+  // The installed helper answers for this kernel: what the workspace profile's sessions would meet.
+  const helper = record ? `${paths.version(layout, record.current)}/${platformName()}/opencode-pty-session` : undefined;
+  const asked = helper ? context.run(helper, ['--landlock-abi']) : undefined;
+  const landlock = landlockReport(profile, asked?.code === 0 ? asked.stdout : undefined);
   const sayLimits = () => {
-    if (limits.note) context.stdout(`note: ${limits.note}\n`);
-    if (limits.warning) context.stdout(`warning: ${limits.warning}\n`);
+    for (const report of [limits, landlock]) {
+      if (report.note) context.stdout(`note: ${report.note}\n`);
+      if (report.warning) context.stdout(`warning: ${report.warning}\n`);
+    }
     if (budgets) context.stdout(`note: ${budgets.note}\n`);
     if (budgets?.warning) context.stdout(`warning: ${budgets.warning}\n`);
   };

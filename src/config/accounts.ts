@@ -15,10 +15,10 @@ function records(text: string): string[][] {
  * who knows a set group password in: both count as having the group.
  */
 export function parseAccounts(passwd: string, group: string, gshadow = ''): AccountLookup {
-  const users = new Map<string, { uid: number; gid: number }>();
-  for (const [name, , uid, gid] of records(passwd)) {
+  const users = new Map<string, { uid: number; gid: number; home?: string }>();
+  for (const [name, , uid, gid, , home] of records(passwd)) {
     if (name && !users.has(name) && /^\d+$/.test(uid ?? '') && /^\d+$/.test(gid ?? '')) {
-      users.set(name, { uid: Number(uid), gid: Number(gid) });
+      users.set(name, { uid: Number(uid), gid: Number(gid), ...(home?.startsWith('/') ? { home } : {}) });
     }
   }
   const groups = new Map<string, { gid: number; members: string[] }>();

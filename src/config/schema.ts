@@ -12,6 +12,8 @@ export interface ClientConfig {
   gid: number;
   /** The agent's service unit; its cgroup must hold every peer (unless requireClientUnit is false). */
   service: string | null;
+  /** The account's home from passwd(5), when it names one: what a workspace may not be (src/worker/workspace-check.ts). */
+  home?: string;
 }
 
 export interface LimitsConfig {
@@ -49,6 +51,10 @@ export interface SessionConfig extends SandboxConfig {
   slice: string;
   /** Extra unit properties (resource limits, sandboxing), from an allowlist of names. */
   properties: Record<string, unknown>;
+  /** Under the workspace profile: paths the program may read and execute beside the system's (absolute). */
+  workspaceRead: string[];
+  /** Under the workspace profile: paths the program may write beside its working directory and private /tmp (absolute). */
+  workspaceWrite: string[];
   /** The longest keep time a START may ask for (its keepMs); more is BAD_START, never lowered. */
   maxKeepMs: number;
   /** The largest ring a kept START may ask for (its retainBytes), at most MAX_RETAINED_BYTES. */
@@ -105,6 +111,8 @@ export const DEFAULT_SESSION: SessionConfig = {
   slice: 'opencode_pty_sessions.slice',
   properties: {},
   ...DEFAULT_SANDBOX,
+  workspaceRead: [],
+  workspaceWrite: [],
   // A day, and opencode's own 2 MiB of replay (its persistent terminals' ring).
   maxKeepMs: 86_400_000,
   maxRetainedBytes: 2 * 1024 * 1024,
@@ -122,7 +130,7 @@ export const MAX_KEEP_MS = 0x7fff_ffff;
 
 /** Resolves account and group names to ids (an interface, so validation stays pure). */
 export interface AccountLookup {
-  user(name: string): { uid: number; gid: number } | undefined;
+  user(name: string): { uid: number; gid: number; home?: string } | undefined;
   group(name: string): number | undefined;
   /** The accounts listed as members of a group (group(5)), or as its members or administrators in gshadow(5). */
   groupMembers(name: string): readonly string[];
@@ -151,7 +159,7 @@ function client(raw: unknown, accounts: AccountLookup, requireUnit: boolean): Cl
   if (gid === undefined) throw new ConfigError('client.group', `no such group "${group}"`);
   if (gid === 0) throw new ConfigError('client.group', 'must not be gid 0');
   const service = value.service === undefined && !requireUnit ? null : string(value.service, 'client.service', undefined, UNIT_NAME);
-  return { user, group, uid: account.uid, gid, service };
+  return { user, group, uid: account.uid, gid, service, ...(account.home ? { home: account.home } : {}) };
 }
 
 /**
@@ -223,9 +231,22 @@ function session(raw: unknown, checkProperty: (name: string, value: unknown) => 
     slice: string(value.slice, 'session.slice', DEFAULT_SESSION.slice, SLICE_NAME),
     properties,
     ...sandboxSettings(value),
+    workspaceRead: paths(value.workspaceRead, 'session.workspaceRead'),
+    workspaceWrite: paths(value.workspaceWrite, 'session.workspaceWrite'),
     ...retention(value),
     warmUnits: integer(value.warmUnits, 'session.warmUnits', DEFAULT_SESSION.warmUnits, 0, 1),
   };
+}
+
+/** Absolute paths for the helper's Landlock rules (ExecStart arguments): no control byte, no "..", at most 32. */
+function paths(raw: unknown, field: string): string[] {
+  const list = raw ?? [];
+  if (!Array.isArray(list) || list.length > 32) throw new ConfigError(field, 'must be a list of at most 32 absolute paths');
+  return list.map((path, index) => {
+    const value = string(path, `${field}[${index}]`, undefined, /^\/[^\0-\x1f\x7f\\]{0,4095}$/);
+    if (value.split('/').includes('..')) throw new ConfigError(`${field}[${index}]`, 'must not contain ".."');
+    return value;
+  });
 }
 
 /** The keep settings: each bounded, the default ring within the largest one. */

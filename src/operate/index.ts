@@ -2,6 +2,7 @@
 export { applyPlan } from './apply.ts';
 export { sessionLimitReport } from './cgroup-limits.ts';
 export { budgetReport } from './budget-report.ts';
+export { landlockReport } from './landlock.ts';
 export { probeCgroups, type CgroupFacts } from './cgroups.ts';
 export { describeStep, planInstall, type Bundle, type Plan } from './install-plan.ts';
 export { DEFAULT_CLIENT_UNIT, DEFAULT_LAYOUT, DEFAULT_SOCKET_GROUP, paths, SESSIONS_SLICE, type Layout } from './layout.ts';

@@ -1,11 +1,14 @@
 // Session profiles: what a session unit adds to the defaults (pure). Every session runs as the
 // client account, so one session's programs can reach another's as the kernel lets any process of
 // a user reach its own others (ptrace, pidfd_getfd, process_vm_*, signals). Interactive work needs
-// debuggers, so the default profile keeps that; "hardened" takes it away (docs/security.md).
+// debuggers, so the default profile keeps that; "hardened" takes it away; "workspace" adds to it a
+// Landlock confinement the session helper applies itself (native/session/landlock.c) and hides the
+// account's path sockets (docs/security.md).
 import type { PropertyTuple } from './unit-limits.ts';
 
-export type SessionProfile = 'default' | 'hardened';
-export const SESSION_PROFILES: readonly SessionProfile[] = ['default', 'hardened'];
+export type SessionProfile = 'default' | 'hardened' | 'workspace';
+/** In order: each profile holds everything the one before it does. */
+export const SESSION_PROFILES: readonly SessionProfile[] = ['default', 'hardened', 'workspace'];
 
 /** EPERM (errno 1): a denied call fails like a permission error instead of killing the program. */
 const EPERM = 1;
@@ -38,8 +41,21 @@ export const HARDENED_DENIED_CALLS: readonly string[] = [
 /** What a terminal session needs of /dev (systemd.resource-control(5) "DeviceAllow="). */
 export const HARDENED_DEVICES: readonly string[] = ['/dev/null', '/dev/zero', '/dev/full', '/dev/random', '/dev/urandom', '/dev/tty', '/dev/ptmx', '/dev/pts/ptmx'];
 
+/**
+ * Path sockets a workspace session must not reach (Landlock ABI 7 has no right for connect() on a path
+ * socket): the account's runtime directory (its manager's bus and private socket, gpg and ssh agents,
+ * the agent's own sockets there) and the container engines' sockets. Hidden by PID 1 in the unit's mount
+ * namespace; their parents are root's, so the user cannot swap them, and /proc/PID/root of a process
+ * outside the unit (the way around a mount namespace) is closed by Landlock's ptrace rule.
+ */
+export const WORKSPACE_HIDDEN_SOCKETS: readonly string[] = ['/run/user', '/run/docker.sock', '/run/containerd', '/run/podman', '/var/run/docker.sock'];
+
 export function profileProperties(profile: SessionProfile): PropertyTuple[] {
   if (profile === 'default') return [];
+  return hardenedProperties();
+}
+
+function hardenedProperties(): PropertyTuple[] {
   return [
     ['NoNewPrivileges', 'b', true],
     ['SystemCallFilter', '(bas)', [false, [...HARDENED_DENIED_CALLS]]],

@@ -13,7 +13,8 @@ export type PropertyValue =
   | Array<[device: string, access: string]>
   | Array<[path: string, argv: string[], flags: string[]]>
   | Array<[path: string, argv: string[], ignoreFailure: boolean]>
-  | Array<[family: number, address: Buffer, prefixLength: number]>;
+  | Array<[family: number, address: Buffer, prefixLength: number]>
+  | Array<[source: string, destination: string, ignoreMissing: boolean, flags: bigint]>;
 export type PropertyTuple = readonly [name: string, signature: string, value: PropertyValue];
 
 const UINT64_MAX = 0xffff_ffff_ffff_ffffn;

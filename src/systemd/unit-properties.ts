@@ -3,7 +3,7 @@
 import { SystemdError } from './errors.ts';
 import { limitProperties, type PropertyTuple } from './unit-limits.ts';
 import { checkUnitFileText } from './unit-text.ts';
-import { profileProperties, type SessionProfile } from './session-profile.ts';
+import { profileProperties, WORKSPACE_HIDDEN_SOCKETS, type SessionProfile } from './session-profile.ts';
 import { budgetProperties, networkProperties, stricterOf, wallClockProperties, type SessionBudgets, type SessionNetwork } from './session-sandbox.ts';
 
 export type { PropertyTuple, PropertyValue } from './unit-limits.ts';
@@ -41,9 +41,12 @@ export interface SessionUnitSpec {
   stopTimeoutSec: number;
   /** Operator limits and hardening, by allowlisted name (see unit-limits.ts). */
   limits?: Readonly<Record<string, unknown>>;
+  /** Paths PID 1 binds read-only onto themselves in the unit (the workspace's `.git`: src/worker/git-look.ts). */
+  readOnlyPaths?: readonly string[];
   /** Paths the session may not reach; by default the supervisor's runtime directory under the hardened profile, none otherwise. */
   inaccessiblePaths?: readonly string[];
-  /** 'hardened' adds session-profile.ts's settings: no debugging of other sessions' programs. */
+  /** 'hardened' adds session-profile.ts's settings: no debugging of other sessions' programs; 'workspace'
+   * adds to those its hidden sockets (the helper's Landlock arguments are the caller's, in helperArgs). */
   profile?: SessionProfile;
   /** The session's network (session-sandbox.ts); 'on', as without it, adds nothing. */
   network?: SessionNetwork;
@@ -147,18 +150,29 @@ export function environmentEntries(environment: Readonly<Record<string, string>>
 
 /** What the session may not reach (systemd.exec(5) "Sandboxing"). */
 function sandboxProperties(spec: SessionUnitSpec): PropertyTuple[] {
-  const paths = spec.inaccessiblePaths ?? (spec.profile === 'hardened' ? DEFAULT_INACCESSIBLE_PATHS : []);
+  const profile = spec.profile ?? 'default';
+  const hidden = profile === 'default' ? [] : profile === 'hardened' ? DEFAULT_INACCESSIBLE_PATHS : [...DEFAULT_INACCESSIBLE_PATHS, ...WORKSPACE_HIDDEN_SOCKETS];
+  const paths = spec.inaccessiblePaths ?? hidden;
   paths.forEach((path) => {
     checkString(path, 'inaccessible path');
     check(path.startsWith('/'), `inaccessible path ${JSON.stringify(path)} must be absolute`);
   });
+  // systemd 252 writes these into the transient file escaping only '%', and its parser splits on
+  // whitespace and ':' (dbus-execute.c): nothing else may reach it. A missing one fails the unit's start.
+  const readOnly = spec.readOnlyPaths ?? [];
+  readOnly.forEach((path) => check(/^\/[^\0-\x20\x7f:"'\\]*$/.test(path), `read-only path ${JSON.stringify(path)} cannot be written into a unit`));
   // "-": a path that does not exist (the supervisor not yet started) is nothing to hide, not an error
   // that would fail every session with 226/NAMESPACE.
-  return paths.length === 0 ? [] : [['InaccessiblePaths', 'as', paths.map((path) => `-${path}`)]];
+  return [
+    ...(paths.length === 0 ? [] : [['InaccessiblePaths', 'as', paths.map((path) => `-${path}`)] as PropertyTuple]),
+    ...(readOnly.length === 0 ? [] : [['BindReadOnlyPaths', 'a(ssbt)', readOnly.map((path): [string, string, boolean, bigint] => [path, path, false, 0n])] as PropertyTuple]),
+  ];
 }
 
 /** The full `a(sv)` list for StartTransientUnit, as plain tuples; Variants are made at the bus edge. */
 export function sessionUnitProperties(spec: SessionUnitSpec): PropertyTuple[] {
+  // The workspace profile's confinement is the helper's Landlock domain: its unit never starts without it.
+  if (spec.profile === 'workspace') check(spec.helperArgs.includes('--landlock'), 'the workspace profile needs the helper\'s Landlock arguments');
   const profile = profileProperties(spec.profile ?? 'default');
   const profileNames = new Set(profile.map(([name]) => name));
   // The session's own network and budgets: the operator's settings of those names apply only where stricter.

@@ -27,6 +27,8 @@ import { sandboxFitsWarm } from './warm-plan.ts';
 import { resolveSandbox, type SessionSandbox } from './sandbox-request.ts';
 import { needsConfirming, readUnitFacts, unconfirmed } from './guarantees.ts';
 import type { UnitManager } from '../systemd/index.ts';
+import { checkWorkspace } from './workspace-look.ts';
+import { protectGit } from './git-look.ts';
 
 export interface StartContext {
   client: FdSocket;
@@ -103,6 +105,8 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   const keep = keepPlanFor(frame, config, version);
   // Judged before anything is asked of the broker or systemd: a request outside the operator's bounds starts nothing.
   const sandbox = resolveSandbox(frame, config.session, keep?.retainBytes ?? 0);
+  // The session's own profile decides (a START above the floor included), on the descriptor the unit will get.
+  if (sandbox.profile === 'workspace') checkWorkspace(cwdFd, config.client);
   if (keep) {
     // Counted against limits.maxKept by the broker before anything is started for it.
     if (!(await deps.askKeep?.())) throw new SessionError(ErrorCode.KEEP_LIMIT, `kept session limit reached (${config.limits.maxKept})`);
@@ -131,7 +135,11 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   deps.report({ type: 'unit', name });
   recheckPeer(context.client.fd, context.pidfd, context.peer);
   const keepArgs = keep ? keepHelperArgs(keep, sessionId, config.limits.maxObservers) : [];
-  const { dropped, envMessage, spec } = planStart(frame, config, helperPath, version, keepArgs, sandbox);
+  const cwd = cwdOf(cwdFd);
+  const git = sandbox.profile === 'workspace' ? protectGit(cwdFd, cwd) : { readOnlyPaths: [], helperArgs: [] };
+  const plan = planStart(frame, config, helperPath, version, [...keepArgs, ...git.helperArgs], sandbox, cwd);
+  const { dropped, envMessage } = plan;
+  const spec = { ...plan.spec, readOnlyPaths: git.readOnlyPaths };
   context.record.program = programLabel(frame.argv[0]!);
   // Names only, quoted: the client's values never reach the journal.
   if (dropped.length > 0) deps.log(`${name}: environment names not passed to the program: ${JSON.stringify(dropped)}`);
@@ -144,7 +152,6 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   // its helper waits for ENV before it forks the program, so nothing of the program runs unconfirmed.
   const confirming = needsConfirming(sandbox);
   const { link, helperEnd } = openHelperLink(envMessage, started, context.helperEvents, keep ? { retainBytes: keep.retainBytes } : undefined, confirming);
-  const cwd = cwdOf(cwdFd);
   // RENDEZVOUS goes behind GO: a session confirmed first binds it once GO is sent.
   const bindRendezvous = (end: number | undefined) => {
     if (!keep || !deps.keptStore) return;

@@ -6,6 +6,7 @@ import { ErrorCode, SessionError, type FrameOf } from '../protocol/index.ts';
 import { PROGRAM_OOM_SCORE_ADJ, programLabel, type SessionUnitSpec } from '../systemd/index.ts';
 import { environmentPolicy, programEnvironment } from './environment.ts';
 import type { SessionSandbox } from './sandbox-request.ts';
+import { workspaceHelperArgs } from './workspace-plan.ts';
 
 export interface StartPlan {
   /** START's environment names the program does not get, in the client's order. */
@@ -16,8 +17,10 @@ export interface StartPlan {
 }
 
 /** `keepArgs`: a kept session's helper arguments (keep-plan.ts keepHelperArgs); `sandbox`: what the START
- * gets of profile, network and budgets (sandbox-request.ts), the floor and defaults when absent. */
-export function planStart(frame: FrameOf<'start'>, config: Config, helperPath: string, version: number, keepArgs: string[] = [], sandbox?: SessionSandbox): StartPlan {
+ * gets of profile, network and budgets (sandbox-request.ts), the floor and defaults when absent;
+ * `cwdPath`: the START directory's path as root sees it (the workspace profile's helper enters it
+ * there: workspace-plan.ts). */
+export function planStart(frame: FrameOf<'start'>, config: Config, helperPath: string, version: number, keepArgs: string[] = [], sandbox?: SessionSandbox, cwdPath = ''): StartPlan {
   const { profile = config.session.minProfile, network, budgets = {} } = sandbox ?? {};
   const { environment, dropped } = programEnvironment(frame.env, environmentPolicy(config.session, profile), config.session.term);
   // The environment goes to the program alone, over the control channel (never the unit's Environment=,
@@ -44,6 +47,8 @@ export function planStart(frame: FrameOf<'start'>, config: Config, helperPath: s
         // Under a memory budget the OOM killer takes the program first, never the helper (session-sandbox.ts).
         ...(budgets.memoryBytes === undefined ? [] : [`--program-oom-score-adj=${PROGRAM_OOM_SCORE_ADJ}`]),
         ...keepArgs,
+        // The workspace profile's Landlock rules, decided by the session's own profile (never the floor alone).
+        ...workspaceHelperArgs(config.session, profile, cwdPath),
         String(frame.rows),
         String(frame.cols),
         ...frame.argv,

@@ -44,7 +44,7 @@ export function warmWallClockMs(config: Config): number | undefined {
  * systemd's own RuntimeMaxSec= does that today.
  */
 export function warmFits(config: Config, kept: boolean): boolean {
-  if (config.session.warmUnits < 1) return false;
+  if (config.session.warmUnits < 1 || config.session.minProfile === 'workspace') return false;
   return !(kept && warmWallClockMs(config) !== undefined);
 }
 
@@ -54,5 +54,7 @@ export function warmFits(config: Config, kept: boolean): boolean {
  * budgets are confirmed on the started unit before GO (guarantees.ts): either takes a fresh unit.
  */
 export function sandboxFitsWarm(sandbox: { profile: string; network: string; budgets: object }, config: Config): boolean {
+  // The workspace profile's unit binds the START directory's .git (BindReadOnlyPaths=): never warm.
+  if (sandbox.profile === 'workspace') return false;
   return sandbox.profile === config.session.minProfile && sandbox.network === 'on' && Object.values(sandbox.budgets).every((value) => value === undefined);
 }

@@ -25,7 +25,7 @@ function rejects(raw: unknown, field: string, checkProperty = allowAll): void {
 
 test('a minimal config gets the seeds defaults and resolved ids', () => {
   const config = validateConfig(minimal, accounts, allowAll);
-  assert.equal(config.client, { user: 'agent', group: 'agent', uid: 1500, gid: 1500, service: 'agent.service' });
+  assert.equal(config.client, { user: 'agent', group: 'agent', uid: 1500, gid: 1500, service: 'agent.service', home: '/home/agent' });
   assert.equal(config.limits, DEFAULT_LIMITS);
   assert.is(config.limits.maxSessions, 16);
   assert.is(config.limits.maxUnauthenticated, 32);
@@ -106,10 +106,25 @@ test('every field is checked and named', () => {
   rejects({ ...minimal, session: { slice: 'x.service' } }, 'session.slice');
   rejects({ ...minimal, session: { profile: 'paranoid' } }, 'session.profile');
   rejects({ ...minimal, session: { minProfile: 'paranoid' } }, 'session.minProfile');
+  rejects({ ...minimal, session: { workspaceRead: '/srv' } }, 'session.workspaceRead');
+  rejects({ ...minimal, session: { workspaceRead: ['srv'] } }, 'session.workspaceRead[0]');
+  rejects({ ...minimal, session: { workspaceWrite: ['/srv/a\nb'] } }, 'session.workspaceWrite[0]');
+  rejects({ ...minimal, session: { workspaceWrite: ['/srv/../home'] } }, 'session.workspaceWrite[0]');
+  rejects({ ...minimal, session: { workspaceWrite: Array(33).fill('/srv') } }, 'session.workspaceWrite');
   rejects({ ...minimal, session: { properties: [] } }, 'session.properties');
   rejects({ ...minimal, session: { properties: { User: 'root' } } }, 'session.properties.User', (name) =>
     name === 'User' ? 'not an allowed property' : undefined,
   );
+});
+
+test('the workspace profile and its operator paths; the client account\'s home comes from passwd', () => {
+  const config = validateConfig({ ...minimal, session: { minProfile: 'workspace', workspaceRead: ['/nix/store'], workspaceWrite: ['/srv/cache'] } }, accounts, allowAll);
+  assert.is(config.session.minProfile, 'workspace');
+  assert.equal([config.session.workspaceRead, config.session.workspaceWrite], [['/nix/store'], ['/srv/cache']]);
+  assert.equal(validateConfig(minimal, accounts, allowAll).session.workspaceRead, []);
+  const withHome = parseAccounts('agent:x:990:990::/home/agent:/bin/sh\nnohome:x:991:991:::/bin/sh\n', 'agent:x:990:\nnohome:x:991:\n');
+  assert.equal(withHome.user('agent'), { uid: 990, gid: 990, home: '/home/agent' });
+  assert.equal(withHome.user('nohome'), { uid: 991, gid: 991 });
 });
 
 test("the environment policy: 'pass' by default, an allowlist and extra denials as the operator's options", () => {
@@ -126,7 +141,7 @@ test('without a required client unit the service may be left out', () => {
 
 test('passwd parsing keeps the first record and skips malformed lines', () => {
   const lookup = parseAccounts('a:x:10:20::/:/bin/sh\na:x:11:21::/:/bin/sh\nbroken\nb:x:q:1::/:/bin/sh\n', 'g:x:5:\n');
-  assert.equal(lookup.user('a'), { uid: 10, gid: 20 });
+  assert.equal(lookup.user('a'), { uid: 10, gid: 20, home: '/' });
   assert.is(lookup.user('b'), undefined);
   assert.is(lookup.group('g'), 5);
   assert.is(lookup.group('a'), undefined);

@@ -138,6 +138,23 @@ test('the runtime directory is hidden under the hardened profile only: the defau
   assert.equal(byName(sessionUnitProperties(spec({ profile: 'hardened', inaccessiblePaths: ['/srv/x'] }))).get('InaccessiblePaths'), ['InaccessiblePaths', 'as', ['-/srv/x']]);
 });
 
+test('the workspace profile holds everything hardened sets, and hides the account\'s path sockets beside the runtime directory', () => {
+  const hardened = sessionUnitProperties(spec({ profile: 'hardened' }));
+  const workspace = byName(sessionUnitProperties(spec({ profile: 'workspace', limits: { NoNewPrivileges: false } })));
+  for (const [name, type, value] of hardened) {
+    if (name === 'InaccessiblePaths') continue;
+    assert.equal(workspace.get(name), [name, type, value], name);
+  }
+  assert.equal(workspace.get('InaccessiblePaths'), ['InaccessiblePaths', 'as', ['-/run/opencode-pty', '-/run/user', '-/run/docker.sock', '-/run/containerd', '-/run/podman', '-/var/run/docker.sock']]);
+});
+
+test('read-only paths become BindReadOnlyPaths= onto themselves; one systemd could not write back is refused', () => {
+  const tuples = byName(sessionUnitProperties(spec({ profile: 'workspace', readOnlyPaths: ['/home/u/p/.git'] })));
+  assert.equal(tuples.get('BindReadOnlyPaths'), ['BindReadOnlyPaths', 'a(ssbt)', [['/home/u/p/.git', '/home/u/p/.git', false, 0n]]]);
+  assert.not.ok(byName(sessionUnitProperties(spec({ profile: 'workspace', readOnlyPaths: [] }))).has('BindReadOnlyPaths'));
+  for (const path of ['/a b/.git', '/a:b', 'rel', '/a\nb']) throwsCode(() => sessionUnitProperties(spec({ readOnlyPaths: [path] })), 'PROPERTY_INVALID');
+});
+
 test('inaccessible paths: parameter replaces the default, "-" tolerates a missing path, empty list sets none', () => {
   const tuples = byName(sessionUnitProperties(spec({ inaccessiblePaths: ['/run/a', '/srv/b'] })));
   assert.equal(tuples.get('InaccessiblePaths'), ['InaccessiblePaths', 'as', ['-/run/a', '-/srv/b']]);

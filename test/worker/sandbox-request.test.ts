@@ -60,4 +60,10 @@ test('a memory budget below the kept ring and the helper\'s own needs is refused
   refused({}, { ...DEFAULT_SANDBOX, budgets: budgets({ memoryBytes: { max: null, default: 1 << 20 } }) }, ErrorCode.BUDGET, /below what the session itself needs/);
 });
 
+test('a START above a default floor that asks for the workspace profile gets it; with a memory budget it is refused BUDGET', () => {
+  assert.is(resolveSandbox({ ...START, profile: 'workspace' }, DEFAULT_SANDBOX).profile, 'workspace');
+  refused({ profile: 'workspace', budgets: { memoryBytes: 1 << 30 } }, DEFAULT_SANDBOX, ErrorCode.BUDGET, /not offered with the workspace profile/);
+  refused({}, { ...DEFAULT_SANDBOX, minProfile: 'workspace', budgets: budgets({ memoryBytes: { max: null, default: 1 << 30 } }) }, ErrorCode.BUDGET, /not offered with the workspace profile/);
+});
+
 test.run();

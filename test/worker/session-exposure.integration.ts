@@ -16,7 +16,7 @@ test.after(async () => {
   await sandbox?.stop();
 });
 
-async function exposure(profile: 'default' | 'hardened'): Promise<number> {
+async function exposure(profile: 'default' | 'hardened' | 'workspace'): Promise<number> {
   const { worker, client } = await startSession(sandbox, workDir, ['/bin/sleep', '300'], { config: withSession(workerConfig(sandbox), { minProfile: profile }) });
   const started = await client.waitFor('started');
   const analysis = await sandbox.exec(['systemd-analyze', 'security', '--no-pager', started.unit]);
@@ -31,9 +31,12 @@ async function exposure(profile: 'default' | 'hardened'): Promise<number> {
 test('the hardened profile rates OK (below 4.0) where the default, an interactive shell as its user, does not', async () => {
   const plain = await exposure('default');
   const hardened = await exposure('hardened');
-  console.log(`# systemd-analyze security of a session unit: default ${plain}, hardened ${hardened}`);
+  // systemd cannot see Landlock: what it rates of the workspace profile is the unit's settings alone.
+  const workspace = await exposure('workspace');
+  console.log(`# systemd-analyze security of a session unit: default ${plain}, hardened ${hardened}, workspace ${workspace}`);
   assert.ok(hardened < 4.0, `hardened ${hardened}`);
   assert.ok(hardened < plain, `hardened ${hardened} against default ${plain}`);
+  assert.ok(workspace <= hardened, `workspace ${workspace} against hardened ${hardened}`);
 });
 
 test.run();

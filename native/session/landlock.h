@@ -1,0 +1,42 @@
+// The workspace profile's Landlock confinement (landlock.c).
+#ifndef OPENCODE_PTY_SESSION_LANDLOCK_H
+#define OPENCODE_PTY_SESSION_LANDLOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// ABI 6: the scopes for signals and abstract Unix sockets. An older kernel is a refusal.
+enum { LANDLOCK_MIN_ABI = 6, MAX_LANDLOCK_PATHS = 64 };
+
+// --landlock with its --landlock-read=PATH and --landlock-write=PATH options, in order.
+struct landlock_plan {
+  bool on;
+  const char *workspace; // --workspace-path: where the START's directory is in the unit's mount namespace
+  bool git;              // --readonly-git=DEV:INO: the workspace's .git as root saw it, bound read-only by PID 1
+  uint64_t git_dev, git_ino;
+  size_t count;
+  const char *paths[MAX_LANDLOCK_PATHS];
+  bool writable[MAX_LANDLOCK_PATHS];
+};
+
+// The kernel's Landlock ABI, or -errno (ENOSYS: not built; EOPNOTSUPP: disabled at boot).
+int landlock_abi(void);
+// False when the path is not absolute or the plan is full.
+bool landlock_plan_add(struct landlock_plan *plan, const char *value, bool writable);
+// The START's directory `cwd` opened again at plan->workspace, in the unit's own mount namespace, and
+// checked to be the same directory (device and inode): its fd (close-on-exec), or -1 with `why` said.
+int landlock_reenter(const struct landlock_plan *plan, int cwd, char *why, size_t size);
+// "DEV:INO" in decimal into the plan's .git identity: false when malformed.
+bool landlock_plan_git(struct landlock_plan *plan, const char *value);
+// The .git in `cwd` (entered in the unit's namespace) is the file root saw, on a read-only mount:
+// 0, or -1 with `why` said. Nothing to check without --readonly-git.
+int landlock_check_git(const struct landlock_plan *plan, int cwd, char *why, size_t size);
+// The ruleset's fd (close-on-exec), or -1 with `why` said.
+int landlock_build(const struct landlock_plan *plan, int cwd, char *why, size_t size);
+// The session's own terminal, by its descriptor: -1 (errno) on failure.
+int landlock_add_terminal(int ruleset, int slave);
+// no_new_privs, then the ruleset on the calling thread's process: -1 (errno) on failure.
+int landlock_enforce(int ruleset);
+
+#endif

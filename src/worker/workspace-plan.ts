@@ -1,0 +1,39 @@
+// The workspace profile's Landlock rules as the session helper's arguments (pure). The helper adds the
+// START directory itself (by its descriptor, writable), the devices a terminal needs and its own
+// terminal; everything else it may reach is listed here. Read is granted by allowlist: Landlock grants
+// the union of a path's ancestors' rules, so no narrower rule inside a granted tree could take anything
+// away; the user's home is therefore not on the list (docs/security.md "The workspace profile").
+import type { SessionConfig } from '../config/index.ts';
+import { ErrorCode, SessionError } from '../protocol/index.ts';
+import type { SessionProfile } from '../systemd/index.ts';
+
+/**
+ * Read and execute: the system's programs, libraries and configuration; /proc and /sys (other
+ * processes' entries are closed by Landlock's ptrace rule, /proc/sys and /sys are read-only in the unit);
+ * systemd-resolved's directory, where /etc/resolv.conf points on hosts that run it. A path the host
+ * lacks grants nothing.
+ */
+export const WORKSPACE_SYSTEM_READ: readonly string[] = ['/usr', '/etc', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/opt', '/proc', '/sys', '/run/systemd/resolve'];
+
+/** Writable beside the working directory: the unit's private /tmp and /var/tmp (PrivateTmp=). */
+export const WORKSPACE_PRIVATE_WRITE: readonly string[] = ['/tmp', '/var/tmp'];
+
+/**
+ * The helper's arguments for a session of `profile` (the START's, sandbox-request.ts); none outside the workspace profile.
+ * `workspacePath`: the START directory's path as root sees its descriptor (readlink of /proc/self/fd):
+ * the helper enters it there, in the unit's mount namespace, only if it is the same directory
+ * (native/session/landlock.c landlock_reenter), since `..` from the client's descriptor walks the
+ * client's namespace, past the unit's hidden paths. One that cannot be passed is a refusal.
+ */
+export function workspaceHelperArgs(session: Pick<SessionConfig, 'workspaceRead' | 'workspaceWrite'>, profile: SessionProfile, workspacePath: string): string[] {
+  if (profile !== 'workspace') return [];
+  if (!/^\/[^\0-\x1f\x7f\\]*$/.test(workspacePath) || workspacePath.endsWith(' (deleted)')) {
+    throw new SessionError(ErrorCode.BAD_START, `workspace refused: the working directory has no path the session could enter (${JSON.stringify(workspacePath)})`);
+  }
+  return [
+    '--landlock',
+    `--workspace-path=${workspacePath}`,
+    ...[...WORKSPACE_SYSTEM_READ, ...session.workspaceRead].map((path) => `--landlock-read=${path}`),
+    ...[...WORKSPACE_PRIVATE_WRITE, ...session.workspaceWrite].map((path) => `--landlock-write=${path}`),
+  ];
+}

@@ -1,0 +1,74 @@
+// The workspace profile's confinement in the session helper itself (native/session/landlock.c), run as a
+// plain child (helper-harness.ts): the program writes only its directory, its helper fails before the
+// fork when the directory is not at the path it was given or .git is not the read-only mount it must be.
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { HelperRun, sh } from './helper-harness.ts';
+
+const SYSTEM = ['/usr', '/bin', '/lib', '/lib64', '/etc'].map((path) => `--landlock-read=${path}`);
+
+function scratch(): string {
+  return mkdtempSync(join(tmpdir(), 'opencode-pty-landlock-'));
+}
+
+async function refusedBeforeFork(run: HelperRun): Promise<string> {
+  const ended = await run.ended;
+  assert.is(ended.report?.reason, 'internal');
+  assert.not.ok(run.messages.some((message) => message.type === 'pid'), 'no program was forked');
+  return ended.report!.text;
+}
+
+test('helper --landlock: the program writes its directory and nothing beside it, even as root', async () => {
+  const base = scratch();
+  try {
+    const work = join(base, 'work');
+    mkdirSync(work);
+    const run = new HelperRun(sh(`echo in > inside && echo out > ${base}/outside; echo "rc=$?"`), { dir: work, options: ['--landlock', `--workspace-path=${work}`, ...SYSTEM] });
+    const ended = await run.ended;
+    assert.is(ended.report?.reason, 'exit', ended.report?.text);
+    assert.match(run.text, /Permission denied[\s\S]*rc=[1-9]/, JSON.stringify(run.text));
+    assert.ok(existsSync(join(work, 'inside')));
+    assert.not.ok(existsSync(join(base, 'outside')));
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
+});
+
+test('helper --landlock: a path that is not the START directory, or none, ends the start before the fork', async () => {
+  const base = scratch();
+  try {
+    for (const dir of ['a', 'b']) mkdirSync(join(base, dir));
+    const elsewhere = new HelperRun(sh('touch ran'), { dir: join(base, 'a'), options: ['--landlock', `--workspace-path=${join(base, 'b')}`, ...SYSTEM] });
+    assert.match(await refusedBeforeFork(elsewhere), `${join(base, 'b')} in the session's mount namespace is not the START's working directory`);
+    const missing = new HelperRun(sh('touch ran'), { dir: join(base, 'a'), options: ['--landlock', `--workspace-path=${join(base, 'gone')}`, ...SYSTEM] });
+    assert.match(await refusedBeforeFork(missing), `the working directory is not at ${join(base, 'gone')} in the session's mount namespace: No such file or directory`);
+    // --landlock needs its path; a path without --landlock is a usage error.
+    assert.match(await refusedBeforeFork(new HelperRun(sh('touch ran'), { dir: join(base, 'a'), options: ['--landlock', ...SYSTEM] })), 'usage');
+    assert.match(await refusedBeforeFork(new HelperRun(sh('touch ran'), { dir: join(base, 'a'), options: [`--workspace-path=${join(base, 'a')}`] })), 'usage');
+    assert.not.ok(existsSync(join(base, 'a', 'ran')));
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
+});
+
+test('helper --readonly-git: a .git that is not on a read-only mount, or not the one root saw, ends the start before the fork', async () => {
+  const base = scratch();
+  try {
+    mkdirSync(join(base, '.git'));
+    const { dev, ino } = statSync(join(base, '.git'), { bigint: true });
+    const options = (git: string) => ['--landlock', `--workspace-path=${base}`, `--readonly-git=${git}`, ...SYSTEM];
+    assert.match(await refusedBeforeFork(new HelperRun(sh('touch ran'), { dir: base, options: options(`${dev}:${ino}`) })), '.git is not on a read-only mount');
+    assert.match(await refusedBeforeFork(new HelperRun(sh('touch ran'), { dir: base, options: options(`${dev}:${ino + 1n}`) })), '.git is not the one the supervisor saw at START');
+    rmSync(join(base, '.git'), { recursive: true });
+    assert.match(await refusedBeforeFork(new HelperRun(sh('touch ran'), { dir: base, options: options(`${dev}:${ino}`) })), 'cannot keep .git read-only: No such file or directory');
+    assert.match(await refusedBeforeFork(new HelperRun(sh('touch ran'), { dir: base, options: options('1:x') })), 'usage');
+    assert.not.ok(existsSync(join(base, 'ran')));
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
+});
+
+test.run();

@@ -1,0 +1,47 @@
+// The workspace profile's helper arguments: the system's read list, the private /tmp, the operator's paths.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { DEFAULT_SESSION } from '../../src/config/schema.ts';
+import { ErrorCode, SessionError } from '../../src/protocol/index.ts';
+import { WORKSPACE_SYSTEM_READ, workspaceHelperArgs } from '../../src/worker/workspace-plan.ts';
+import { planStart } from '../../src/worker/start-plan.ts';
+import { resolveSandbox } from '../../src/worker/sandbox-request.ts';
+import { sessionUnitProperties } from '../../src/systemd/index.ts';
+import { testConfig } from '../support/config-fixture.ts';
+
+test('no Landlock arguments outside the workspace profile', () => {
+  assert.equal(workspaceHelperArgs({ ...DEFAULT_SESSION, workspaceRead: ['/srv'] }, 'default', '/w'), []);
+  assert.equal(workspaceHelperArgs(DEFAULT_SESSION, 'hardened', ''), []);
+});
+
+test('the workspace profile: the system read-only, /tmp and /var/tmp writable, then the operator\'s paths; never the home', () => {
+  const args = workspaceHelperArgs({ ...DEFAULT_SESSION, workspaceRead: ['/nix/store'], workspaceWrite: ['/srv/cache'] }, 'workspace', '/srv/proj');
+  assert.equal(args.slice(0, 2), ['--landlock', '--workspace-path=/srv/proj']);
+  assert.equal(args.filter((arg) => arg.startsWith('--landlock-read=')), [...WORKSPACE_SYSTEM_READ, '/nix/store'].map((path) => `--landlock-read=${path}`));
+  assert.equal(args.filter((arg) => arg.startsWith('--landlock-write=')), ['--landlock-write=/tmp', '--landlock-write=/var/tmp', '--landlock-write=/srv/cache']);
+  assert.not.ok(args.some((arg) => arg.includes('/home') || arg.endsWith('=/') || arg.includes('/run/user')));
+});
+
+test('a working directory whose path the helper could not be given is refused (BAD_START)', () => {
+  for (const path of ['', 'relative', '/a\nb', '/gone (deleted)', '/back\\slash']) {
+    assert.throws(() => workspaceHelperArgs(DEFAULT_SESSION, 'workspace', path), (error: unknown) => error instanceof SessionError && error.wireCode === ErrorCode.BAD_START && /workspace refused/.test(error.message));
+  }
+});
+
+test("the START's own profile decides: a default floor and a START asking for workspace gives the helper its Landlock arguments", () => {
+  const config = testConfig({ session: { ...DEFAULT_SESSION, minProfile: 'default' } });
+  const frame = { type: 'start' as const, rows: 24, cols: 80, cwdDev: 1n, cwdIno: 2n, argv: ['sh'], env: [], profile: 'workspace' };
+  const sandbox = resolveSandbox(frame, config.session);
+  const { spec } = planStart(frame, config, '/usr/lib/helper', 4, [], sandbox, '/srv/proj');
+  assert.is(spec.profile, 'workspace');
+  assert.ok(spec.helperArgs.includes('--landlock'), JSON.stringify(spec.helperArgs));
+  assert.ok(spec.helperArgs.includes('--workspace-path=/srv/proj'));
+});
+
+test('a workspace unit without the Landlock arguments is never built', () => {
+  const config = testConfig({ session: { ...DEFAULT_SESSION } });
+  const { spec } = planStart({ type: 'start', rows: 24, cols: 80, cwdDev: 1n, cwdIno: 2n, argv: ['sh'], env: [] }, config, '/usr/lib/helper', 4);
+  assert.throws(() => sessionUnitProperties({ ...spec, profile: 'workspace', cwdFd: 3, stdoutFd: 4, stderrFd: 5 } as never), /Landlock arguments/);
+});
+
+test.run();
