@@ -138,9 +138,16 @@ test('the runtime directory is hidden under the hardened profile only: the defau
   assert.equal(byName(sessionUnitProperties(spec({ profile: 'hardened', inaccessiblePaths: ['/srv/x'] }))).get('InaccessiblePaths'), ['InaccessiblePaths', 'as', ['-/srv/x']]);
 });
 
+/** A workspace session's helper arguments carry its Landlock rules (src/worker/workspace-plan.ts). */
+const LANDLOCK_ARGS = ['--landlock', '--workspace-path=/home/u/p', '24', '80', '/bin/bash'];
+
+test('a workspace unit without the helper\'s Landlock arguments is refused: its confinement is the helper\'s', () => {
+  throwsCode(() => sessionUnitProperties(spec({ profile: 'workspace' })), 'PROPERTY_INVALID');
+});
+
 test('the workspace profile holds everything hardened sets, and hides the account\'s path sockets beside the runtime directory', () => {
   const hardened = sessionUnitProperties(spec({ profile: 'hardened' }));
-  const workspace = byName(sessionUnitProperties(spec({ profile: 'workspace', limits: { NoNewPrivileges: false } })));
+  const workspace = byName(sessionUnitProperties(spec({ profile: 'workspace', helperArgs: LANDLOCK_ARGS, limits: { NoNewPrivileges: false } })));
   for (const [name, type, value] of hardened) {
     if (name === 'InaccessiblePaths') continue;
     assert.equal(workspace.get(name), [name, type, value], name);
@@ -149,9 +156,9 @@ test('the workspace profile holds everything hardened sets, and hides the accoun
 });
 
 test('read-only paths become BindReadOnlyPaths= onto themselves; one systemd could not write back is refused', () => {
-  const tuples = byName(sessionUnitProperties(spec({ profile: 'workspace', readOnlyPaths: ['/home/u/p/.git'] })));
+  const tuples = byName(sessionUnitProperties(spec({ profile: 'workspace', helperArgs: LANDLOCK_ARGS, readOnlyPaths: ['/home/u/p/.git'] })));
   assert.equal(tuples.get('BindReadOnlyPaths'), ['BindReadOnlyPaths', 'a(ssbt)', [['/home/u/p/.git', '/home/u/p/.git', false, 0n]]]);
-  assert.not.ok(byName(sessionUnitProperties(spec({ profile: 'workspace', readOnlyPaths: [] }))).has('BindReadOnlyPaths'));
+  assert.not.ok(byName(sessionUnitProperties(spec({ profile: 'workspace', helperArgs: LANDLOCK_ARGS, readOnlyPaths: [] }))).has('BindReadOnlyPaths'));
   for (const path of ['/a b/.git', '/a:b', 'rel', '/a\nb']) throwsCode(() => sessionUnitProperties(spec({ readOnlyPaths: [path] })), 'PROPERTY_INVALID');
 });
 
