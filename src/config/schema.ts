@@ -1,5 +1,5 @@
 // The supervisor's configuration: its shape, the seeds' defaults, and pure validation that names the bad field.
-import { ConfigError, boolean, integer, object, only, string, type Json } from './fields.ts';
+import { ConfigError, absolutePaths, boolean, integer, object, only, string, type Json } from './fields.ts';
 import { sandboxSettings, DEFAULT_SANDBOX, SANDBOX_KEYS, type SandboxConfig } from './sandbox.ts';
 
 export { ConfigError } from './fields.ts';
@@ -231,22 +231,11 @@ function session(raw: unknown, checkProperty: (name: string, value: unknown) => 
     slice: string(value.slice, 'session.slice', DEFAULT_SESSION.slice, SLICE_NAME),
     properties,
     ...sandboxSettings(value),
-    workspaceRead: paths(value.workspaceRead, 'session.workspaceRead'),
-    workspaceWrite: paths(value.workspaceWrite, 'session.workspaceWrite'),
+    workspaceRead: absolutePaths(value.workspaceRead, 'session.workspaceRead'),
+    workspaceWrite: absolutePaths(value.workspaceWrite, 'session.workspaceWrite'),
     ...retention(value),
     warmUnits: integer(value.warmUnits, 'session.warmUnits', DEFAULT_SESSION.warmUnits, 0, 1),
   };
-}
-
-/** Absolute paths for the helper's Landlock rules (ExecStart arguments): no control byte, no "..", at most 32. */
-function paths(raw: unknown, field: string): string[] {
-  const list = raw ?? [];
-  if (!Array.isArray(list) || list.length > 32) throw new ConfigError(field, 'must be a list of at most 32 absolute paths');
-  return list.map((path, index) => {
-    const value = string(path, `${field}[${index}]`, undefined, /^\/[^\0-\x1f\x7f\\]{0,4095}$/);
-    if (value.split('/').includes('..')) throw new ConfigError(`${field}[${index}]`, 'must not contain ".."');
-    return value;
-  });
 }
 
 /** The keep settings: each bounded, the default ring within the largest one. */
