@@ -1,7 +1,7 @@
 // The supervisor's configuration: its shape and defaults, loading and validating the file.
 export { loadConfig } from './load.ts';
 export { checkSessionProperty } from './properties.ts';
-export { DEFAULT_SANDBOX, MAX_CPU_PERCENT, networkRank, profileRank, type BudgetLimit, type BudgetLimits, type SandboxConfig } from './sandbox.ts';
+export { BUDGET_MAX, DEFAULT_SANDBOX, MAX_CPU_PERCENT, networkRank, profileRank, type BudgetLimit, type BudgetLimits, type SandboxConfig } from './sandbox.ts';
 export {
   DEFAULT_LIMITS,
   DEFAULT_SESSION,

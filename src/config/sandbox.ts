@@ -27,7 +27,10 @@ export interface SandboxConfig {
 /** CPUQuota= in percent of one CPU: systemd takes more than 100 % (several CPUs); our limit is 1000 CPUs. */
 export const MAX_CPU_PERCENT = 100_000;
 
-const BUDGET_MAX: Record<keyof Budgets, number> = { timeMs: MAX_BUDGET, memoryBytes: MAX_BUDGET, tasks: MAX_BUDGET, cpuPercent: MAX_CPU_PERCENT };
+/** The kernel's own bound on tasks (PID_MAX_LIMIT, 2^22): a TasksMax= above it would be no budget. */
+export const MAX_TASKS = 4_194_304;
+/** The most each budget can be, from a START or the config: beyond it a value is no budget systemd keeps. */
+export const BUDGET_MAX: Record<keyof Budgets, number> = { timeMs: MAX_BUDGET, memoryBytes: MAX_BUDGET, tasks: MAX_TASKS, cpuPercent: MAX_CPU_PERCENT };
 
 export const DEFAULT_SANDBOX: SandboxConfig = {
   minProfile: 'default',

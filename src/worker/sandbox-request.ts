@@ -1,7 +1,7 @@
 // What a START gets of profile, network and budgets (pure): its request judged against the operator's floor
 // and ceilings (src/config/sandbox.ts). A request outside them is refused with its own ERROR, never widened
 // or narrowed in silence; what it leaves out is the operator's default. docs/protocol.md "Version 4".
-import { networkRank, profileRank, type SandboxConfig } from '../config/index.ts';
+import { BUDGET_MAX, networkRank, profileRank, type SandboxConfig } from '../config/index.ts';
 import { BUDGET_FIELDS, ErrorCode, SessionError, checkBudget, isProtocolError, type Budgets, type FrameOf, type NetworkMode } from '../protocol/index.ts';
 import type { SessionProfile } from '../systemd/index.ts';
 
@@ -56,6 +56,8 @@ function budgetsOf(asked: Budgets | undefined, config: SandboxConfig, ringBytes:
       if (isProtocolError(error)) throw new SessionError(ErrorCode.BUDGET, error.message);
       throw error;
     }
+    // With no ceiling of the operator's, the most systemd can keep (a CPU quota, the kernel's task bound).
+    if (value > BUDGET_MAX[field]) throw new SessionError(ErrorCode.BUDGET, `${BUDGET_NAMES[field]} budget ${value} is past the most a session can be given (${BUDGET_MAX[field]})`);
     if (limit.max !== null && value > limit.max) {
       throw new SessionError(ErrorCode.BUDGET, `${BUDGET_NAMES[field]} budget ${value} is past this server's ceiling ${limit.max} (session.budgets.${field}.max)`);
     }

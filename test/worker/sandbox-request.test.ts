@@ -66,4 +66,10 @@ test('a START above a default floor that asks for the workspace profile gets it;
   refused({}, { ...DEFAULT_SANDBOX, minProfile: 'workspace', budgets: budgets({ memoryBytes: { max: null, default: 1 << 30 } }) }, ErrorCode.BUDGET, /not offered with the workspace profile/);
 });
 
+test('with no ceiling of the operator\'s, a budget past what systemd can keep is refused BUDGET, not left to the unit', () => {
+  refused({ budgets: { cpuPercent: 100_001 } }, DEFAULT_SANDBOX, ErrorCode.BUDGET, /CPU \(%\) budget 100001 is past the most a session can be given \(100000\)/);
+  refused({ budgets: { tasks: 4_194_305 } }, DEFAULT_SANDBOX, ErrorCode.BUDGET, /tasks budget 4194305 is past/);
+  assert.equal(resolveSandbox({ ...START, budgets: { tasks: 4_194_304, cpuPercent: 100_000 } }, DEFAULT_SANDBOX).budgets, { tasks: 4_194_304, cpuPercent: 100_000 });
+});
+
 test.run();
