@@ -9,6 +9,7 @@ import { BROKER_UNIT, SOCKET_UNIT, paths, type InstallRecord, type Layout } from
 import { sha256, type FileFacts } from './manifest.ts';
 import type { HostFacts, NodeFacts } from './requirements.ts';
 import { listUnits, showUnit, type Runner } from './system.ts';
+import { WARM_UNIT_DESCRIPTION } from '../systemd/index.ts';
 
 export function fileFacts(path: string): FileFacts | undefined {
   const stat = lstatSync(path, { throwIfNoEntry: false });
@@ -165,7 +166,20 @@ export function existingState(run: Runner, layout: Layout, unitPrefix: string): 
 
 export function liveSessions(run: Runner, unitPrefix: string): string[] {
   return listUnits(run, `${unitPrefix}session-*.service`).filter((unit) => {
-    const state = showUnit(run, unit, ['ActiveState']).ActiveState;
-    return state !== 'inactive' && state !== 'failed';
+    const props = showUnit(run, unit, ['ActiveState', 'Description', 'MainPID']);
+    if (props.ActiveState === 'inactive' || props.ActiveState === 'failed') return false;
+    // A spare's warm unit that no START drew is no session: an upgrade restarts its idle broker, and
+    // the worker's end retires it (docs/architecture.md "Warm units").
+    return !(props.Description === WARM_UNIT_DESCRIPTION && idleWarm(Number(props.MainPID ?? 0)));
   });
+}
+
+/** A warm helper with no program yet: no child (a drawn one's program is its child). */
+function idleWarm(mainPid: number): boolean {
+  if (!(mainPid > 0)) return true;
+  try {
+    return readFileSync(`/proc/${mainPid}/task/${mainPid}/children`, 'utf8').trim() === '';
+  } catch {
+    return true;
+  }
 }

@@ -5,7 +5,7 @@ export { unitMatchRules } from './match-rules.ts';
 export { notify, watchdogIntervalMs } from './notify.ts';
 export { limitProperties } from './unit-limits.ts';
 export { UnitManager, type ServiceState, type StartedSession } from './unit-manager.ts';
-export { BROKER_UNIT, DEFAULT_UNIT_PREFIX, isSessionUnitName, unitNameFor, sessionIdOf } from './unit-names.ts';
+export { BROKER_UNIT, DEFAULT_UNIT_PREFIX, WARM_UNIT_DESCRIPTION, isSessionUnitName, unitNameFor, sessionIdOf } from './unit-names.ts';
 export { sessionUnitProperties, type SessionUnitSpec } from './unit-properties.ts';
 export { programLabel } from './unit-text.ts';
 export { SESSION_PROFILES, type SessionProfile } from './session-profile.ts';

@@ -91,3 +91,7 @@ export function sessionIdOf(name: string, prefix: string = DEFAULT_UNIT_PREFIX):
   const id = parseInt(hex.slice(0, SESSION_ID_DIGITS), 16);
   return id === 0 ? undefined : id;
 }
+
+/** A warm unit's Description= (src/worker/warm-plan.ts): no START's bytes are known when it is asked for;
+ * the operator's commands tell an idle warm unit from a session by it and by its helper's lack of a child. */
+export const WARM_UNIT_DESCRIPTION = 'opencode-pty warm session';

@@ -6,14 +6,14 @@
 // activation, wait included, so a warm unit goes without it and a root timer started at START stands in
 // (warmWallClockMs). docs/architecture.md "Warm units".
 import type { Config } from '../config/index.ts';
-import type { SessionUnitSpec } from '../systemd/index.ts';
+import { WARM_UNIT_DESCRIPTION, type SessionUnitSpec } from '../systemd/index.ts';
 
 /** How long a drawn helper has to answer CLAIM before its unit is stopped and the START starts a fresh
  * one: a helper that runs answers in well under a millisecond; a SIGSTOPped or killed one never does. */
 export const WARM_CLAIM_TIMEOUT_MS = 250;
 
 /** The unit's description: no START's bytes are known yet. */
-export const WARM_DESCRIPTION = 'opencode-pty warm session';
+export const WARM_DESCRIPTION = WARM_UNIT_DESCRIPTION;
 
 /** The warm unit's spec less its descriptors: a fresh unit's, with the helper told only `--warm`. */
 export function warmUnitSpec(config: Config, helperPath: string): Omit<SessionUnitSpec, 'cwdFd' | 'stdoutFd' | 'stderrFd'> {

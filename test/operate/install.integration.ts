@@ -56,7 +56,8 @@ async function status(): Promise<any> {
 async function untilSessions(count: number): Promise<any> {
   for (let i = 0; i < 200; i++) {
     const now = await status();
-    if (now.sessions.filter((s: any) => s.state === 'active').length === count) return now;
+    // A spare's warm unit is listed too, as warm: no session until a START draws it.
+    if (now.sessions.filter((s: any) => s.state === 'active' && !s.warm).length === count) return now;
   }
   throw new Error(`never saw ${count} live session(s)`);
 }

@@ -71,7 +71,7 @@ test('an old install: the old default moved, its slices stopped but the one hold
   assert.is(upgrade.code, 0, upgrade.stdout + upgrade.stderr);
   assert.match(upgrade.stdout, 'session.slice opencode-pty-sessions.slice (the old default, inside opencode.slice by its dashes) is now opencode_pty_sessions.slice');
   assert.match(upgrade.stdout, `done: remove ${UNITS}/opencode-pty-sessions.slice`);
-  assert.match(upgrade.stdout, 'done: systemctl stop opencode-pty-sessions.slice opencode-pty.slice\n');
+  assert.match(upgrade.stdout, 'done: systemctl stop opencode-pty-sessions.slice opencode-pty.slice\n', upgrade.stdout);
   assert.is(JSON.parse((await sandbox.exec(['cat', '/etc/opencode-pty/config.json'])).stdout).session.slice, 'opencode_pty_sessions.slice');
   assert.is(await isActive('opencode-pty-sessions.slice'), 'inactive');
   assert.is(await isActive('opencode-pty.slice'), 'inactive');
