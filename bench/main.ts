@@ -1,5 +1,5 @@
 // npm run bench [-- --quick] [--json PATH] [--only SECTION,…] (sections: warm, warm-off, cold, held,
-// throughput, echo, interrupt, attach, flood): boots the sandbox once, deploys the
+// profiles, throughput, echo, interrupt, attach, flood): boots the sandbox once, deploys the
 // supervisor, and measures opencode-pty against its anchors (systemd-run --pty, script -qc) in the
 // same run, samples alternated and the order rotated each round. Prints Markdown tables (min /
 // median / max, ratios against the anchor named per section) and writes the figures as JSON.
@@ -16,6 +16,7 @@ import { IDLE_SPARE_MS } from '../src/broker/index.ts';
 import { SOCKET_GROUP } from '../test/sandbox/seed.ts';
 import { attachBench } from './attach.ts';
 import { buildProbe } from './build-probe.ts';
+import { profilesBench } from './profiles.ts';
 import { Probe } from './rpc.ts';
 import { formatSections, rotation, summarize, withRatios, type Figure, type Section } from './stats.ts';
 
@@ -528,6 +529,10 @@ async function main(): Promise<void> {
       if (want('cold')) {
         say('cold starts');
         await attempt('cold start', () => cold(ctx, Math.max(10, rounds ?? 10)));
+      }
+      if (want('profiles')) {
+        say('starts by profile and network mode');
+        await attempt('starts by profile', () => profilesBench({ ...ctx, say }, Math.max(quick ? 5 : 10, rounds ?? (quick ? 5 : 15))));
       }
       // Everything below needs the broker's PID; start one now.
       await ctx.agent.call({ op: 'library', argv: ['true'] });

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { once } from 'node:events';
-import { connect, type Session } from '../src/client/index.ts';
+import { connect, type SandboxOptions, type Session } from '../src/client/index.ts';
 import { attachOp } from './probe-attach.ts';
 import { cgroupOf, memory, startTicks } from './proc-facts.ts';
 
@@ -73,11 +73,12 @@ interface Timed {
 }
 
 /** One session through the library: connect → WELCOME → STARTED → first OUTPUT → EXIT. */
-async function libraryRun(argv: string[], options: { expect?: number; cpu?: boolean; hold?: boolean } = {}): Promise<Timed & Record<string, unknown>> {
+async function libraryRun(argv: string[], options: { expect?: number; cpu?: boolean; hold?: boolean; start?: SandboxOptions & { cwd?: string } } = {}): Promise<Timed & Record<string, unknown>> {
   const t0 = now();
   const client = await connect(supervisorSocket!);
   const welcome = now() - t0;
-  const session = await client.start({ argv, cwd: process.env.HOME ?? '/' });
+  // `start`: START's version 4 options and a directory other than the home (the workspace profile's).
+  const session = await client.start({ argv, cwd: process.env.HOME ?? '/', ...options.start });
   const started = now() - t0;
   if (options.hold) {
     held.push(session);
@@ -294,7 +295,7 @@ async function handle(command: Command): Promise<unknown> {
       brokerPid = command.pid;
       return {};
     case 'library':
-      return libraryRun(command.argv, { expect: command.expect, cpu: command.cpu, hold: command.hold });
+      return libraryRun(command.argv, { expect: command.expect, cpu: command.cpu, hold: command.hold, start: command.start });
     case 'spawn':
       return spawnRun(command.argv, { uid: command.uid, gid: command.gid, cwd: command.cwd, expect: command.expect, env: command.env });
     case 'echo':

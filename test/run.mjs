@@ -71,7 +71,7 @@ function run(argv, started) {
   });
 }
 
-// uvu's summary: "Total: N", "Passed: N", "Skipped: N" (no failed line).
+// uvu's summary: "Total: N", "Passed: N", "Skipped: N" (no failed line); Total counts the tests run, the skipped not among them.
 function uvuCounts(output) {
   const plain = output.replace(/\x1b\[[0-9;]*m/g, '');
   const number = (label) => {
@@ -82,7 +82,7 @@ function uvuCounts(output) {
   const passed = number('Passed');
   const skipped = number('Skipped') ?? 0;
   if (total === undefined || passed === undefined) return undefined;
-  return { passed, failed: total - passed - skipped, skipped };
+  return { passed, failed: total - passed, skipped };
 }
 
 let passed = 0;

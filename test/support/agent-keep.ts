@@ -4,11 +4,12 @@
 // count and sha256, with the offsets the connection saw.
 import { createHash } from 'node:crypto';
 import { connect, type Session } from '../../src/client/index.ts';
+import type { Budgets } from '../../src/protocol/index.ts';
 import { rawAttachThenFd, rawStartThenClose } from './keep-raw.ts';
 
 export type KeepOrder =
   /** `cwd`: the START's directory inside the sandbox; the agent's home when absent. */
-  | { op: 'start'; name: string; argv: string[]; keepMs: number; retainBytes?: number; label?: string; read?: Read; network?: 'off' | 'host-loopback' | 'on'; cwd?: string }
+  | { op: 'start'; name: string; argv: string[]; keepMs: number; retainBytes?: number; label?: string; read?: Read; network?: 'off' | 'host-loopback' | 'on'; cwd?: string; budgets?: Budgets }
   | { op: 'attach'; name: string; id: number; from?: number; role?: 'control' | 'observe'; rows?: number; cols?: number; read?: Read }
   | { op: 'read'; name: string; read: Read }
   | { op: 'write'; name: string; data: string }
@@ -116,7 +117,7 @@ export async function keepCommand(order: KeepOrder, cwd: string): Promise<KeepAn
     switch (order.op) {
       case 'start': {
         const client = await connect(SOCKET);
-        const session = await client.start({ argv: order.argv, cwd: order.cwd ?? cwd, keepMs: order.keepMs, retainBytes: order.retainBytes, label: order.label, rows: 24, cols: 80, ...(order.network ? { network: order.network } : {}) });
+        const session = await client.start({ argv: order.argv, cwd: order.cwd ?? cwd, keepMs: order.keepMs, retainBytes: order.retainBytes, label: order.label, rows: 24, cols: 80, ...(order.network ? { network: order.network } : {}), ...(order.budgets ? { budgets: order.budgets } : {}) });
         const entry = hold(order.name, session);
         await readSome(entry, order.read);
         return summary(entry);
