@@ -274,18 +274,21 @@ function session(raw: unknown, checkProperty: (name: string, value: unknown) => 
     properties,
     profile: string(value.profile, 'session.profile', DEFAULT_SESSION.profile, /^(default|hardened|workspace)$/) as SessionConfig['profile'],
     workspaceRead: paths(value.workspaceRead, 'session.workspaceRead'),
-    workspaceWrite: paths(value.workspaceWrite, 'session.workspaceWrite'),
+    workspaceWrite: paths(value.workspaceWrite, 'session.workspaceWrite', true),
     ...retention(value),
   };
 }
 
 /** Absolute paths for the helper's Landlock rules (ExecStart arguments): no control byte, no "..", at most 32. */
-function paths(raw: unknown, field: string): string[] {
+/** At most 32 each: with the built-in ones, within the session helper's bound of 96 (native/session/landlock.h). */
+function paths(raw: unknown, field: string, unitFile = false): string[] {
   const list = raw ?? [];
   if (!Array.isArray(list) || list.length > 32) throw new ConfigError(field, 'must be a list of at most 32 absolute paths');
   return list.map((path, index) => {
     const value = string(path, `${field}[${index}]`, undefined, /^\/[^\0-\x1f\x7f\\]{0,4095}$/);
     if (value.split('/').includes('..')) throw new ConfigError(`${field}[${index}]`, 'must not contain ".."');
+    // Write paths go into the unit as ReadWritePaths= too, whose parser splits on whitespace and ':'.
+    if (unitFile && !/^\/[^\0-\x20\x7f:"'\\]*$/.test(value)) throw new ConfigError(`${field}[${index}]`, 'must not contain whitespace, quotes or ":" (it is written into the session unit)');
     return value;
   });
 }
