@@ -6,6 +6,6 @@ export { notify, watchdogIntervalMs } from './notify.ts';
 export { limitProperties } from './unit-limits.ts';
 export { UnitManager, type ServiceState, type StartedSession } from './unit-manager.ts';
 export { BROKER_UNIT, DEFAULT_UNIT_PREFIX, isSessionUnitName, unitNameFor, sessionIdOf } from './unit-names.ts';
-export { sessionUnitProperties, type SessionUnitSpec } from './unit-properties.ts';
+export { sessionUnitProperties, UNIT_PATH, type SessionUnitSpec } from './unit-properties.ts';
 export { programLabel } from './unit-text.ts';
 export { type ExitStatus } from './unit-watch.ts';

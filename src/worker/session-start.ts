@@ -22,6 +22,7 @@ import type { SessionDeps } from './session-deps.ts';
 import type { UnitStop } from './unit-stop.ts';
 import { startUnit, unlessJobFails } from './unit-start.ts';
 import { checkWorkspace } from './workspace-look.ts';
+import { workspaceWritablePaths } from './workspace-plan.ts';
 import { protectGit } from './git-look.ts';
 
 export interface StartContext {
@@ -93,7 +94,7 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   const unsafe = unsafeHelper(helperPath);
   if (unsafe) throw new SessionError(ErrorCode.INTERNAL, `the session helper is not installed safely: ${unsafe}`);
   // Judged on the descriptor the unit will get, before anything is started for it.
-  if (config.session.profile === 'workspace') checkWorkspace(cwdFd, config.client);
+  const lookArgs = config.session.profile === 'workspace' ? checkWorkspace(cwdFd, config.client) : [];
   const keep = keepPlanFor(frame, config, version);
   if (keep) {
     // Counted against limits.maxKept by the broker before anything is started for it.
@@ -111,9 +112,9 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   const keepArgs = keep ? keepHelperArgs(keep, sessionId, config.limits.maxObservers) : [];
   const cwd = cwdOf(cwdFd);
   const git = config.session.profile === 'workspace' ? protectGit(cwdFd, cwd) : { readOnlyPaths: [], helperArgs: [] };
-  const plan = planStart(frame, config, helperPath, version, [...keepArgs, ...git.helperArgs], cwd);
+  const plan = planStart(frame, config, helperPath, version, [...keepArgs, ...git.helperArgs, ...lookArgs], cwd);
   const { dropped, envMessage } = plan;
-  const spec = { ...plan.spec, readOnlyPaths: git.readOnlyPaths };
+  const spec = { ...plan.spec, readOnlyPaths: git.readOnlyPaths, writablePaths: workspaceWritablePaths(config.session, cwd) };
   context.record.program = programLabel(frame.argv[0]!);
   // Names only, quoted: the client's values never reach the journal.
   if (dropped.length > 0) deps.log(`${name}: environment names not passed to the program: ${JSON.stringify(dropped)}`);
