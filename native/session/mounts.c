@@ -56,10 +56,30 @@ static bool expected_below(const struct landlock_plan *plan, const char *point, 
   return false;
 }
 
+// `point` is `base` or lies below it.
+static bool at_or_below(const char *point, const char *base) {
+  size_t n = strlen(base);
+  return strncmp(point, base, n) == 0 && (point[n] == '\0' || point[n] == '/' || (n == 1 && base[0] == '/'));
+}
+
+// Where the unit may have a writable mount: the API file systems (ProtectSystem=strict leaves them),
+// the private /tmp and /var/tmp, the workspace and the operator's write paths. Anything else writable
+// is something PID 1 bound where root did not mean it (an operator's path whose component the user
+// swapped for a symlink when the unit started) or a host whose layout strict did not cover.
+static bool writable_expected(const struct landlock_plan *plan, const char *point) {
+  static const char *const api[] = {"/dev", "/proc", "/sys", "/tmp", "/var/tmp"};
+  for (size_t i = 0; i < sizeof api / sizeof api[0]; i++)
+    if (at_or_below(point, api[i])) return true;
+  if (at_or_below(point, plan->workspace)) return true;
+  for (size_t i = 0; i < plan->count; i++)
+    if (plan->writable[i] && at_or_below(point, plan->paths[i])) return true;
+  return false;
+}
+
 // Another mount below the workspace would carry the workspace's write rule (and Landlock's, which
 // follows the path across mounts) into whatever it shows: a bind of the home there makes the home
-// writable. Only the expected ones may be there.
-static int check_below(const struct landlock_plan *plan, char *why, size_t size) {
+// writable. Only the expected ones may be there. And no writable mount may be anywhere unexpected.
+static int check_mounts(const struct landlock_plan *plan, char *why, size_t size) {
   FILE *f = fopen("/proc/self/mountinfo", "re");
   if (!f) {
     snprintf(why, size, "cannot read the session's mounts: %s", strerror(errno));
@@ -70,13 +90,18 @@ static int check_below(const struct landlock_plan *plan, char *why, size_t size)
   size_t cap = 0;
   int rc = 0;
   while (rc == 0 && getline(&line, &cap, f) >= 0) {
-    // "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS ...": the fifth field.
+    // "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS ...": the fifth and sixth fields.
     char *save = NULL, *field = strtok_r(line, " ", &save);
     for (int k = 1; field && k < 5; k++) field = strtok_r(NULL, " ", &save);
-    if (!field) continue;
+    char *options = field ? strtok_r(NULL, " ", &save) : NULL;
+    if (!options) continue;
     unescape(field);
+    bool writable = strncmp(options, "rw", 2) == 0 && (options[2] == ',' || options[2] == '\0');
     if (strncmp(field, plan->workspace, base) == 0 && field[base] == '/' && !expected_below(plan, field, base)) {
       snprintf(why, size, "a mount at %s lies inside the workspace", field);
+      rc = -1;
+    } else if (writable && !writable_expected(plan, field)) {
+      snprintf(why, size, "the session has a writable mount at %s, which it should not", field);
       rc = -1;
     }
   }
@@ -100,7 +125,7 @@ int mounts_check_workspace(const struct landlock_plan *plan, int cwd, char *why,
     snprintf(why, size, "%s is not on a writable mount", plan->workspace);
     return -1;
   }
-  return check_below(plan, why, size);
+  return check_mounts(plan, why, size);
 }
 
 bool mounts_plan_tmp(struct landlock_plan *plan, const char *value) {

@@ -73,13 +73,15 @@ export function profileProperties(profile: SessionProfile): PropertyTuple[] {
  * ProtectHome= (systemd 252 src/core/namespace.c protect_system_strict_table); ProtectHome=read-only's own
  * /run/user entry would outrank the cover below (at one path a read-only entry outranks a temporary file
  * system: drop_duplicates()), so /home and /root are named read-only here instead, which is what
- * ProtectHome=read-only does to them. The helper checks the result before its fork (native/session/mounts.c).
+ * ProtectHome=read-only does to them. /run too: measured writable in a strict unit here (the
+ * sandbox's /run is a mount of its own). The helper checks the result before its fork: no writable
+ * mount but the expected ones (native/session/mounts.c).
  */
 function workspaceProperties(): PropertyTuple[] {
   return [
     ...hardenedProperties().filter(([name]) => name !== 'ProtectSystem'),
     ['ProtectSystem', 's', 'strict'],
-    ['ReadOnlyPaths', 'as', ['-/home', '-/root']],
+    ['ReadOnlyPaths', 'as', ['-/home', '-/root', '-/run']],
     ['TemporaryFileSystem', 'a(ss)', [[WORKSPACE_RUNTIME_COVER, 'ro']]],
   ];
 }

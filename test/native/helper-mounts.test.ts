@@ -55,6 +55,16 @@ test('a mount below the workspace (a bind of another tree) ends the start; the e
   assert.ok(existsSync(join(work, 'ran')));
 }));
 
+test('a writable mount where none is expected (what PID 1 bound through a swapped symlink) ends the start; an operator\'s write path may be one', withScratch(async (base, work) => {
+  mkdirSync(join(base, 'home'));
+  const stray = new HelperRun(sh('touch ran'), { dir: work, options: options(work), wrap: mountLayer(work, [`mount --bind ${base}/home /mnt`, 'mount -o remount,bind,rw /mnt']) });
+  assert.match(await refusedBeforeFork(stray), 'the session has a writable mount at /mnt, which it should not');
+  assert.not.ok(existsSync(join(work, 'ran')));
+  const listed = new HelperRun(sh('touch ran'), { dir: work, options: options(work, ['--landlock-write=/mnt']), wrap: mountLayer(work, [`mount --bind ${base}/home /mnt`, 'mount -o remount,bind,rw /mnt']) });
+  assert.is((await listed.ended).report?.reason, 'exit', listed.text);
+  assert.ok(existsSync(join(work, 'ran')));
+}));
+
 test('without the unit\'s mount namespace (/run/user not covered, /tmp the client\'s) the start ends before the fork', withScratch(async (_base, work) => {
   const uncovered = new HelperRun(sh('touch ran'), { dir: work, options: options(work), wrap: mountLayer(work, [], { runtimeCover: false }) });
   assert.match(await refusedBeforeFork(uncovered), 'the session\'s mount namespace is missing (/run/user is not hidden)');

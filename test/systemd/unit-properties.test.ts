@@ -151,7 +151,7 @@ test('the workspace profile holds everything hardened sets, hides the account\'s
   // Metadata calls outside the workspace meet a read-only mount (Landlock up to ABI 7 does not govern them).
   assert.equal(workspace.get('ProtectSystem'), ['ProtectSystem', 's', 'strict']);
   // The homes too (strict leaves them to ProtectHome=, whose /run/user entry would outrank the cover below).
-  assert.equal(workspace.get('ReadOnlyPaths'), ['ReadOnlyPaths', 'as', ['-/home', '-/root']]);
+  assert.equal(workspace.get('ReadOnlyPaths'), ['ReadOnlyPaths', 'as', ['-/home', '-/root', '-/run']]);
   assert.not.ok(workspace.has('ProtectHome'));
   assert.equal(workspace.get('ReadWritePaths'), ['ReadWritePaths', 'as', ['-/home/u/p', '-/srv/cache']]);
   // A temporary file system makes PID 1 refuse to start the unit without its mount namespace.
