@@ -177,7 +177,9 @@ function sandboxProperties(spec: SessionUnitSpec): PropertyTuple[] {
 /** The full `a(sv)` list for StartTransientUnit, as plain tuples; Variants are made at the bus edge. */
 export function sessionUnitProperties(spec: SessionUnitSpec): PropertyTuple[] {
   const profile = profileProperties(spec.profile ?? 'default');
-  const profileNames = new Set(profile.map(([name]) => name));
+  // Under workspace, ProtectHome= too: its read-only /run/user would take the place of the profile's
+  // cover there and every start would fail the helper's check (session-profile.ts workspaceProperties).
+  const profileNames = new Set([...profile.map(([name]) => name), ...(spec.profile === 'workspace' ? ['ProtectHome'] : [])]);
   const tuples = [
     ...unitProperties(spec),
     ...killProperties(spec),

@@ -142,7 +142,7 @@ test('the runtime directory is hidden under the hardened profile only: the defau
 
 test('the workspace profile holds everything hardened sets, hides the account\'s path sockets beside the runtime directory, and mounts all but its writable paths read-only', () => {
   const hardened = sessionUnitProperties(spec({ profile: 'hardened' }));
-  const workspace = byName(sessionUnitProperties(spec({ profile: 'workspace', writablePaths: ['/home/u/p', '/srv/cache'], limits: { NoNewPrivileges: false, ProtectSystem: 'full' } })));
+  const workspace = byName(sessionUnitProperties(spec({ profile: 'workspace', writablePaths: ['/home/u/p', '/srv/cache'], limits: { NoNewPrivileges: false, ProtectSystem: 'full', ProtectHome: 'read-only' } })));
   for (const [name, type, value] of hardened) {
     if (name === 'InaccessiblePaths' || name === 'ProtectSystem') continue;
     assert.equal(workspace.get(name), [name, type, value], name);
@@ -152,6 +152,7 @@ test('the workspace profile holds everything hardened sets, hides the account\'s
   assert.equal(workspace.get('ProtectSystem'), ['ProtectSystem', 's', 'strict']);
   // The homes too (strict leaves them to ProtectHome=, whose /run/user entry would outrank the cover below).
   assert.equal(workspace.get('ReadOnlyPaths'), ['ReadOnlyPaths', 'as', ['-/home', '-/root', '-/run']]);
+  // Not even the operator's: it would take the cover's place.
   assert.not.ok(workspace.has('ProtectHome'));
   assert.equal(workspace.get('ReadWritePaths'), ['ReadWritePaths', 'as', ['-/home/u/p', '-/srv/cache']]);
   // A temporary file system makes PID 1 refuse to start the unit without its mount namespace.
