@@ -67,10 +67,11 @@ int landlock_abi(void) {
   return abi < 0 ? -errno : (int)abi;
 }
 
-bool landlock_plan_add(struct landlock_plan *plan, const char *value, bool writable) {
+bool landlock_plan_add(struct landlock_plan *plan, const char *value, bool writable, bool exact) {
   if (value[0] != '/' || plan->count >= MAX_LANDLOCK_PATHS) return false;
   plan->paths[plan->count] = value;
   plan->writable[plan->count] = writable;
+  plan->exact[plan->count] = exact;
   plan->count++;
   return true;
 }
@@ -82,10 +83,41 @@ static int add_rule(int ruleset, int fd, uint64_t access) {
   return (int)syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &rule, 0);
 }
 
+// `path` opened O_PATH one component at a time, none followed if it is a symlink (ELOOP then). Not
+// openat2(RESOLVE_NO_SYMLINKS): systemd's RestrictSUIDSGID= filter answers openat2 with ENOSYS, since
+// it cannot inspect the flags in its struct (systemd src/shared/seccomp-util.c).
+static int open_exact(const char *path) {
+  char copy[4096];
+  if (strlen(path) >= sizeof copy) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  strcpy(copy, path);
+  int current = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  char *save = NULL;
+  for (char *part = strtok_r(copy, "/", &save); part && current >= 0; part = strtok_r(NULL, "/", &save)) {
+    struct stat st;
+    int next = strcmp(part, "..") == 0 ? (errno = EINVAL, -1) : openat(current, part, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    int err = errno;
+    close(current);
+    if (next >= 0 && fstat(next, &st) == 0 && S_ISLNK(st.st_mode)) {
+      close(next);
+      next = -1;
+      err = ELOOP;
+    }
+    errno = err;
+    current = next;
+  }
+  return current;
+}
+
 // A path the operator or the built-in list names: opened by the helper (as the user), O_PATH. One that
 // does not exist, or cannot be reached, grants nothing (narrower, never wider); a rule that fails is a failure.
-static int add_path(int ruleset, const char *path, uint64_t access, char *why, size_t size) {
-  int fd = open(path, O_PATH | O_CLOEXEC);
+// `exact` (the operator's paths, which may lie where the user can swap a component for a symlink, as
+// ~/.cache/x): no symlink is followed on the way, so one grants nothing. The built-in system paths are
+// root's, and some are symlinks on merged-/usr systems (/bin, /lib).
+static int add_path(int ruleset, const char *path, uint64_t access, bool exact, char *why, size_t size) {
+  int fd = exact ? open_exact(path) : open(path, O_PATH | O_CLOEXEC);
   if (fd < 0) return 0;
   int rc = add_rule(ruleset, fd, access);
   int err = errno;
@@ -172,9 +204,9 @@ int landlock_build(const struct landlock_plan *plan, int cwd, char *why, size_t 
     goto fail;
   }
   for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++)
-    if (add_path(ruleset, devices[i], LL_DEVICE, why, size) < 0) goto fail;
+    if (add_path(ruleset, devices[i], LL_DEVICE, false, why, size) < 0) goto fail;
   for (size_t i = 0; i < plan->count; i++)
-    if (add_path(ruleset, plan->paths[i], plan->writable[i] ? LL_WRITE : LL_READ, why, size) < 0) goto fail;
+    if (add_path(ruleset, plan->paths[i], plan->writable[i] ? LL_WRITE : LL_READ, plan->exact[i], why, size) < 0) goto fail;
   return ruleset;
 fail:
   close(ruleset);

@@ -7,7 +7,8 @@
 #include <stdint.h>
 
 // ABI 6: the scopes for signals and abstract Unix sockets. An older kernel is a refusal.
-enum { LANDLOCK_MIN_ABI = 6, MAX_LANDLOCK_PATHS = 64 };
+// 96: the built-in paths (14) and the configuration's 32 + 32 (src/config/schema.ts) with room to spare.
+enum { LANDLOCK_MIN_ABI = 6, MAX_LANDLOCK_PATHS = 96 };
 
 // --landlock with its --landlock-read=PATH and --landlock-write=PATH options, in order.
 struct landlock_plan {
@@ -15,15 +16,18 @@ struct landlock_plan {
   const char *workspace; // --workspace-path: where the START's directory is in the unit's mount namespace
   bool git;              // --readonly-git=DEV:INO: the workspace's .git as root saw it, bound read-only by PID 1
   uint64_t git_dev, git_ino;
+  bool tmp;              // --client-tmp=DEV:INO: the client's /tmp, which the unit's /tmp must not be (mounts.c)
+  uint64_t tmp_dev, tmp_ino;
   size_t count;
   const char *paths[MAX_LANDLOCK_PATHS];
   bool writable[MAX_LANDLOCK_PATHS];
+  bool exact[MAX_LANDLOCK_PATHS]; // the operator's: opened without following any symlink on the way
 };
 
 // The kernel's Landlock ABI, or -errno (ENOSYS: not built; EOPNOTSUPP: disabled at boot).
 int landlock_abi(void);
-// False when the path is not absolute or the plan is full.
-bool landlock_plan_add(struct landlock_plan *plan, const char *value, bool writable);
+// False when the path is not absolute or the plan is full. `exact`: no symlink may be on its way.
+bool landlock_plan_add(struct landlock_plan *plan, const char *value, bool writable, bool exact);
 // The START's directory `cwd` opened again at plan->workspace, in the unit's own mount namespace, and
 // checked to be the same directory (device and inode): its fd (close-on-exec), or -1 with `why` said.
 int landlock_reenter(const struct landlock_plan *plan, int cwd, char *why, size_t size);
@@ -38,5 +42,13 @@ int landlock_build(const struct landlock_plan *plan, int cwd, char *why, size_t 
 int landlock_add_terminal(int ruleset, int slave);
 // no_new_privs, then the ruleset on the calling thread's process: -1 (errno) on failure.
 int landlock_enforce(int ruleset);
+
+// mounts.c: the workspace (entered, `cwd`) is a writable mount of its own with nothing unexpected
+// mounted below it: 0, or -1 with `why` said.
+int mounts_check_workspace(const struct landlock_plan *plan, int cwd, char *why, size_t size);
+// "DEV:INO" in decimal into the plan's client /tmp identity: false when malformed.
+bool mounts_plan_tmp(struct landlock_plan *plan, const char *value);
+// The unit's mount namespace is there (/run/user hidden, /tmp not the client's): 0, or -1 with `why`.
+int mounts_check_namespace(const struct landlock_plan *plan, char *why, size_t size);
 
 #endif

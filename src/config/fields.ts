@@ -46,13 +46,16 @@ export function boolean(value: unknown, field: string, fallback: boolean): boole
   return value;
 }
 
-/** Absolute paths for the helper's Landlock rules (ExecStart arguments): no control byte, no "..", at most 32. */
-export function absolutePaths(raw: unknown, field: string): string[] {
+/** Absolute paths for the helper's Landlock rules (ExecStart arguments): no control byte, no "..", at most
+ * 32 each: with the built-in ones, within the session helper's bound of 96 (native/session/landlock.h).
+ * `unitFile`: also written into the session unit (ReadWritePaths=), whose parser splits on whitespace and ':'. */
+export function absolutePaths(raw: unknown, field: string, unitFile = false): string[] {
   const list = raw ?? [];
   if (!Array.isArray(list) || list.length > 32) throw new ConfigError(field, 'must be a list of at most 32 absolute paths');
   return list.map((path, index) => {
     const value = string(path, `${field}[${index}]`, undefined, /^\/[^\0-\x1f\x7f\\]{0,4095}$/);
     if (value.split('/').includes('..')) throw new ConfigError(`${field}[${index}]`, 'must not contain ".."');
+    if (unitFile && !/^\/[^\0-\x20\x7f:"'\\]*$/.test(value)) throw new ConfigError(`${field}[${index}]`, 'must not contain whitespace, quotes or ":" (it is written into the session unit)');
     return value;
   });
 }

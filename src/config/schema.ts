@@ -233,7 +233,7 @@ function session(raw: unknown, checkProperty: (name: string, value: unknown) => 
     properties,
     ...sandboxSettings(value),
     workspaceRead: absolutePaths(value.workspaceRead, 'session.workspaceRead'),
-    workspaceWrite: absolutePaths(value.workspaceWrite, 'session.workspaceWrite'),
+    workspaceWrite: absolutePaths(value.workspaceWrite, 'session.workspaceWrite', true),
     ...retention(value),
     warmUnits: integer(value.warmUnits, 'session.warmUnits', DEFAULT_SESSION.warmUnits, 0, 1),
   };

@@ -6,7 +6,7 @@ export { notify, watchdogIntervalMs } from './notify.ts';
 export { limitProperties } from './unit-limits.ts';
 export { UnitManager, type ServiceState, type StartedSession } from './unit-manager.ts';
 export { BROKER_UNIT, DEFAULT_UNIT_PREFIX, WARM_UNIT_DESCRIPTION, isSessionUnitName, unitNameFor, sessionIdOf } from './unit-names.ts';
-export { sessionUnitProperties, type SessionUnitSpec } from './unit-properties.ts';
+export { sessionUnitProperties, UNIT_PATH, type SessionUnitSpec } from './unit-properties.ts';
 export { programLabel } from './unit-text.ts';
 export { SESSION_PROFILES, type SessionProfile } from './session-profile.ts';
 export { PROGRAM_OOM_SCORE_ADJ, type SessionBudgets, type SessionNetwork } from './session-sandbox.ts';

@@ -43,16 +43,47 @@ export const HARDENED_DEVICES: readonly string[] = ['/dev/null', '/dev/zero', '/
 
 /**
  * Path sockets a workspace session must not reach (Landlock ABI 7 has no right for connect() on a path
- * socket): the account's runtime directory (its manager's bus and private socket, gpg and ssh agents,
- * the agent's own sockets there) and the container engines' sockets. Hidden by PID 1 in the unit's mount
- * namespace; their parents are root's, so the user cannot swap them, and /proc/PID/root of a process
- * outside the unit (the way around a mount namespace) is closed by Landlock's ptrace rule.
+ * socket): the container engines' sockets, hidden by PID 1 in the unit's mount namespace (their parents
+ * are root's, so the user cannot swap them); /proc/PID/root of a process outside the unit (the way around
+ * a mount namespace) is closed by Landlock's ptrace rule. The account's runtime directory (its manager's
+ * bus and private socket, gpg and ssh agents, the agent's own sockets) is WORKSPACE_RUNTIME_COVER's.
  */
-export const WORKSPACE_HIDDEN_SOCKETS: readonly string[] = ['/run/user', '/run/docker.sock', '/run/containerd', '/run/podman', '/var/run/docker.sock'];
+export const WORKSPACE_HIDDEN_SOCKETS: readonly string[] = ['/run/docker.sock', '/run/containerd', '/run/podman', '/var/run/docker.sock'];
+
+/**
+ * /run/user covered by an empty read-only file system. TemporaryFileSystem= rather than
+ * InaccessiblePaths=: where PID 1 cannot build a mount namespace it starts the unit without one, and
+ * with it without PrivateTmp= and every hidden path, unless the unit asks for something it cannot do
+ * without (systemd 252 src/core/execute.c insist_on_sandboxing(): temporary file systems are such).
+ * The helper checks the cover is there before its fork (native/session/mounts.c).
+ */
+export const WORKSPACE_RUNTIME_COVER = '/run/user';
 
 export function profileProperties(profile: SessionProfile): PropertyTuple[] {
   if (profile === 'default') return [];
-  return hardenedProperties();
+  if (profile === 'hardened') return hardenedProperties();
+  return workspaceProperties();
+}
+
+/**
+ * The mount layer under Landlock: Landlock up to ABI 7 does not govern metadata (chmod, chown, utimes,
+ * setxattr by path succeed on any file the user owns), so everything is read-only but /dev, /proc, /sys,
+ * the private /tmp and the paths the unit makes writable (ReadWritePaths=: the workspace and the
+ * operator's write paths, unit-properties.ts). ProtectSystem=strict leaves /home, /root and /run/user to
+ * ProtectHome= (systemd 252 src/core/namespace.c protect_system_strict_table); ProtectHome=read-only's own
+ * /run/user entry would outrank the cover below (at one path a read-only entry outranks a temporary file
+ * system: drop_duplicates()), so /home and /root are named read-only here instead, which is what
+ * ProtectHome=read-only does to them. /run too: measured writable in a strict unit here (the
+ * sandbox's /run is a mount of its own). The helper checks the result before its fork: no writable
+ * mount but the expected ones (native/session/mounts.c).
+ */
+function workspaceProperties(): PropertyTuple[] {
+  return [
+    ...hardenedProperties().filter(([name]) => name !== 'ProtectSystem'),
+    ['ProtectSystem', 's', 'strict'],
+    ['ReadOnlyPaths', 'as', ['-/home', '-/root', '-/run']],
+    ['TemporaryFileSystem', 'a(ss)', [[WORKSPACE_RUNTIME_COVER, 'ro']]],
+  ];
 }
 
 function hardenedProperties(): PropertyTuple[] {

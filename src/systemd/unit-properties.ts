@@ -43,8 +43,10 @@ export interface SessionUnitSpec {
   limits?: Readonly<Record<string, unknown>>;
   /** Paths PID 1 binds read-only onto themselves in the unit (the workspace's `.git`: src/worker/git-look.ts). */
   readOnlyPaths?: readonly string[];
-  /** Paths the session may not reach; by default the supervisor's runtime directory under the hardened profile, none otherwise. */
+  /** Paths the session may not reach, beside the profile's own (the supervisor's runtime directory under hardened and workspace, and the workspace's hidden sockets). */
   inaccessiblePaths?: readonly string[];
+  /** Paths PID 1 leaves writable when the profile mounts everything else read-only (the workspace's own path and the operator's write paths). */
+  writablePaths?: readonly string[];
   /** 'hardened' adds session-profile.ts's settings: no debugging of other sessions' programs; 'workspace'
    * adds to those its hidden sockets (the helper's Landlock arguments are the caller's, in helperArgs). */
   profile?: SessionProfile;
@@ -148,11 +150,15 @@ export function environmentEntries(environment: Readonly<Record<string, string>>
   });
 }
 
+/** What a path written into a unit file may hold (see sandboxProperties). */
+export const UNIT_PATH = /^\/[^\0-\x20\x7f:"'\\]*$/;
+
 /** What the session may not reach (systemd.exec(5) "Sandboxing"). */
 function sandboxProperties(spec: SessionUnitSpec): PropertyTuple[] {
   const profile = spec.profile ?? 'default';
   const hidden = profile === 'default' ? [] : profile === 'hardened' ? DEFAULT_INACCESSIBLE_PATHS : [...DEFAULT_INACCESSIBLE_PATHS, ...WORKSPACE_HIDDEN_SOCKETS];
-  const paths = spec.inaccessiblePaths ?? hidden;
+  // A union: a list of the caller's never drops what the profile hides.
+  const paths = [...new Set([...hidden, ...(spec.inaccessiblePaths ?? [])])];
   paths.forEach((path) => {
     checkString(path, 'inaccessible path');
     check(path.startsWith('/'), `inaccessible path ${JSON.stringify(path)} must be absolute`);
@@ -160,11 +166,17 @@ function sandboxProperties(spec: SessionUnitSpec): PropertyTuple[] {
   // systemd 252 writes these into the transient file escaping only '%', and its parser splits on
   // whitespace and ':' (dbus-execute.c): nothing else may reach it. A missing one fails the unit's start.
   const readOnly = spec.readOnlyPaths ?? [];
-  readOnly.forEach((path) => check(/^\/[^\0-\x20\x7f:"'\\]*$/.test(path), `read-only path ${JSON.stringify(path)} cannot be written into a unit`));
+  readOnly.forEach((path) => check(UNIT_PATH.test(path), `read-only path ${JSON.stringify(path)} cannot be written into a unit`));
+  const writable = spec.writablePaths ?? [];
+  writable.forEach((path) => check(UNIT_PATH.test(path), `writable path ${JSON.stringify(path)} cannot be written into a unit`));
+  // Everything read-only but these: a workspace unit without its own path would be a session that cannot write.
+  check(profile !== 'workspace' || writable.length > 0, 'the workspace profile needs its writable paths');
   // "-": a path that does not exist (the supervisor not yet started) is nothing to hide, not an error
   // that would fail every session with 226/NAMESPACE.
   return [
     ...(paths.length === 0 ? [] : [['InaccessiblePaths', 'as', paths.map((path) => `-${path}`)] as PropertyTuple]),
+    // "-": one missing at start is left out; the helper then finds no writable mount there and refuses.
+    ...(writable.length === 0 ? [] : [['ReadWritePaths', 'as', writable.map((path) => `-${path}`)] as PropertyTuple]),
     ...(readOnly.length === 0 ? [] : [['BindReadOnlyPaths', 'a(ssbt)', readOnly.map((path): [string, string, boolean, bigint] => [path, path, false, 0n])] as PropertyTuple]),
   ];
 }
@@ -174,7 +186,9 @@ export function sessionUnitProperties(spec: SessionUnitSpec): PropertyTuple[] {
   // The workspace profile's confinement is the helper's Landlock domain: its unit never starts without it.
   if (spec.profile === 'workspace') check(spec.helperArgs.includes('--landlock'), 'the workspace profile needs the helper\'s Landlock arguments');
   const profile = profileProperties(spec.profile ?? 'default');
-  const profileNames = new Set(profile.map(([name]) => name));
+  // Under workspace, ProtectHome= too: its read-only /run/user would take the place of the profile's
+  // cover there and every start would fail the helper's check (session-profile.ts workspaceProperties).
+  const profileNames = new Set([...profile.map(([name]) => name), ...(spec.profile === 'workspace' ? ['ProtectHome'] : [])]);
   // The session's own network and budgets: the operator's settings of those names apply only where stricter.
   const requested = [...networkProperties(spec.network), ...budgetProperties(spec.budgets), ...wallClockProperties(spec.wallClockMs)];
   const operator = limitProperties(spec.limits ?? {}).filter(([name]) => !profileNames.has(name));

@@ -28,6 +28,7 @@ import { resolveSandbox, type SessionSandbox } from './sandbox-request.ts';
 import { needsConfirming, readUnitFacts, unconfirmed } from './guarantees.ts';
 import type { UnitManager } from '../systemd/index.ts';
 import { checkWorkspace } from './workspace-look.ts';
+import { workspaceWritablePaths } from './workspace-plan.ts';
 import { protectGit } from './git-look.ts';
 
 export interface StartContext {
@@ -106,7 +107,7 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   // Judged before anything is asked of the broker or systemd: a request outside the operator's bounds starts nothing.
   const sandbox = resolveSandbox(frame, config.session, keep?.retainBytes ?? 0);
   // The session's own profile decides (a START above the floor included), on the descriptor the unit will get.
-  if (sandbox.profile === 'workspace') checkWorkspace(cwdFd, config.client);
+  const lookArgs = sandbox.profile === 'workspace' ? checkWorkspace(cwdFd, config.client) : [];
   if (keep) {
     // Counted against limits.maxKept by the broker before anything is started for it.
     if (!(await deps.askKeep?.())) throw new SessionError(ErrorCode.KEEP_LIMIT, `kept session limit reached (${config.limits.maxKept})`);
@@ -137,9 +138,9 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   const keepArgs = keep ? keepHelperArgs(keep, sessionId, config.limits.maxObservers) : [];
   const cwd = cwdOf(cwdFd);
   const git = sandbox.profile === 'workspace' ? protectGit(cwdFd, cwd) : { readOnlyPaths: [], helperArgs: [] };
-  const plan = planStart(frame, config, helperPath, version, [...keepArgs, ...git.helperArgs], sandbox, cwd);
+  const plan = planStart(frame, config, helperPath, version, [...keepArgs, ...git.helperArgs, ...lookArgs], sandbox, cwd);
   const { dropped, envMessage } = plan;
-  const spec = { ...plan.spec, readOnlyPaths: git.readOnlyPaths };
+  const spec = { ...plan.spec, readOnlyPaths: git.readOnlyPaths, writablePaths: workspaceWritablePaths(config.session, sandbox.profile, cwd) };
   context.record.program = programLabel(frame.argv[0]!);
   // Names only, quoted: the client's values never reach the journal.
   if (dropped.length > 0) deps.log(`${name}: environment names not passed to the program: ${JSON.stringify(dropped)}`);

@@ -16,10 +16,15 @@ export const PSEUDO_FILE_SYSTEMS: ReadonlySet<string> = new Set([
 
 /**
  * Under the home: trees that start code later (~/.config holds systemd user units, ~/.config/systemd/user,
- * the agent's own ~/.config/opencode, autostart entries; ~/.local/bin is on PATH; ~/.ssh's
- * authorized_keys and config run commands) and the account's secrets and the agent's data.
+ * the agent's own ~/.config/opencode, autostart entries; ~/.local/bin, ~/bin and ~/.cargo/bin are on PATH;
+ * ~/.local/lib holds what interpreters load; ~/.vim and ~/.emacs.d run code when an editor starts;
+ * ~/.ssh's authorized_keys and config run commands) and the account's secrets and credentials (gpg,
+ * docker, cloud and cluster credentials) and the agent's data.
  */
-export const PROTECTED_IN_HOME: readonly string[] = ['.config', '.ssh', '.gnupg', '.local/bin', '.local/share', '.local/state'];
+export const PROTECTED_IN_HOME: readonly string[] = [
+  '.config', '.ssh', '.gnupg', '.local/bin', '.local/lib', '.local/share', '.local/state',
+  'bin', '.cargo/bin', '.docker', '.aws', '.kube', '.vim', '.emacs.d',
+];
 
 /** A named tree, resolved: its own key when it exists, and the keys of its existing ancestors up to the root. */
 export interface NamedTree {
@@ -48,6 +53,8 @@ export function judgeWorkspace(facts: WorkspaceFacts): string | undefined {
   if (facts.chain.length === 1) return 'the working directory is the root directory';
   for (const tree of facts.named) {
     if (tree.problem) return `${tree.name} cannot be judged: ${tree.problem}`;
+    // Without the home every check below it would pass unseen: not a workspace then.
+    if (tree.name === '~' && tree.key === undefined) return "the account's home cannot be found";
     if (tree.key === self) return `the working directory is ${tree.name}`;
     if (tree.ancestors.includes(self)) return `the working directory is an ancestor of ${tree.name}`;
     if (tree.key !== undefined && tree.name !== '~' && facts.chain.includes(tree.key)) return `the working directory is inside ${tree.name}`;

@@ -102,8 +102,9 @@ export function ancestry(fd: number, opened: number[]): { chain: FileKey[]; root
   return { chain, root: current };
 }
 
-/** The facts for `fd` (the START's directory), for the account with `home` and `uid`. */
-export function lookWorkspace(fd: number, account: { home?: string; uid: number }): WorkspaceFacts {
+/** The facts for `fd` (the START's directory), for the account with `home` and `uid`; `clientTmp`: the key of
+ * /tmp in the client's tree, which the session's own must not be (native/session/mounts.c). */
+export function lookWorkspace(fd: number, account: { home?: string; uid: number }): WorkspaceFacts & { clientTmp?: FileKey } {
   const opened: number[] = [];
   try {
     const own = stat(fd);
@@ -112,28 +113,35 @@ export function lookWorkspace(fd: number, account: { home?: string; uid: number 
     const rootKey = chain[chain.length - 1]!;
     const named: NamedTree[] = [];
     for (const system of ['/dev', '/proc', '/sys', `/run/user/${account.uid}`]) named.push(tree(system, [rootKey], resolve(root, system, opened)));
+    const tmp = resolve(root, '/tmp', opened);
+    const clientTmp = tmp.complete ? tmp.keys[tmp.keys.length - 1] : undefined;
     if (account.home === undefined) {
       named.push({ name: '~', ancestors: [], problem: "the account's home is not known" });
-      return { fsType, chain, named };
+      return { fsType, chain, named, clientTmp };
     }
     const home = resolve(root, account.home, opened);
     named.push(tree('~', [rootKey], home));
     if (home.fd !== undefined) {
       for (const name of PROTECTED_IN_HOME) named.push(tree(`~/${name}`, [rootKey, ...home.keys], resolve(home.fd, name, opened)));
     }
-    return { fsType, chain, named };
+    return { fsType, chain, named, clientTmp };
   } finally {
     for (const descriptor of opened) closeSync(descriptor);
   }
 }
 
-/** Throws BAD_START when `fd` may not be a workspace; nothing that cannot be examined passes. */
-export function checkWorkspace(fd: number, account: { home?: string; uid: number }): void {
+/** Throws BAD_START when `fd` may not be a workspace; nothing that cannot be examined passes. Returns the
+ * helper's arguments the look gave: the client's /tmp, which the unit's must not be. */
+export function checkWorkspace(fd: number, account: { home?: string; uid: number }): string[] {
   let why: string | undefined;
+  let clientTmp: FileKey | undefined;
   try {
-    why = judgeWorkspace(lookWorkspace(fd, account));
+    const facts = lookWorkspace(fd, account);
+    why = judgeWorkspace(facts);
+    clientTmp = facts.clientTmp;
   } catch (error) {
     why = `the working directory cannot be examined: ${(error as Error).message}`;
   }
   if (why) throw new SessionError(ErrorCode.BAD_START, `workspace refused: ${why}`);
+  return clientTmp === undefined ? [] : [`--client-tmp=${clientTmp}`];
 }

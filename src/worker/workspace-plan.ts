@@ -5,7 +5,7 @@
 // away; the user's home is therefore not on the list (docs/security.md "The workspace profile").
 import type { SessionConfig } from '../config/index.ts';
 import { ErrorCode, SessionError } from '../protocol/index.ts';
-import type { SessionProfile } from '../systemd/index.ts';
+import { UNIT_PATH, type SessionProfile } from '../systemd/index.ts';
 
 /**
  * Read and execute: the system's programs, libraries and configuration; /proc and /sys (other
@@ -30,10 +30,24 @@ export function workspaceHelperArgs(session: Pick<SessionConfig, 'workspaceRead'
   if (!/^\/[^\0-\x1f\x7f\\]*$/.test(workspacePath) || workspacePath.endsWith(' (deleted)')) {
     throw new SessionError(ErrorCode.BAD_START, `workspace refused: the working directory has no path the session could enter (${JSON.stringify(workspacePath)})`);
   }
+  // PID 1 makes it writable by this path (ReadWritePaths=): what a unit file cannot carry is refused.
+  if (!UNIT_PATH.test(workspacePath)) {
+    throw new SessionError(ErrorCode.BAD_START, `workspace refused: the working directory's path cannot be made writable by systemd (no whitespace, quotes or ':'): ${JSON.stringify(workspacePath)}`);
+  }
   return [
     '--landlock',
     `--workspace-path=${workspacePath}`,
-    ...[...WORKSPACE_SYSTEM_READ, ...session.workspaceRead].map((path) => `--landlock-read=${path}`),
+    ...WORKSPACE_SYSTEM_READ.map((path) => `--landlock-read=${path}`),
+    // The operator's: the helper follows no symlink on their way (one the user swapped in grants nothing).
+    ...session.workspaceRead.map((path) => `--landlock-read-exact=${path}`),
     ...[...WORKSPACE_PRIVATE_WRITE, ...session.workspaceWrite].map((path) => `--landlock-write=${path}`),
   ];
 }
+
+/** What PID 1 leaves writable under the workspace profile (ReadWritePaths=): the workspace by its path and the operator's write paths. */
+export function workspaceWritablePaths(session: Pick<SessionConfig, 'workspaceWrite'>, profile: SessionProfile, workspacePath: string): string[] {
+  return profile === 'workspace' ? [workspacePath, ...session.workspaceWrite] : [];
+}
+
+/** The session helper's bound on Landlock paths (native/session/landlock.h MAX_LANDLOCK_PATHS). */
+export const HELPER_MAX_LANDLOCK_PATHS = 96;

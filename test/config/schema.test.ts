@@ -111,6 +111,8 @@ test('every field is checked and named', () => {
   rejects({ ...minimal, session: { workspaceWrite: ['/srv/a\nb'] } }, 'session.workspaceWrite[0]');
   rejects({ ...minimal, session: { workspaceWrite: ['/srv/../home'] } }, 'session.workspaceWrite[0]');
   rejects({ ...minimal, session: { workspaceWrite: Array(33).fill('/srv') } }, 'session.workspaceWrite');
+  // Write paths become ReadWritePaths= too: what a unit file cannot carry is refused at load.
+  for (const path of ['/srv/a b', '/srv/a:b', '/srv/"a"']) rejects({ ...minimal, session: { workspaceWrite: [path] } }, 'session.workspaceWrite[0]');
   rejects({ ...minimal, session: { properties: [] } }, 'session.properties');
   rejects({ ...minimal, session: { properties: { User: 'root' } } }, 'session.properties.User', (name) =>
     name === 'User' ? 'not an allowed property' : undefined,

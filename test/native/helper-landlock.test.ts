@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { HelperRun, sh } from './helper-harness.ts';
+import { mountLayer } from './mount-layer.ts';
 
 const SYSTEM = ['/usr', '/bin', '/lib', '/lib64', '/etc'].map((path) => `--landlock-read=${path}`);
 
@@ -26,12 +27,14 @@ test('helper --landlock: the program writes its directory and nothing beside it,
   try {
     const work = join(base, 'work');
     mkdirSync(work);
-    const run = new HelperRun(sh(`echo in > inside && echo out > ${base}/outside; echo "rc=$?"`), { dir: work, options: ['--landlock', `--workspace-path=${work}`, ...SYSTEM] });
+    // Outside: a writable mount the Landlock rules do not grant (the mount layer would say EROFS elsewhere).
+    const outside = `/dev/shm/opencode-pty-landlock-${process.pid}`;
+    const run = new HelperRun(sh(`echo in > inside && echo out > ${outside}; echo "rc=$?"`), { dir: work, options: ['--landlock', `--workspace-path=${work}`, ...SYSTEM], wrap: mountLayer(work) });
     const ended = await run.ended;
     assert.is(ended.report?.reason, 'exit', ended.report?.text);
     assert.match(run.text, /Permission denied[\s\S]*rc=[1-9]/, JSON.stringify(run.text));
     assert.ok(existsSync(join(work, 'inside')));
-    assert.not.ok(existsSync(join(base, 'outside')));
+    assert.not.ok(existsSync(outside));
   } finally {
     rmSync(base, { recursive: true, force: true });
   }

@@ -34,6 +34,9 @@ function byName(tuples: PropertyTuple[]): Map<string, PropertyTuple> {
   return map;
 }
 
+/** A workspace session's helper arguments carry its Landlock rules (src/worker/workspace-plan.ts). */
+const LANDLOCK_ARGS = ['--landlock', '--workspace-path=/home/u/p', '24', '80', '/bin/bash'];
+
 test('stderr: the control channel fd when given (the session helper reports there), else the journal', () => {
   const withControl = byName(sessionUnitProperties(spec({ stderrFd: 19 })));
   assert.equal(withControl.get('StandardErrorFileDescriptor'), ['StandardErrorFileDescriptor', 'h', 19]);
@@ -135,35 +138,47 @@ test('the runtime directory is hidden under the hardened profile only: the defau
   assert.not.ok(byName(sessionUnitProperties(spec({ profile: 'default' }))).has('InaccessiblePaths'));
   const hardened = byName(sessionUnitProperties(spec({ profile: 'hardened' })));
   assert.equal(hardened.get('InaccessiblePaths'), ['InaccessiblePaths', 'as', ['-/run/opencode-pty']]);
-  assert.equal(byName(sessionUnitProperties(spec({ profile: 'hardened', inaccessiblePaths: ['/srv/x'] }))).get('InaccessiblePaths'), ['InaccessiblePaths', 'as', ['-/srv/x']]);
+  // A caller's list adds to the profile's, never replaces it.
+  assert.equal(byName(sessionUnitProperties(spec({ profile: 'hardened', inaccessiblePaths: ['/srv/x'] }))).get('InaccessiblePaths'), ['InaccessiblePaths', 'as', ['-/run/opencode-pty', '-/srv/x']]);
+  assert.equal(byName(sessionUnitProperties(spec({ profile: 'workspace', helperArgs: LANDLOCK_ARGS, writablePaths: ['/w'], inaccessiblePaths: ['/srv/x', '/run/podman'] }))).get('InaccessiblePaths'), ['InaccessiblePaths', 'as', ['-/run/opencode-pty', '-/run/docker.sock', '-/run/containerd', '-/run/podman', '-/var/run/docker.sock', '-/srv/x']]);
 });
-
-/** A workspace session's helper arguments carry its Landlock rules (src/worker/workspace-plan.ts). */
-const LANDLOCK_ARGS = ['--landlock', '--workspace-path=/home/u/p', '24', '80', '/bin/bash'];
 
 test('a workspace unit without the helper\'s Landlock arguments is refused: its confinement is the helper\'s', () => {
-  throwsCode(() => sessionUnitProperties(spec({ profile: 'workspace' })), 'PROPERTY_INVALID');
+  throwsCode(() => sessionUnitProperties(spec({ profile: 'workspace', writablePaths: ['/home/u/p'] })), 'PROPERTY_INVALID');
 });
 
-test('the workspace profile holds everything hardened sets, and hides the account\'s path sockets beside the runtime directory', () => {
+test('the workspace profile holds everything hardened sets, hides the account\'s path sockets beside the runtime directory, and mounts all but its writable paths read-only', () => {
   const hardened = sessionUnitProperties(spec({ profile: 'hardened' }));
-  const workspace = byName(sessionUnitProperties(spec({ profile: 'workspace', helperArgs: LANDLOCK_ARGS, limits: { NoNewPrivileges: false } })));
+  const workspace = byName(sessionUnitProperties(spec({ profile: 'workspace', helperArgs: LANDLOCK_ARGS, writablePaths: ['/home/u/p', '/srv/cache'], limits: { NoNewPrivileges: false, ProtectSystem: 'full', ProtectHome: 'read-only' } })));
   for (const [name, type, value] of hardened) {
-    // The hidden paths grow, and the helper's arguments are the workspace's own.
-    if (name === 'InaccessiblePaths' || name === 'ExecStart') continue;
+    // The hidden paths grow, the mounts tighten, and the helper's arguments are the workspace's own.
+    if (name === 'InaccessiblePaths' || name === 'ProtectSystem' || name === 'ExecStart') continue;
     assert.equal(workspace.get(name), [name, type, value], name);
   }
-  assert.equal(workspace.get('InaccessiblePaths'), ['InaccessiblePaths', 'as', ['-/run/opencode-pty', '-/run/user', '-/run/docker.sock', '-/run/containerd', '-/run/podman', '-/var/run/docker.sock']]);
+  assert.equal(workspace.get('InaccessiblePaths'), ['InaccessiblePaths', 'as', ['-/run/opencode-pty', '-/run/docker.sock', '-/run/containerd', '-/run/podman', '-/var/run/docker.sock']]);
+  // Metadata calls outside the workspace meet a read-only mount (Landlock up to ABI 7 does not govern them).
+  assert.equal(workspace.get('ProtectSystem'), ['ProtectSystem', 's', 'strict']);
+  // The homes too (strict leaves them to ProtectHome=, whose /run/user entry would outrank the cover below).
+  assert.equal(workspace.get('ReadOnlyPaths'), ['ReadOnlyPaths', 'as', ['-/home', '-/root', '-/run']]);
+  // Not even the operator's: it would take the cover's place.
+  assert.not.ok(workspace.has('ProtectHome'));
+  assert.equal(workspace.get('ReadWritePaths'), ['ReadWritePaths', 'as', ['-/home/u/p', '-/srv/cache']]);
+  // A temporary file system makes PID 1 refuse to start the unit without its mount namespace.
+  assert.equal(workspace.get('TemporaryFileSystem'), ['TemporaryFileSystem', 'a(ss)', [['/run/user', 'ro']]]);
+  // Without its writable paths the unit is refused; a path a unit file cannot carry is refused.
+  throwsCode(() => sessionUnitProperties(spec({ profile: 'workspace' })), 'PROPERTY_INVALID');
+  for (const path of ['/a b', '/a:b', 'rel', '/a\nb', '/a"b']) throwsCode(() => sessionUnitProperties(spec({ profile: 'workspace', helperArgs: LANDLOCK_ARGS, writablePaths: [path] })), 'PROPERTY_INVALID');
+  assert.not.ok(byName(sessionUnitProperties(spec({ profile: 'hardened' }))).has('ReadWritePaths'));
 });
 
 test('read-only paths become BindReadOnlyPaths= onto themselves; one systemd could not write back is refused', () => {
-  const tuples = byName(sessionUnitProperties(spec({ profile: 'workspace', helperArgs: LANDLOCK_ARGS, readOnlyPaths: ['/home/u/p/.git'] })));
+  const tuples = byName(sessionUnitProperties(spec({ profile: 'workspace', helperArgs: LANDLOCK_ARGS, writablePaths: ['/home/u/p'], readOnlyPaths: ['/home/u/p/.git'] })));
   assert.equal(tuples.get('BindReadOnlyPaths'), ['BindReadOnlyPaths', 'a(ssbt)', [['/home/u/p/.git', '/home/u/p/.git', false, 0n]]]);
-  assert.not.ok(byName(sessionUnitProperties(spec({ profile: 'workspace', helperArgs: LANDLOCK_ARGS, readOnlyPaths: [] }))).has('BindReadOnlyPaths'));
+  assert.not.ok(byName(sessionUnitProperties(spec({ profile: 'workspace', helperArgs: LANDLOCK_ARGS, writablePaths: ['/home/u/p'], readOnlyPaths: [] }))).has('BindReadOnlyPaths'));
   for (const path of ['/a b/.git', '/a:b', 'rel', '/a\nb']) throwsCode(() => sessionUnitProperties(spec({ readOnlyPaths: [path] })), 'PROPERTY_INVALID');
 });
 
-test('inaccessible paths: parameter replaces the default, "-" tolerates a missing path, empty list sets none', () => {
+test('inaccessible paths: parameter adds to the default, "-" tolerates a missing path, empty list sets none', () => {
   const tuples = byName(sessionUnitProperties(spec({ inaccessiblePaths: ['/run/a', '/srv/b'] })));
   assert.equal(tuples.get('InaccessiblePaths'), ['InaccessiblePaths', 'as', ['-/run/a', '-/srv/b']]);
   assert.not.ok(byName(sessionUnitProperties(spec({ inaccessiblePaths: [] }))).has('InaccessiblePaths'));

@@ -2,7 +2,7 @@
 // hand here; workspace-refusal.integration.ts reads them from real descriptors).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { judgeWorkspace, PSEUDO_FILE_SYSTEMS, type NamedTree, type WorkspaceFacts } from '../../src/worker/workspace-check.ts';
+import { judgeWorkspace, PROTECTED_IN_HOME, PSEUDO_FILE_SYSTEMS, type NamedTree, type WorkspaceFacts } from '../../src/worker/workspace-check.ts';
 import { fsTypeOf } from '../../src/worker/workspace-look.ts';
 
 // A tree: / (r), /home (h), /home/u (u), /home/u/.config (c), /home/u/.config/systemd (cs),
@@ -45,6 +45,16 @@ test('pseudo file systems, an unseen file system and a tree that cannot be resol
   assert.match(judgeWorkspace({ ...facts(['x', 'r']), fsType: undefined })!, 'cannot see');
   assert.match(judgeWorkspace(facts(['p', 'u', 'h', 'r'], 'ext4', [...named, { name: '~/.ssh', ancestors: ['r', 'h', 'u'], problem: '.ssh is a symlink or not a directory' }]))!, '~/.ssh cannot be judged: .ssh is a symlink');
   assert.match(judgeWorkspace(facts([]))!, 'cannot be examined');
+});
+
+test('a home that does not resolve refuses every workspace (its checks would pass unseen)', () => {
+  const homeless = named.map((tree) => (tree.name === '~' ? { name: '~', ancestors: ['r', 'h'] } : tree));
+  assert.match(judgeWorkspace(facts(['p', 'u', 'h', 'r'], 'ext4', homeless))!, "the account's home cannot be found");
+  assert.match(judgeWorkspace(facts(['s', 'r'], 'ext4', homeless))!, "the account's home cannot be found");
+});
+
+test('the trees that run code or hold credentials later are among the protected ones', () => {
+  for (const name of ['bin', '.local/bin', '.local/lib', '.cargo/bin', '.docker', '.aws', '.kube', '.vim', '.emacs.d', '.config', '.ssh', '.gnupg']) assert.ok(PROTECTED_IN_HOME.includes(name), name);
 });
 
 test("a device's file system type from mountinfo, none for a device not mounted here", () => {

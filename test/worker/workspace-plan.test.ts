@@ -3,7 +3,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { DEFAULT_SESSION } from '../../src/config/schema.ts';
 import { ErrorCode, SessionError } from '../../src/protocol/index.ts';
-import { WORKSPACE_SYSTEM_READ, workspaceHelperArgs } from '../../src/worker/workspace-plan.ts';
+import { HELPER_MAX_LANDLOCK_PATHS, WORKSPACE_PRIVATE_WRITE, WORKSPACE_SYSTEM_READ, workspaceHelperArgs, workspaceWritablePaths } from '../../src/worker/workspace-plan.ts';
 import { planStart } from '../../src/worker/start-plan.ts';
 import { resolveSandbox } from '../../src/worker/sandbox-request.ts';
 import { sessionUnitProperties } from '../../src/systemd/index.ts';
@@ -17,15 +17,30 @@ test('no Landlock arguments outside the workspace profile', () => {
 test('the workspace profile: the system read-only, /tmp and /var/tmp writable, then the operator\'s paths; never the home', () => {
   const args = workspaceHelperArgs({ ...DEFAULT_SESSION, workspaceRead: ['/nix/store'], workspaceWrite: ['/srv/cache'] }, 'workspace', '/srv/proj');
   assert.equal(args.slice(0, 2), ['--landlock', '--workspace-path=/srv/proj']);
-  assert.equal(args.filter((arg) => arg.startsWith('--landlock-read=')), [...WORKSPACE_SYSTEM_READ, '/nix/store'].map((path) => `--landlock-read=${path}`));
+  assert.equal(args.filter((arg) => arg.startsWith('--landlock-read=')), WORKSPACE_SYSTEM_READ.map((path) => `--landlock-read=${path}`));
+  // The operator's are reached without following a symlink (the helper opens each component O_NOFOLLOW).
+  assert.equal(args.filter((arg) => arg.startsWith('--landlock-read-exact=')), ['--landlock-read-exact=/nix/store']);
   assert.equal(args.filter((arg) => arg.startsWith('--landlock-write=')), ['--landlock-write=/tmp', '--landlock-write=/var/tmp', '--landlock-write=/srv/cache']);
   assert.not.ok(args.some((arg) => arg.includes('/home') || arg.endsWith('=/') || arg.includes('/run/user')));
 });
 
 test('a working directory whose path the helper could not be given is refused (BAD_START)', () => {
-  for (const path of ['', 'relative', '/a\nb', '/gone (deleted)', '/back\\slash']) {
+  // Also what PID 1 could not be given as ReadWritePaths= (whitespace, ':', quotes).
+  for (const path of ['', 'relative', '/a\nb', '/gone (deleted)', '/back\\slash', '/with space', '/a:b', '/q"uote']) {
     assert.throws(() => workspaceHelperArgs(DEFAULT_SESSION, 'workspace', path), (error: unknown) => error instanceof SessionError && error.wireCode === ErrorCode.BAD_START && /workspace refused/.test(error.message));
   }
+});
+
+test('PID 1 leaves writable the workspace by its path and the operator\'s write paths, under the workspace profile only', () => {
+  assert.equal(workspaceWritablePaths({ ...DEFAULT_SESSION, workspaceWrite: ['/srv/cache'] }, 'workspace', '/srv/proj'), ['/srv/proj', '/srv/cache']);
+  assert.equal(workspaceWritablePaths({ ...DEFAULT_SESSION, workspaceWrite: ['/srv/cache'] }, 'hardened', '/srv/proj'), []);
+});
+
+test('the most paths the configuration allows stay within the helper\'s bound', () => {
+  const many = (prefix: string) => Array.from({ length: 32 }, (_, index) => `/${prefix}${index}`);
+  const args = workspaceHelperArgs({ ...DEFAULT_SESSION, workspaceRead: many('r'), workspaceWrite: many('w') }, 'workspace', '/srv/proj');
+  assert.is(args.filter((arg) => arg.startsWith('--landlock-')).length, WORKSPACE_SYSTEM_READ.length + WORKSPACE_PRIVATE_WRITE.length + 64);
+  assert.ok(args.filter((arg) => arg.startsWith('--landlock-')).length <= HELPER_MAX_LANDLOCK_PATHS);
 });
 
 test("the START's own profile decides: a default floor and a START asking for workspace gives the helper its Landlock arguments", () => {

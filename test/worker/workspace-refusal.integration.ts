@@ -80,15 +80,48 @@ test('the same directories are not judged under the default profile', async () =
 });
 
 test('a directory the session\'s mount namespace does not have at its path is refused by the helper before its fork', async () => {
-  // A host directory: root reads its path as /var/tmp/…, which the sandbox's units do not have.
+  // The sandbox's /tmp: the session unit has its own (PrivateTmp=), where this path is missing.
+  const privateOnly = `${sandbox.root}/tmp/land-refusal-private-only`;
+  mkdirSync(privateOnly, { recursive: true });
+  chownSync(privateOnly, sandbox.client.uid, sandbox.client.gid);
+  const config = withSession(workerConfig(sandbox), { minProfile: 'workspace' });
+  const { worker, client } = await startSession(sandbox, privateOnly, ['/bin/sh', '-c', 'echo ran > ran-elsewhere'], { config });
+  const error = await client.waitFor('error');
+  assert.is(error.code, ErrorCode.START_FAILED);
+  assert.match(error.message, "the working directory is not at /tmp/land-refusal-private-only in the session's mount namespace");
+  assert.is(await worker.exited, 0);
+  assert.not.ok(existsSync(`${privateOnly}/ran-elsewhere`));
+  rmSync(privateOnly, { recursive: true, force: true });
+});
+
+test('a tree where the account\'s home does not resolve is refused (its checks cannot be made)', async () => {
+  // A host directory: its tree (the host's) has no such home.
   const hostDir = mkdtempSync(join(scratch, 'host-only-'));
   const config = withSession(workerConfig(sandbox), { minProfile: 'workspace' });
   const { worker, client } = await startSession(sandbox, hostDir, ['/bin/sh', '-c', 'echo ran > ran-elsewhere'], { config });
   const error = await client.waitFor('error');
-  assert.is(error.code, ErrorCode.START_FAILED);
-  assert.match(error.message, `the working directory is not at ${hostDir} in the session's mount namespace`);
+  assert.is(error.code, ErrorCode.BAD_START);
+  assert.match(error.message, "workspace refused: the account's home cannot be found");
   assert.is(await worker.exited, 0);
   assert.not.ok(existsSync(`${hostDir}/ran-elsewhere`));
+});
+
+test('a mount below the workspace (the home bound into it) is refused by the helper before its fork: START_FAILED, nothing run', async () => {
+  const { home } = sandbox.client;
+  const project = `${home}/bound-project`;
+  const mounted = await sandbox.exec(['sh', '-c', `mkdir -p ${project}/sub && chown -R ${sandbox.client.uid} ${project} && mount --bind ${home} ${project}/sub`]);
+  assert.is(mounted.code, 0, mounted.stderr);
+  try {
+    const config = withSession(workerConfig(sandbox), { minProfile: 'workspace' });
+    const { worker, client } = await startSession(sandbox, `${sandbox.root}${project}`, ['/bin/sh', '-c', 'chmod 600 sub/.ssh; echo ran > ran-here'], { config });
+    const error = await client.waitFor('error');
+    assert.is(error.code, ErrorCode.START_FAILED);
+    assert.match(error.message, `a mount at ${project}/sub lies inside the workspace`);
+    assert.is(await worker.exited, 0);
+    assert.not.ok(existsSync(`${sandbox.root}${project}/ran-here`));
+  } finally {
+    await sandbox.exec(['umount', `${project}/sub`]);
+  }
 });
 
 test('without Landlock a workspace START fails before the program runs: START_FAILED naming why, nothing written by the program', async () => {

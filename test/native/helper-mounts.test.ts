@@ -1,0 +1,96 @@
+// The workspace profile's mount checks in the session helper (native/session/mounts.c), run as a plain
+// child in a private mount namespace (mount-layer.ts): without the workspace's own writable mount, with a
+// mount below it, without the unit's namespace (/run/user not covered, /tmp the client's), the start ends
+// before the fork; an operator's path reached through a symlink grants nothing.
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { HelperRun, sh } from './helper-harness.ts';
+import { mountLayer } from './mount-layer.ts';
+
+const SYSTEM = ['/usr', '/bin', '/lib', '/lib64', '/etc'].map((path) => `--landlock-read=${path}`);
+
+async function refusedBeforeFork(run: HelperRun): Promise<string> {
+  const ended = await run.ended;
+  assert.is(ended.report?.reason, 'internal', ended.report?.text);
+  assert.not.ok(run.messages.some((message) => message.type === 'pid'), 'no program was forked');
+  return ended.report!.text;
+}
+
+function withScratch(body: (base: string, work: string) => Promise<void>): () => Promise<void> {
+  return async () => {
+    const base = mkdtempSync(join(tmpdir(), 'opencode-pty-mounts-'));
+    const work = join(base, 'work');
+    mkdirSync(work);
+    try {
+      await body(base, work);
+    } finally {
+      rmSync(base, { recursive: true, force: true });
+    }
+  };
+}
+
+const options = (work: string, more: string[] = []) => ['--landlock', `--workspace-path=${work}`, ...more, ...SYSTEM];
+
+test('a workspace that is not a writable mount of its own ends the start before the fork', withScratch(async (_base, work) => {
+  const run = new HelperRun(sh('touch ran'), { dir: work, options: options(work), wrap: mountLayer(work, [], { workspaceMount: false }) });
+  assert.match(await refusedBeforeFork(run), `${work} is not the writable mount the session needs (ReadWritePaths=)`);
+  const readOnly = new HelperRun(sh('touch ran'), { dir: work, options: options(work), wrap: mountLayer(work, ['mount -o remount,bind,ro "$0"']) });
+  assert.match(await refusedBeforeFork(readOnly), `${work} is not on a writable mount`);
+  assert.not.ok(existsSync(join(work, 'ran')));
+}));
+
+test('a mount below the workspace (a bind of another tree) ends the start; the expected .git bind does not', withScratch(async (base, work) => {
+  mkdirSync(join(base, 'home'));
+  mkdirSync(join(work, 'sub'));
+  const bound = new HelperRun(sh('touch ran'), { dir: work, options: options(work), wrap: mountLayer(work, [`mount --bind ${base}/home "$0/sub"`]) });
+  assert.match(await refusedBeforeFork(bound), `a mount at ${work}/sub lies inside the workspace`);
+  assert.not.ok(existsSync(join(work, 'ran')));
+  mkdirSync(join(work, '.git'));
+  const { dev, ino } = statSync(join(work, '.git'), { bigint: true });
+  const git = new HelperRun(sh('touch ran'), { dir: work, options: options(work, [`--readonly-git=${dev}:${ino}`]), wrap: mountLayer(work, ['mount --bind "$0/.git" "$0/.git"', 'mount -o remount,bind,ro "$0/.git"']) });
+  assert.is((await git.ended).report?.reason, 'exit', git.text);
+  assert.ok(existsSync(join(work, 'ran')));
+}));
+
+test('a writable mount where none is expected (what PID 1 bound through a swapped symlink) ends the start; an operator\'s write path may be one', withScratch(async (base, work) => {
+  mkdirSync(join(base, 'home'));
+  const stray = new HelperRun(sh('touch ran'), { dir: work, options: options(work), wrap: mountLayer(work, [`mount --bind ${base}/home /mnt`, 'mount -o remount,bind,rw /mnt']) });
+  assert.match(await refusedBeforeFork(stray), 'the session has a writable mount at /mnt, which it should not');
+  assert.not.ok(existsSync(join(work, 'ran')));
+  const listed = new HelperRun(sh('touch ran'), { dir: work, options: options(work, ['--landlock-write=/mnt']), wrap: mountLayer(work, [`mount --bind ${base}/home /mnt`, 'mount -o remount,bind,rw /mnt']) });
+  assert.is((await listed.ended).report?.reason, 'exit', listed.text);
+  assert.ok(existsSync(join(work, 'ran')));
+}));
+
+test('without the unit\'s mount namespace (/run/user not covered, /tmp the client\'s) the start ends before the fork', withScratch(async (_base, work) => {
+  const uncovered = new HelperRun(sh('touch ran'), { dir: work, options: options(work), wrap: mountLayer(work, [], { runtimeCover: false }) });
+  assert.match(await refusedBeforeFork(uncovered), 'the session\'s mount namespace is missing (/run/user is not hidden)');
+  const { dev, ino } = statSync('/tmp', { bigint: true });
+  const sharedTmp = new HelperRun(sh('touch ran'), { dir: work, options: options(work, [`--client-tmp=${dev}:${ino}`]), wrap: mountLayer(work) });
+  assert.match(await refusedBeforeFork(sharedTmp), 'the session\'s mount namespace is missing (/tmp is not its own)');
+  assert.not.ok(existsSync(join(work, 'ran')));
+  const privateTmp = new HelperRun(sh('touch ran'), { dir: work, options: options(work, [`--client-tmp=${dev}:${ino}`]), wrap: mountLayer(work, ['mount -t tmpfs none /tmp']) });
+  assert.is((await privateTmp.ended).report?.reason, 'exit', privateTmp.text);
+}));
+
+test('an operator\'s read path with a symlink on its way grants nothing; a plain one grants reading', withScratch(async (base, work) => {
+  mkdirSync(join(base, 'secret'));
+  writeFileSync(join(base, 'secret', 'key'), 'secret\n');
+  symlinkSync(join(base, 'secret'), join(base, 'swapped'));
+  const read = (path: string, option: string) => new HelperRun(sh(`cat ${path}/key >/dev/null && echo "read=ok" || echo "read=denied"`), { dir: work, options: options(work, [`${option}=${path}`]), wrap: mountLayer(work) });
+  const exact = read(join(base, 'swapped'), '--landlock-read-exact');
+  assert.is((await exact.ended).report?.reason, 'exit');
+  assert.match(exact.text, 'read=denied');
+  // What the built-in paths do (merged-/usr systems link /bin and /lib): the same symlink followed.
+  const followed = read(join(base, 'swapped'), '--landlock-read');
+  assert.is((await followed.ended).report?.reason, 'exit');
+  assert.match(followed.text, 'read=ok');
+  const plain = read(join(base, 'secret'), '--landlock-read-exact');
+  assert.is((await plain.ended).report?.reason, 'exit');
+  assert.match(plain.text, 'read=ok');
+}));
+
+test.run();
