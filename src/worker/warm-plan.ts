@@ -1,8 +1,8 @@
 // What a warm unit is and which START may draw one (pure). A warm unit is started before its START, so
 // what systemd 252 cannot change on a running unit (RuntimeMaxSec=, OOMScoreAdjust=, PrivateNetwork=,
-// NoNewPrivileges=: set-property rejects them) must be the same for every START it could serve: today
-// all of that is operator-wide config (session.properties, session.profile), so one spare's unit fits
-// every START of the one client account. RuntimeMaxSec= alone differs: it counts from the unit's
+// NoNewPrivileges=: set-property rejects them) must be the same for every START it could serve: the
+// operator's session.properties and the floor session.minProfile, with the network on and no budget; a
+// START that asks for more takes a fresh unit (sandboxFitsWarm). RuntimeMaxSec= alone differs: it counts from the unit's
 // activation, wait included, so a warm unit goes without it and a root timer started at START stands in
 // (warmWallClockMs). docs/architecture.md "Warm units".
 import type { Config } from '../config/index.ts';
