@@ -21,7 +21,8 @@ async function refusedBeforeFork(run: HelperRun): Promise<string> {
 
 function withScratch(body: (base: string, work: string) => Promise<void>): () => Promise<void> {
   return async () => {
-    const base = mkdtempSync(join(tmpdir(), 'opencode-pty-mounts-'));
+    // Never under /tmp: one case mounts a private /tmp over it, which would hide the workspace itself.
+    const base = mkdtempSync(join(tmpdir().startsWith('/tmp') ? '/var/tmp' : tmpdir(), 'opencode-pty-mounts-'));
     const work = join(base, 'work');
     mkdirSync(work);
     try {
