@@ -118,7 +118,7 @@ export const DEFAULT_SESSION: SessionConfig = {
   maxRetainedBytes: 2 * 1024 * 1024,
   defaultRetainedBytes: 2 * 1024 * 1024,
   // Off until the installer's suites hold with them on (docs/architecture.md "Warm units").
-  warmUnits: 0,
+  warmUnits: 1,
 };
 
 /** The most a kept session may retain (docs/protocol.md "Version 3", Limits.MAX_RETAINED_BYTES). */
