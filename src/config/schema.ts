@@ -61,7 +61,7 @@ export interface SessionConfig extends SandboxConfig {
   maxRetainedBytes: number;
   /** The ring of a kept START that asks for none (retainBytes 0), at most maxRetainedBytes. */
   defaultRetainedBytes: number;
-  /** Warm units each idle worker keeps waiting for its next START: 1, or 0 (the default for now: every START starts its own unit). */
+  /** Warm units each idle worker keeps waiting for its next START: 1 (default) or 0 (every START starts its own unit). */
   warmUnits: number;
 }
 
@@ -117,8 +117,8 @@ export const DEFAULT_SESSION: SessionConfig = {
   maxKeepMs: 86_400_000,
   maxRetainedBytes: 2 * 1024 * 1024,
   defaultRetainedBytes: 2 * 1024 * 1024,
-  // Off until the installer's suites hold with them on (docs/architecture.md "Warm units").
-  warmUnits: 0,
+  // docs/architecture.md "Warm units": an idle worker's unit started ahead of its START.
+  warmUnits: 1,
 };
 
 /** The most a kept session may retain (docs/protocol.md "Version 3", Limits.MAX_RETAINED_BYTES). */

@@ -45,6 +45,8 @@ export interface Existing {
   /** The bundle directory the running broker's process was started from. */
   brokerDir: string | undefined;
   liveSessions: string[];
+  /** Idle warm units: no session (an upgrade does not wait for them), but uninstall stops them. */
+  warmUnits?: string[];
   /** systemd's LoadState of a unit ("loaded", "not-found"…); undefined when it could not be asked. */
   unitLoadState?: (unit: string) => string | undefined;
   /** A slice's state and members (default: active and empty). */
@@ -273,6 +275,6 @@ export function describeStep(step: Step): string {
     case 'systemctl':
       return `systemctl ${step.args.join(' ')}`;
     case 'wait-sessions':
-      return `stop and wait for ${step.units.length} live session(s): ${step.units.join(', ')}`;
+      return `stop and wait for ${step.units.length} session unit(s): ${step.units.join(', ')}`;
   }
 }

@@ -148,7 +148,7 @@ export function existingState(run: Runner, layout: Layout, unitPrefix: string): 
     socketActive: socket.ActiveState === 'active',
     brokerActive,
     brokerDir: brokerActive ? brokerDir(run, broker.MainPID) : undefined,
-    liveSessions: liveSessions(run, unitPrefix),
+    ...((units) => ({ liveSessions: units.live, warmUnits: units.warm }))(sessionUnits(run, unitPrefix)),
     unitLoadState: (unit) => showUnit(run, unit, ['LoadState']).LoadState,
     sliceState: (slice) => {
       const shown = showUnit(run, slice, ['ActiveState', 'SliceOf']);
@@ -165,13 +165,23 @@ export function existingState(run: Runner, layout: Layout, unitPrefix: string): 
 }
 
 export function liveSessions(run: Runner, unitPrefix: string): string[] {
-  return listUnits(run, `${unitPrefix}session-*.service`).filter((unit) => {
+  return sessionUnits(run, unitPrefix).live;
+}
+
+/**
+ * The session units that run, in two: live sessions, and the idle warm units (a spare's unit no START
+ * drew) that are no session: an upgrade restarts a broker that only has those, and the worker's end
+ * retires them; uninstall still stops any left (docs/architecture.md "Warm units").
+ */
+export function sessionUnits(run: Runner, unitPrefix: string): { live: string[]; warm: string[] } {
+  const live: string[] = [];
+  const warm: string[] = [];
+  for (const unit of listUnits(run, `${unitPrefix}session-*.service`)) {
     const props = showUnit(run, unit, ['ActiveState', 'Description', 'MainPID']);
-    if (props.ActiveState === 'inactive' || props.ActiveState === 'failed') return false;
-    // A spare's warm unit that no START drew is no session: an upgrade restarts its idle broker, and
-    // the worker's end retires it (docs/architecture.md "Warm units").
-    return !(props.Description === WARM_UNIT_DESCRIPTION && idleWarm(Number(props.MainPID ?? 0)));
-  });
+    if (props.ActiveState === 'inactive' || props.ActiveState === 'failed') continue;
+    (props.Description === WARM_UNIT_DESCRIPTION && idleWarm(Number(props.MainPID ?? 0)) ? warm : live).push(unit);
+  }
+  return { live, warm };
 }
 
 /** A warm helper with no program yet: no child (a drawn one's program is its child). */

@@ -193,7 +193,9 @@ export function formatStatus(status: Status): string {
   ];
   if (status.broker.since) lines.push(`         since ${p(status.broker.since)}, memory ${human(status.broker.memoryBytes, 'bytes')}, sessions served ${status.broker.sessionsServed ?? 'unavailable'}`);
   if (status.broker.status) lines.push(`         ${p(status.broker.status)}`);
-  lines.push(`sessions ${status.sessions.length}`);
+  // A warm unit is listed, but is no session until a START draws it: the count says so.
+  const warm = status.sessions.filter((s) => s.warm).length;
+  lines.push(`sessions ${status.sessions.length - warm}${warm ? ` (and ${warm} warm unit${warm === 1 ? '' : 's'} waiting for a START)` : ''}`);
   for (const s of status.sessions) {
     lines.push(`  ${p(s.unit)} (${p(s.state)}) user ${p(s.user)} pid ${s.mainPid}`);
     if (s.warm) lines.push('    warm: waiting for a START (no program, no terminal yet)');

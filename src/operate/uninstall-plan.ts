@@ -28,7 +28,9 @@ export function planUninstall(options: UninstallOptions, record: InstallRecord |
 
   // No new connections first; then the sessions (each told by its end), then the broker.
   add({ op: 'systemctl', args: ['stop', SOCKET_UNIT] }, existing.socketActive);
-  add({ op: 'wait-sessions', units: existing.liveSessions }, existing.liveSessions.length > 0);
+  // An idle warm unit too: its helper ends when its worker does, but nothing is left to chance.
+  const sessions = [...existing.liveSessions, ...(existing.warmUnits ?? [])];
+  add({ op: 'wait-sessions', units: sessions }, sessions.length > 0);
   add({ op: 'systemctl', args: ['stop', BROKER_UNIT] }, existing.brokerActive);
   // Kept sessions' sockets and records: their units are stopped above, and the broker's unit keeps this
   // directory across its stops (RuntimeDirectoryPreserve=yes), so nothing else would remove it before a reboot.

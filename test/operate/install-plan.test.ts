@@ -117,6 +117,10 @@ test('upgrade under a busy broker: new directory and unit, the broker and its di
   const idle = planInstall(options, next, host, withSocketGroup(), after(first, { brokerActive: true, brokerDir: oldDir }));
   assert.ok(changed(idle).includes('systemctl stop opencode-pty-supervisor@broker.service'));
   assert.ok(changed(idle).includes(`remove ${oldDir} and everything below it`));
+  // A broker with only idle warm units is idle: restarted, so it runs the new Node and bundle.
+  const warmOnly = planInstall(options, next, host, withSocketGroup(), after(first, { brokerActive: true, brokerDir: oldDir, warmUnits: ['opencode-pty-session-2.service'] }));
+  assert.ok(changed(warmOnly).includes('systemctl stop opencode-pty-supervisor@broker.service'));
+  assert.not.ok(warmOnly.notes.some((n) => n.includes('keeps running')));
 });
 
 test('a tampered bundle file is reinstalled; an edited config is kept', () => {
@@ -136,13 +140,18 @@ test('uninstall: refuses without a record; stops first, removes what the record 
   const plan = planUninstall({ layout: DEFAULT_LAYOUT, purge: false }, installed.record, installed, 0);
   const lines = changed(plan);
   assert.is(lines[0], 'systemctl stop opencode-pty-supervisor.socket');
-  assert.ok(lines.indexOf('stop and wait for 1 live session(s): opencode-pty-session-1.service') < lines.findIndex((l) => l.startsWith('remove')));
+  assert.ok(lines.indexOf('stop and wait for 1 session unit(s): opencode-pty-session-1.service') < lines.findIndex((l) => l.startsWith('remove')));
   assert.ok(lines.includes(`remove /usr/lib/opencode-pty/${version} and everything below it`));
   assert.ok(lines.includes('remove /etc/systemd/system/opencode.service.d/opencode-pty-socket.conf'));
   assert.ok(lines.includes('groupdel opencode-pty'));
   assert.not.ok(lines.some((l) => l.includes('config.json')));
   assert.ok(changed(planUninstall({ layout: DEFAULT_LAYOUT, purge: true }, installed.record, installed, 0)).includes('remove /etc/opencode-pty/config.json'));
   assert.is(lines.at(-1), 'systemctl daemon-reload');
+  // An idle warm unit is stopped too (after the socket, whose stop stops the broker): nothing is left.
+  const warm = changed(planUninstall({ layout: DEFAULT_LAYOUT, purge: false }, installed.record, { ...installed, warmUnits: ['opencode-pty-session-2.service'] }, 0));
+  assert.ok(warm.includes('stop and wait for 2 session unit(s): opencode-pty-session-1.service, opencode-pty-session-2.service'), warm.join('\n'));
+  const onlyWarm = changed(planUninstall({ layout: DEFAULT_LAYOUT, purge: false }, installed.record, { ...installed, liveSessions: [], warmUnits: ['opencode-pty-session-2.service'] }, 0));
+  assert.ok(onlyWarm.some((l) => l.startsWith('stop and wait for 1 session unit(s): opencode-pty-session-2.service')), onlyWarm.join('\n'));
   // Kept sessions' sockets and records go too, after their units and the broker are stopped.
   const kept = { ...installed, isDir: (path: string) => path === '/run/opencode-pty-kept' || installed.isDir(path) };
   const withKept = changed(planUninstall({ layout: DEFAULT_LAYOUT, purge: false }, installed.record, kept, 0));

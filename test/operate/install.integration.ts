@@ -145,7 +145,10 @@ test('status shows a live session; stop ends it and its client hears the end', a
   assert.is(now.socket.group, 'opencode-pty');
   assert.match(now.broker.state, /^active/);
   assert.ok(now.broker.mainPid > 0);
-  const [session] = now.sessions;
+  // The broker's idle workers may each keep a warm unit: listed too, as warm, with no program or cwd.
+  const [session, ...others] = [...now.sessions].sort((a: any, b: any) => Number(a.warm) - Number(b.warm));
+  for (const warm of others) assert.equal([warm.warm, warm.program, warm.cwd], [true, null, null], JSON.stringify(now.sessions));
+  assert.is(session.warm, false);
   assert.is(session.user, sandbox.client.user);
   assert.equal(session.program, ['sleep', '600']);
   assert.is(session.cwd, sandbox.client.home);

@@ -53,11 +53,23 @@ test.after(async () => {
   await sandbox?.stop();
 });
 
+/** Polls status until the broker's idle workers keep a warm unit (session.warmUnits, on by default). */
+async function untilWarm(node: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const status = await sandbox.exec([node, CLI, 'status', '--json']);
+    const sessions = JSON.parse(status.stdout).sessions as { state: string; warm: boolean }[];
+    if (sessions.some((s) => s.state === 'active' && s.warm) && !sessions.some((s) => s.state === 'active' && !s.warm)) return;
+  }
+  throw new Error('no warm unit after the session');
+}
+
 test('installed with Node 22, then moved to Node 24: the broker runs on each, and a session starts through D-Bus fd passing', async () => {
   for (const [i, { major, node }] of MAJORS.entries()) {
     assert.match((await sandbox.exec([node, '--version'])).stdout, new RegExp(`^v${major}\\.`));
     // The installer runs on that Node too, and writes it into the unit (--node defaults to the running one);
     // the second run is an upgrade in place: no options, the record's account and unit.
+    // A broker with only warm units is idle: the move restarts it on the new Node.
+    if (i > 0) await untilWarm(MAJORS[i - 1]!.node);
     const args = i === 0 ? ['install', '--client-user', sandbox.client.user, '--client-unit', AGENT] : ['install'];
     const install = await sandbox.exec([node, `${BUILD}/cli.js`, ...args], { timeoutMs: 120_000 });
     assert.is(install.code, 0, install.stdout + install.stderr);

@@ -70,12 +70,13 @@ const npmInstallGlobal = (tarball: string) =>
     env: { PATH: BARE_BIN, HOME: '/root', npm_config_cache: '/tmp/npm-cache' },
   });
 
-/** Live session units, from the installed command's status (polled: status reads systemd's state). */
+/** Live session units, from the installed command's status (polled: status reads systemd's state); an
+ * idle worker's warm unit is listed too, marked warm, and is no session. */
 async function untilSessions(count: number): Promise<void> {
   let seen = -1;
   for (let i = 0; i < 200; i++) {
     const status = await ptyctl(['status', '--json']);
-    seen = (JSON.parse(status.stdout) as { sessions: { state: string }[] }).sessions.filter((s) => s.state === 'active').length;
+    seen = (JSON.parse(status.stdout) as { sessions: { state: string; warm: boolean }[] }).sessions.filter((s) => s.state === 'active' && !s.warm).length;
     if (seen === count) return;
   }
   throw new Error(`never saw ${count} live session(s) (last: ${seen})`);

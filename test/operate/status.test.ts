@@ -46,6 +46,10 @@ test('a warm unit is shown as warm, with no program or cwd line', () => {
   const text = formatStatus(status({ cwd: null, program: null, warm: true }, 'x'));
   assert.ok(text.includes('warm: waiting for a START'), text);
   assert.not.ok(text.includes('program '), text);
+  // Counted apart: an idle broker's warm unit is no session.
+  assert.ok(text.includes('\nsessions 0 (and 1 warm unit waiting for a START)\n'), text);
+  const live = formatStatus(status({ cwd: '/w', program: ['make'] }, 'x'));
+  assert.ok(live.includes('\nsessions 1\n'), live);
 });
 
 test('each session\'s profile, network and budgets, as its unit holds them', () => {

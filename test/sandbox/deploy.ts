@@ -26,7 +26,7 @@ const BUNDLE = ['broker.cjs', 'broker-main.cjs', 'broker-main.cjs.cache', 'worke
 
 /** The config file a deployment gets: the sandbox's client account, its agent service, and overrides. */
 export function deployConfig(sandbox: Sandbox, overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  // Warm units off unless a suite asks (also the default for now): the suites count session units while
+  // Warm units off unless a suite asks: the suites count session units while
   // idle, and a spare's warm unit is one; test/broker/warm-units.integration.ts, bus-restart and the
   // bench run them, and TRY_WARM=1 runs every deployed suite with them.
   const session = { warmUnits: Number(process.env.TRY_WARM ?? 0), ...((overrides.session as Record<string, unknown> | undefined) ?? {}) };
