@@ -210,10 +210,16 @@ test("kill() is a hang-up: a program's trap … HUP runs and decides the exit, a
 });
 
 test('kill() of an interactive bash: it ends at the hang-up (before the grace), { 0, SIGHUP } as with node-pty', async () => {
-  const { supervisorNode, nodePtyNode } = await observe('killbash');
+  const { supervisorNode } = await observe('killbash');
   assert.equal(supervisorNode.seen, { beforeGrace: true });
   assert.equal(supervisorNode.exit, { exitCode: 0, signal: 1 });
-  assert.equal(nodePtyNode.exit, { exitCode: 0, signal: 1 }, 'node-pty on Node');
+  // The reference races in bash itself: node-pty's kill() only signals, and about 1 in 40 times readline
+  // catches the SIGHUP, prints its clean-up (bracketed paste off, then on) and goes back to poll for input,
+  // so bash never ends. Ours also hangs the terminal up, which ends it either way. The reference's shape is
+  // what is compared, so it gets up to three tries; all three hanging means something else changed.
+  const tries: ProbeResult[] = [observed.killbash!.nodePtyNode];
+  while (tries.at(-1)!.error === 'timed out' && tries.length < 3) tries.push(await nodePty('node', 'killbash'));
+  assert.equal(tries.at(-1)!.exit, { exitCode: 0, signal: 1 }, `node-pty on Node, ${tries.length} tries: ${JSON.stringify(tries)}`);
 });
 
 test('kill() of a program that does not handle SIGHUP: it dies of it, { 0, SIGHUP } as with node-pty', async () => {
