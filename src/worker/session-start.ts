@@ -127,27 +127,16 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
     }
     throw new SessionError(ErrorCode.INTERNAL, 'session ended before its start');
   }
-  // A session id of 0 is never valid on the wire (sessionIdOf): draw again (once in 2^52).
-  let name = warm?.name ?? unitNameFor(randomBytes(16), config.unitPrefix);
-  while (sessionIdOf(name, config.unitPrefix) === undefined) name = unitNameFor(randomBytes(16), config.unitPrefix);
-  const sessionId = sessionIdOf(name, config.unitPrefix)!;
-  units.named(name);
-  // The broker learns the name first, so it can stop the unit even if this process dies mid-start.
-  deps.report({ type: 'unit', name });
-  recheckPeer(context.client.fd, context.pidfd, context.peer);
-  const keepArgs = keep ? keepHelperArgs(keep, sessionId, config.limits.maxObservers) : [];
-  const cwd = cwdOf(cwdFd);
-  const git = sandbox.profile === 'workspace' ? protectGit(cwdFd, cwd) : { readOnlyPaths: [], helperArgs: [] };
-  const plan = planStart(frame, config, helperPath, version, [...keepArgs, ...git.helperArgs, ...lookArgs], sandbox, cwd);
-  const { dropped, envMessage } = plan;
-  const spec = { ...plan.spec, readOnlyPaths: git.readOnlyPaths, writablePaths: workspaceWritablePaths(config.session, sandbox.profile, cwd) };
-  context.record.program = programLabel(frame.argv[0]!);
-  // Names only, quoted: the client's values never reach the journal.
-  if (dropped.length > 0) deps.log(`${name}: environment names not passed to the program: ${JSON.stringify(dropped)}`);
-  // STARTED goes with GO: the helper writes it itself right after its fork (it alone knows the
-  // program's pid then), so the first output waits for no turn of ours (AddRef keeps a fast end
-  // visible to the watch below).
-  const started = encodeFrame(startedTemplate(version, name, dropped, sessionId), version);
+  let prepared: PreparedLaunch;
+  try {
+    prepared = prepareLaunch(context, frame, cwdFd, sandbox, keep, lookArgs, warm?.name);
+  } catch (error) {
+    // The drawn channel is nobody's until launchWarm gives it to its link, and a client can make this
+    // stretch throw (its peer leaving the client unit fails the re-check): one root fd a START otherwise.
+    if (warm) closeQuietly(warm.fd);
+    throw error;
+  }
+  const { name, sessionId, cwd, spec, envMessage, started } = prepared;
   if (warm) return launchWarm(context, { frame, cwdFd, name, sessionId, keep, warm, launch: { args: spec.helperArgs, envMessage, started } });
   // A session whose guarantees are confirmed on its started unit gets ENV and GO only then (guarantees.ts):
   // its helper waits for ENV before it forks the program, so nothing of the program runs unconfirmed.
@@ -197,6 +186,36 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   // The call went out long before: the fork it announced came after its reply.
   start.release();
   return { mainPid, unit: name, frame, sessionId, keep, cwd, programPid: await confirmed };
+}
+
+type PreparedLaunch = ReturnType<typeof prepareLaunch>;
+
+/** The session's unit name (the warm unit's when one was drawn), its re-checked peer and its unit's description. */
+function prepareLaunch(context: StartContext, frame: FrameOf<'start'>, cwdFd: number, sandbox: SessionSandbox, keep: KeepPlan | undefined, lookArgs: string[], warmName: string | undefined) {
+  const { deps, units, version } = context;
+  const { config, helperPath } = deps;
+  // A session id of 0 is never valid on the wire (sessionIdOf): draw again (once in 2^52).
+  let name = warmName ?? unitNameFor(randomBytes(16), config.unitPrefix);
+  while (sessionIdOf(name, config.unitPrefix) === undefined) name = unitNameFor(randomBytes(16), config.unitPrefix);
+  const sessionId = sessionIdOf(name, config.unitPrefix)!;
+  units.named(name);
+  // The broker learns the name first, so it can stop the unit even if this process dies mid-start.
+  deps.report({ type: 'unit', name });
+  recheckPeer(context.client.fd, context.pidfd, context.peer);
+  const keepArgs = keep ? keepHelperArgs(keep, sessionId, config.limits.maxObservers) : [];
+  const cwd = cwdOf(cwdFd);
+  const git = sandbox.profile === 'workspace' ? protectGit(cwdFd, cwd) : { readOnlyPaths: [], helperArgs: [] };
+  const plan = planStart(frame, config, helperPath, version, [...keepArgs, ...git.helperArgs, ...lookArgs], sandbox, cwd);
+  const { dropped, envMessage } = plan;
+  const spec = { ...plan.spec, readOnlyPaths: git.readOnlyPaths, writablePaths: workspaceWritablePaths(config.session, sandbox.profile, cwd) };
+  context.record.program = programLabel(frame.argv[0]!);
+  // Names only, quoted: the client's values never reach the journal.
+  if (dropped.length > 0) deps.log(`${name}: environment names not passed to the program: ${JSON.stringify(dropped)}`);
+  // STARTED goes with GO: the helper writes it itself right after its fork (it alone knows the
+  // program's pid then), so the first output waits for no turn of ours (AddRef keeps a fast end
+  // visible to the watch below).
+  const started = encodeFrame(startedTemplate(version, name, dropped, sessionId), version);
+  return { name, sessionId, cwd, spec, envMessage, started };
 }
 
 /**

@@ -76,6 +76,9 @@ export interface SessionOptions {
   onEvent?: SessionDeps['onEvent'];
   /** The worker's warm unit for the START (warm-unit.ts); none by default. */
   drawWarm?: SessionDeps['drawWarm'];
+  /** The client unit the peer was admitted from (none by default): one this process is not in fails
+   * the START's re-check of its peer. */
+  peerCgroup?: string;
 }
 
 /**
@@ -87,7 +90,7 @@ export function runSession(manager: Units, options: SessionOptions = {}) {
   const [clientFd, server] = native().socketpair();
   const serverIdentity = identity(server);
   const pidfd = native().pidfdOpen(process.pid);
-  const session = new Session(server, pidfd, { pid: process.pid, uid: process.getuid!(), gid: process.getgid!(), cgroup: null }, options.deadlineMs ?? 5000, {
+  const session = new Session(server, pidfd, { pid: process.pid, uid: process.getuid!(), gid: process.getgid!(), cgroup: options.peerCgroup ?? null }, options.deadlineMs ?? 5000, {
     manager,
     config: sessionConfig,
     helperPath: '/nonexistent/opencode-pty-session',

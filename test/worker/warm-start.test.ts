@@ -9,7 +9,7 @@ import { ErrorCode, SessionError } from '../../src/protocol/index.ts';
 import { HelperMessageType, WARM_HELLO } from '../../src/control/helper-channel.ts';
 import type { WarmClaim } from '../../src/worker/warm-unit.ts';
 import { deferred } from '../support/deferred.ts';
-import { fakeUnits, runSession } from './session-fixture.ts';
+import { fakeUnits, identity, runSession } from './session-fixture.ts';
 
 /** Resolves once `fd` is readable (data or EOF). */
 function readable(fd: number): Promise<void> {
@@ -23,7 +23,7 @@ function readable(fd: number): Promise<void> {
 
 const UNIT = 'opencode-pty-session-00112233445566778899aabbccddeeff.service';
 
-function warmSession() {
+function warmSession(options: { peerCgroup?: string } = {}) {
   const stopped: string[] = [];
   let asked = 0;
   const manager = {
@@ -37,6 +37,7 @@ function warmSession() {
   const [workerEnd, helperEnd] = native().socketpair();
   const drawn = deferred<boolean>();
   const run = runSession(manager, {
+    ...options,
     drawWarm: (kept) => {
       drawn.resolve(kept);
       return draw.promise;
@@ -96,6 +97,24 @@ test('a session that ends while its draw is under way sends nothing on the drawn
   const buffer = Buffer.alloc(64);
   const received = native().recvmsg(helperEnd, buffer, 0, buffer.length, 4);
   assert.equal(received && [received.bytes, received.fds.length], [0, 0], 'EOF, nothing sent');
+  assert.is(asked(), 0);
+  closeSync(clientFd);
+  closeSync(helperEnd);
+  cleanUp();
+});
+
+test('a START refused after its draw (its peer left the client unit) closes the drawn channel and stops that unit', async () => {
+  const { draw, drawn, claim, helperEnd, stopped, asked, clientFd, ended, cleanUp } = warmSession({ peerCgroup: '/system.slice/no-such-client.service' });
+  await drawn;
+  draw.resolve(claim);
+  await ended;
+  // Root's end of the warm helper's channel: one leaked descriptor per such START before.
+  assert.is(identity(claim.fd), undefined, 'the worker closed its end of the drawn channel');
+  await readable(helperEnd);
+  const buffer = Buffer.alloc(64);
+  const received = native().recvmsg(helperEnd, buffer, 0, buffer.length, 4);
+  assert.equal(received && [received.bytes, received.fds.length], [0, 0], 'EOF, no LAUNCH');
+  assert.equal(stopped, [UNIT]);
   assert.is(asked(), 0);
   closeSync(clientFd);
   closeSync(helperEnd);
