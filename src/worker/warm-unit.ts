@@ -4,7 +4,6 @@
 // descriptors (LAUNCH), so one that was stopped or killed by its user costs a fallback to a fresh unit,
 // never the client's connection. Drawn once: a unit that took a CLAIM is never offered again.
 import { openSync, closeSync, constants } from 'node:fs';
-import { setTimeout as delay } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
 import { native, type FdWatcher } from '../native/index.ts';
 import { closeQuietly, closeReceived, passRights } from '../io/index.ts';
@@ -106,7 +105,11 @@ export class WarmUnit {
     // Still starting (a START right after the last session): its start is under way already and ends
     // sooner than a fresh one would, so it is waited for, within the same bound.
     const began = performance.now();
-    if (this.#state === 'starting') await Promise.race([new Promise<void>((resolve) => (this.#becameReady = resolve)), delay(timeoutMs)]);
+    if (this.#state === 'starting') {
+      let waited: NodeJS.Timeout | undefined;
+      await Promise.race([new Promise<void>((resolve) => (this.#becameReady = resolve)), new Promise<void>((resolve) => (waited = setTimeout(resolve, timeoutMs)))]);
+      clearTimeout(waited);
+    }
     if (this.#state !== 'ready') {
       void this.retire(this.#state === 'starting' ? `it was not ready within ${timeoutMs} ms` : undefined);
       return undefined;
