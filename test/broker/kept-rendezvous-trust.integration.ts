@@ -132,7 +132,9 @@ test('a capability-less root process that queued on a rendezvous before the brok
   assert.ok(!took || error !== undefined, `a capability-less root process (connected: ${connected}) became the session's control channel (read ${hello}) and, by ATTACH, read the agent's terminal: ${terminal}`);
   const attached = await agent.keep({ op: 'attach', name: 'v-2', id: started.id!, from: 0, read: { bytes: 11 } });
   assert.is(attached.error, undefined, `the agent attaches again after the restart: ${attached.message}`);
-  assert.is((await sessionUnits(sandbox)).length, 1, 'the kept session still runs');
+  const running = await sessionUnits(sandbox);
+  const all = (await sandbox.systemctl('list-units', '--all', '--plain', '--no-legend', 'opencode-pty-session-*')).stdout;
+  assert.is(running.length, 1, `the kept session still runs: ${JSON.stringify(running)} of ${all}`);
 });
 
 test('a capability-less root process that connects while no worker holds the session is closed unread', async () => {
