@@ -154,6 +154,10 @@ void child_stop_step(struct session *s);
 int child_stop_timeout(const struct session *s);
 _Noreturn void exit_like(int status);
 
+// cwd.c: the START's directory `cwd` opened again at `path`, in the unit's own mount namespace, and
+// checked to be the same directory (device and inode): its fd (close-on-exec), or -1 with `why` said.
+int cwd_reenter(const char *path, int cwd, char *why, size_t size);
+
 // terminal.c
 int terminal_open(struct session *s, unsigned rows, unsigned cols);
 void set_winsize(struct session *s, int fd, unsigned rows, unsigned cols);

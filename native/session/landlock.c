@@ -126,26 +126,6 @@ static int add_path(int ruleset, const char *path, uint64_t access, bool exact, 
   return rc < 0 ? -1 : 0;
 }
 
-// The descriptor came from the client's mount namespace: `..` from it walks the client's tree, where
-// none of the unit's mounts (InaccessiblePaths=, the private /tmp) exist, so a program could reach a
-// hidden socket as ../../run/user/U/bus. Entered by its path in the unit's namespace instead, and only
-// if that path names the very same directory: a path that leads elsewhere (a symlink swapped since
-// START, a directory only the client's namespace has) is a refusal, never another tree.
-int landlock_reenter(const struct landlock_plan *plan, int cwd, char *why, size_t size) {
-  struct stat given, found;
-  int fd = open(plan->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) {
-    snprintf(why, size, "the working directory is not at %s in the session's mount namespace: %s", plan->workspace, strerror(errno));
-    return -1;
-  }
-  if (fstat(cwd, &given) < 0 || fstat(fd, &found) < 0 || given.st_dev != found.st_dev || given.st_ino != found.st_ino) {
-    snprintf(why, size, "%s in the session's mount namespace is not the START's working directory", plan->workspace);
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 bool landlock_plan_git(struct landlock_plan *plan, const char *value) {
   const char *colon = strchr(value, ':');
   if (!colon || colon == value || colon[1] == '\0' || strspn(value, "0123456789") != (size_t)(colon - value) ||

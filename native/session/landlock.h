@@ -13,7 +13,7 @@ enum { LANDLOCK_MIN_ABI = 6, MAX_LANDLOCK_PATHS = 96 };
 // --landlock with its --landlock-read=PATH and --landlock-write=PATH options, in order.
 struct landlock_plan {
   bool on;
-  const char *workspace; // --workspace-path: where the START's directory is in the unit's mount namespace
+  const char *workspace; // --cwd-path: where the START's directory is in the unit's mount namespace (required)
   bool git;              // --readonly-git=DEV:INO: the workspace's .git as root saw it, bound read-only by PID 1
   uint64_t git_dev, git_ino;
   bool tmp;              // --client-tmp=DEV:INO: the client's /tmp, which the unit's /tmp must not be (mounts.c)
@@ -28,9 +28,6 @@ struct landlock_plan {
 int landlock_abi(void);
 // False when the path is not absolute or the plan is full. `exact`: no symlink may be on its way.
 bool landlock_plan_add(struct landlock_plan *plan, const char *value, bool writable, bool exact);
-// The START's directory `cwd` opened again at plan->workspace, in the unit's own mount namespace, and
-// checked to be the same directory (device and inode): its fd (close-on-exec), or -1 with `why` said.
-int landlock_reenter(const struct landlock_plan *plan, int cwd, char *why, size_t size);
 // "DEV:INO" in decimal into the plan's .git identity: false when malformed.
 bool landlock_plan_git(struct landlock_plan *plan, const char *value);
 // The .git in `cwd` (entered in the unit's namespace) is the file root saw, on a read-only mount:

@@ -7,7 +7,7 @@
 //        opencode-pty-session [--env-from-control] [--protocol=N] [--write-timeout-ms=N] [--stop-timeout-sec=N]
 //                             [--program-oom-score-adj=N]
 //                             [--keep --session-id=ID [--retain-bytes=N] [--max-observers=N]]
-//                             [--landlock --workspace-path=PATH [--readonly-git=DEV:INO] [--client-tmp=DEV:INO] [--landlock-read[-exact]=PATH]... [--landlock-write=PATH]...]
+//                             [--cwd-path=PATH] [--landlock [--readonly-git=DEV:INO] [--client-tmp=DEV:INO] [--landlock-read[-exact]=PATH]... [--landlock-write=PATH]...]
 //                             ROWS COLS PROGRAM [ARGS...]
 //   --env-from-control: the program's environment is the control channel's first message (ENV), not
 //   the helper's own (the worker always passes it, so the client's variables never apply to the helper)
@@ -20,7 +20,9 @@
 //   --landlock: the workspace profile (landlock.c): the helper and then the program are confined to the
 //   working directory (writable), the --landlock-write paths, and the --landlock-read paths (read and
 //   execute); a kernel without it, or any failure to apply it, ends the session before the fork.
-//   --workspace-path: where fd 0's directory is in the unit's mount namespace (landlock_reenter()).
+//   --cwd-path: where fd 0's directory is in the unit's mount namespace: the helper enters it there,
+//   only if it is the same directory (cwd.c), so `..` walks the unit's tree, not the client's. Given for
+//   every profile with a mount namespace of its own (hardened, workspace); --landlock needs it.
 //   --readonly-git: the .git root saw there, which must be a read-only mount now (landlock_check_git()).
 //   --client-tmp: the client's /tmp, which the unit's own must not be (mounts_check_namespace()).
 //   --landlock-read-exact: an operator's read path, reached without following a symlink (as every
@@ -91,7 +93,7 @@ static const char *option_value(int argc, char **argv, int *i, const char *name)
 static void usage(struct session *s, struct client *c) {
   give_up(s, c, 2, "%s",
           "usage: opencode-pty-session [--env-from-control] [--protocol=N] [--write-timeout-ms=N] [--stop-timeout-sec=N] "
-          "[--keep --session-id=ID [--retain-bytes=N] [--max-observers=N]] [--landlock --workspace-path=PATH [--readonly-git=DEV:INO] [--client-tmp=DEV:INO] [--landlock-read[-exact]=PATH]... [--landlock-write=PATH]...] "
+          "[--keep --session-id=ID [--retain-bytes=N] [--max-observers=N]] [--cwd-path=PATH] [--landlock [--readonly-git=DEV:INO] [--client-tmp=DEV:INO] [--landlock-read[-exact]=PATH]... [--landlock-write=PATH]...] "
           "ROWS COLS PROGRAM [ARGS...]; ROWS and COLS are decimal 1..65535; fd 0 is the working directory, fd 1 the "
           "client, fd 2 the worker");
 }
@@ -131,6 +133,7 @@ int main(int argc, char **argv) {
   bool oom_adj_given = false;
   bool env_from_control = false, keep = false;
   struct landlock_plan landlock = {0};
+  const char *cwd_path = NULL;
   uint64_t retain = 2 << 20, max_observers = 4, session_id = 0;
   const char *value;
   int i = 1;
@@ -148,8 +151,8 @@ int main(int argc, char **argv) {
     if ((value = option_value(argc, argv, &i, "--landlock-write")) && landlock_plan_add(&landlock, value, true, true)) continue;
     if ((value = option_value(argc, argv, &i, "--client-tmp")) && mounts_plan_tmp(&landlock, value)) continue;
     if ((value = option_value(argc, argv, &i, "--readonly-git")) && landlock_plan_git(&landlock, value)) continue;
-    if ((value = option_value(argc, argv, &i, "--workspace-path")) && value[0] == '/') {
-      landlock.workspace = value;
+    if ((value = option_value(argc, argv, &i, "--cwd-path")) && value[0] == '/') {
+      cwd_path = value;
       continue;
     }
     if (strcmp(argv[i], "--keep") == 0) {
@@ -174,7 +177,8 @@ int main(int argc, char **argv) {
   // The keep options mean nothing without --keep, and a kept session speaks version 3 at least.
   bool keep_options = session_id != 0 || retain != 2 << 20 || max_observers != 4;
   if ((keep && (session_id == 0 || version < 3)) || (!keep && keep_options)) usage(s, c);
-  if (landlock.on != (landlock.workspace != NULL) || (!landlock.on && (landlock.count > 0 || landlock.git || landlock.tmp))) usage(s, c);
+  if ((landlock.on && !cwd_path) || (!landlock.on && (landlock.count > 0 || landlock.git || landlock.tmp))) usage(s, c);
+  landlock.workspace = cwd_path;
   c->version = (unsigned)version;
   c->write_timeout_ms = (int)timeout;
   s->stop_timeout_ms = (int)stop_sec * 1000;
@@ -189,16 +193,18 @@ int main(int argc, char **argv) {
   if (keep && !(s->keep = keep_new(retain, (unsigned)max_observers, session_id))) give_up(s, c, 1, "cannot allocate the ring of %s", "retained output");
 
   char why[512];
-  if (landlock.on) {
-    int entered = landlock_reenter(&landlock, cwd, why, sizeof why);
+  if (cwd_path) {
+    int entered = cwd_reenter(cwd_path, cwd, why, sizeof why);
     if (entered < 0) give_up(s, c, 1, "%s", why);
     close(cwd);
     cwd = entered;
+  }
+  if (landlock.on) {
     if (landlock_check_git(&landlock, cwd, why, sizeof why) < 0) give_up(s, c, 1, "%s", why);
     if (mounts_check_workspace(&landlock, cwd, why, sizeof why) < 0) give_up(s, c, 1, "%s", why);
     if (mounts_check_namespace(&landlock, why, sizeof why) < 0) give_up(s, c, 1, "%s", why);
   }
-  // The directory the client opened, not a path resolved now: follow the fd.
+  // The directory the client opened (entered again by --cwd-path, the same one): follow the fd.
   if (fchdir(cwd) < 0) give_up(s, c, 1, "cannot enter the working directory: %s", strerror(errno));
   // Its rule's parent is that descriptor: the tree the client opened (the same inode), never a path resolved now.
   if (landlock.on && (s->landlock = landlock_build(&landlock, cwd, why, sizeof why)) < 0) give_up(s, c, 1, "%s", why);

@@ -6,6 +6,7 @@ import { ErrorCode, SessionError, type FrameOf } from '../protocol/index.ts';
 import { PROGRAM_OOM_SCORE_ADJ, programLabel, type SessionUnitSpec } from '../systemd/index.ts';
 import { environmentPolicy, programEnvironment } from './environment.ts';
 import type { SessionSandbox } from './sandbox-request.ts';
+import { cwdHelperArgs } from './cwd-plan.ts';
 import { workspaceHelperArgs } from './workspace-plan.ts';
 
 export interface StartPlan {
@@ -18,8 +19,8 @@ export interface StartPlan {
 
 /** `keepArgs`: a kept session's helper arguments (keep-plan.ts keepHelperArgs); `sandbox`: what the START
  * gets of profile, network and budgets (sandbox-request.ts), the floor and defaults when absent;
- * `cwdPath`: the START directory's path as root sees it (the workspace profile's helper enters it
- * there: workspace-plan.ts). */
+ * `cwdPath`: the START directory's path as root sees it (under a profile with a mount namespace of its
+ * own, the helper enters it there: cwd-plan.ts). */
 export function planStart(frame: FrameOf<'start'>, config: Config, helperPath: string, version: number, keepArgs: string[] = [], sandbox?: SessionSandbox, cwdPath = ''): StartPlan {
   const { profile = config.session.minProfile, network, budgets = {} } = sandbox ?? {};
   const { environment, dropped } = programEnvironment(frame.env, environmentPolicy(config.session, profile), config.session.term);
@@ -47,8 +48,10 @@ export function planStart(frame: FrameOf<'start'>, config: Config, helperPath: s
         // Under a memory budget the OOM killer takes the program first, never the helper (session-sandbox.ts).
         ...(budgets.memoryBytes === undefined ? [] : [`--program-oom-score-adj=${PROGRAM_OOM_SCORE_ADJ}`]),
         ...keepArgs,
-        // The workspace profile's Landlock rules, decided by the session's own profile (never the floor alone).
-        ...workspaceHelperArgs(config.session, profile, cwdPath),
+        // Decided by the session's own profile (never the floor alone): where the helper enters the
+        // working directory in the unit's namespace, then the workspace profile's Landlock rules.
+        ...cwdHelperArgs(profile, cwdPath),
+        ...workspaceHelperArgs(config.session, profile),
         String(frame.rows),
         String(frame.cols),
         ...frame.argv,

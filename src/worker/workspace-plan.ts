@@ -4,8 +4,7 @@
 // the union of a path's ancestors' rules, so no narrower rule inside a granted tree could take anything
 // away; the user's home is therefore not on the list (docs/security.md "The workspace profile").
 import type { SessionConfig } from '../config/index.ts';
-import { ErrorCode, SessionError } from '../protocol/index.ts';
-import { UNIT_PATH, type SessionProfile } from '../systemd/index.ts';
+import type { SessionProfile } from '../systemd/index.ts';
 
 /**
  * Read and execute: the system's programs, libraries and configuration; /proc and /sys (other
@@ -19,24 +18,14 @@ export const WORKSPACE_SYSTEM_READ: readonly string[] = ['/usr', '/etc', '/bin',
 export const WORKSPACE_PRIVATE_WRITE: readonly string[] = ['/tmp', '/var/tmp'];
 
 /**
- * The helper's arguments for a session of `profile` (the START's, sandbox-request.ts); none outside the workspace profile.
- * `workspacePath`: the START directory's path as root sees its descriptor (readlink of /proc/self/fd):
- * the helper enters it there, in the unit's mount namespace, only if it is the same directory
- * (native/session/landlock.c landlock_reenter), since `..` from the client's descriptor walks the
- * client's namespace, past the unit's hidden paths. One that cannot be passed is a refusal.
+ * The helper's Landlock arguments for a session of `profile` (the START's, sandbox-request.ts); none
+ * outside the workspace profile. The workspace itself is the helper's fd 0, entered at the path
+ * cwd-plan.ts gives it (`--cwd-path`, which the helper requires with `--landlock`; planStart passes both).
  */
-export function workspaceHelperArgs(session: Pick<SessionConfig, 'workspaceRead' | 'workspaceWrite'>, profile: SessionProfile, workspacePath: string): string[] {
+export function workspaceHelperArgs(session: Pick<SessionConfig, 'workspaceRead' | 'workspaceWrite'>, profile: SessionProfile): string[] {
   if (profile !== 'workspace') return [];
-  if (!/^\/[^\0-\x1f\x7f\\]*$/.test(workspacePath) || workspacePath.endsWith(' (deleted)')) {
-    throw new SessionError(ErrorCode.BAD_START, `workspace refused: the working directory has no path the session could enter (${JSON.stringify(workspacePath)})`);
-  }
-  // PID 1 makes it writable by this path (ReadWritePaths=): what a unit file cannot carry is refused.
-  if (!UNIT_PATH.test(workspacePath)) {
-    throw new SessionError(ErrorCode.BAD_START, `workspace refused: the working directory's path cannot be made writable by systemd (no whitespace, quotes or ':'): ${JSON.stringify(workspacePath)}`);
-  }
   return [
     '--landlock',
-    `--workspace-path=${workspacePath}`,
     ...WORKSPACE_SYSTEM_READ.map((path) => `--landlock-read=${path}`),
     // The operator's: the helper follows no symlink on their way (one the user swapped in grants nothing).
     ...session.workspaceRead.map((path) => `--landlock-read-exact=${path}`),

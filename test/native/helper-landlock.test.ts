@@ -29,7 +29,7 @@ test('helper --landlock: the program writes its directory and nothing beside it,
     mkdirSync(work);
     // Outside: a writable mount the Landlock rules do not grant (the mount layer would say EROFS elsewhere).
     const outside = `/dev/shm/opencode-pty-landlock-${process.pid}`;
-    const run = new HelperRun(sh(`echo in > inside && echo out > ${outside}; echo "rc=$?"`), { dir: work, options: ['--landlock', `--workspace-path=${work}`, ...SYSTEM], wrap: mountLayer(work) });
+    const run = new HelperRun(sh(`echo in > inside && echo out > ${outside}; echo "rc=$?"`), { dir: work, options: ['--landlock', `--cwd-path=${work}`, ...SYSTEM], wrap: mountLayer(work) });
     const ended = await run.ended;
     assert.is(ended.report?.reason, 'exit', ended.report?.text);
     assert.match(run.text, /Permission denied[\s\S]*rc=[1-9]/, JSON.stringify(run.text));
@@ -44,13 +44,12 @@ test('helper --landlock: a path that is not the START directory, or none, ends t
   const base = scratch();
   try {
     for (const dir of ['a', 'b']) mkdirSync(join(base, dir));
-    const elsewhere = new HelperRun(sh('touch ran'), { dir: join(base, 'a'), options: ['--landlock', `--workspace-path=${join(base, 'b')}`, ...SYSTEM] });
+    const elsewhere = new HelperRun(sh('touch ran'), { dir: join(base, 'a'), options: ['--landlock', `--cwd-path=${join(base, 'b')}`, ...SYSTEM] });
     assert.match(await refusedBeforeFork(elsewhere), `${join(base, 'b')} in the session's mount namespace is not the START's working directory`);
-    const missing = new HelperRun(sh('touch ran'), { dir: join(base, 'a'), options: ['--landlock', `--workspace-path=${join(base, 'gone')}`, ...SYSTEM] });
+    const missing = new HelperRun(sh('touch ran'), { dir: join(base, 'a'), options: ['--landlock', `--cwd-path=${join(base, 'gone')}`, ...SYSTEM] });
     assert.match(await refusedBeforeFork(missing), `the working directory is not at ${join(base, 'gone')} in the session's mount namespace: No such file or directory`);
-    // --landlock needs its path; a path without --landlock is a usage error.
+    // --landlock needs its path (--cwd-path alone is the hardened profile's: helper-cwd.test.ts).
     assert.match(await refusedBeforeFork(new HelperRun(sh('touch ran'), { dir: join(base, 'a'), options: ['--landlock', ...SYSTEM] })), 'usage');
-    assert.match(await refusedBeforeFork(new HelperRun(sh('touch ran'), { dir: join(base, 'a'), options: [`--workspace-path=${join(base, 'a')}`] })), 'usage');
     assert.not.ok(existsSync(join(base, 'a', 'ran')));
   } finally {
     rmSync(base, { recursive: true, force: true });
@@ -62,7 +61,7 @@ test('helper --readonly-git: a .git that is not on a read-only mount, or not the
   try {
     mkdirSync(join(base, '.git'));
     const { dev, ino } = statSync(join(base, '.git'), { bigint: true });
-    const options = (git: string) => ['--landlock', `--workspace-path=${base}`, `--readonly-git=${git}`, ...SYSTEM];
+    const options = (git: string) => ['--landlock', `--cwd-path=${base}`, `--readonly-git=${git}`, ...SYSTEM];
     assert.match(await refusedBeforeFork(new HelperRun(sh('touch ran'), { dir: base, options: options(`${dev}:${ino}`) })), '.git is not on a read-only mount');
     assert.match(await refusedBeforeFork(new HelperRun(sh('touch ran'), { dir: base, options: options(`${dev}:${ino + 1n}`) })), '.git is not the one the supervisor saw at START');
     rmSync(join(base, '.git'), { recursive: true });

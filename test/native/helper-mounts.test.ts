@@ -33,7 +33,7 @@ function withScratch(body: (base: string, work: string) => Promise<void>): () =>
   };
 }
 
-const options = (work: string, more: string[] = []) => ['--landlock', `--workspace-path=${work}`, ...more, ...SYSTEM];
+const options = (work: string, more: string[] = []) => ['--landlock', `--cwd-path=${work}`, ...more, ...SYSTEM];
 
 test('a workspace that is not a writable mount of its own ends the start before the fork', withScratch(async (_base, work) => {
   const run = new HelperRun(sh('touch ran'), { dir: work, options: options(work), wrap: mountLayer(work, [], { workspaceMount: false }) });

@@ -35,7 +35,7 @@ function byName(tuples: PropertyTuple[]): Map<string, PropertyTuple> {
 }
 
 /** A workspace session's helper arguments carry its Landlock rules (src/worker/workspace-plan.ts). */
-const LANDLOCK_ARGS = ['--landlock', '--workspace-path=/home/u/p', '24', '80', '/bin/bash'];
+const LANDLOCK_ARGS = ['--landlock', '--cwd-path=/home/u/p', '24', '80', '/bin/bash'];
 
 test('stderr: the control channel fd when given (the session helper reports there), else the journal', () => {
   const withControl = byName(sessionUnitProperties(spec({ stderrFd: 19 })));
