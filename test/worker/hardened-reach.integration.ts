@@ -1,11 +1,15 @@
 // The hardened profile against another hardened session of the same account: its terminal (the
 // /dev/pts node is the account's own, mode 0620) is out of reach by path and through /proc/PID/fd
 // (device policy); its private /tmp stays reachable through /proc/PID/root, which the kernel decides
-// from the uid alone (docs/security.md says so).
+// from the uid alone (docs/security.md says so). Its working directory is entered by its path in the
+// unit's own mount namespace (native/session/cwd.c), in a fresh unit and a warm one alike: `..` walks
+// the unit's tree, and a directory only the client's namespace has is refused before the fork.
+import { chownSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { ErrorCode } from '../../src/protocol/index.ts';
 import type { Sandbox } from '../sandbox/index.ts';
-import { bootWorkerSandbox, startSession, withSession, workerConfig } from './harness.ts';
+import { bootWorkerSandbox, startSession, withSession, workerConfig, type WorkerProcess } from './harness.ts';
 
 let sandbox: Sandbox;
 let workDir: string;
@@ -44,5 +48,53 @@ test('hardened: no opening another session\'s terminal; its private /tmp only th
   assert.not.match(victim.client.output.toString(), 'INJECTED');
   assert.is(seen.trim(), 'pts-write=refused pts-by-proc=refused tmp-read=ok tmp-plant=ok done');
 });
+
+/** Whether the worker's session unit was its warm unit (the name it announced as warm). */
+function servedWarm(worker: WorkerProcess): boolean {
+  const warm = worker.messages.find((message) => message.type === 'warm');
+  const unit = worker.messages.find((message) => message.type === 'unit');
+  return warm !== undefined && unit !== undefined && 'name' in warm && 'name' in unit && warm.name === unit.name;
+}
+
+/** A hardened worker's config, with a warm unit (the floor's profile, which a START may draw) or none. */
+const hardened = (warmUnits: number) => withSession(workerConfig(sandbox), { minProfile: 'hardened', warmUnits });
+
+for (const warmUnits of [0, 1]) {
+  const kind = warmUnits ? 'a warm unit' : 'a fresh unit';
+  test(`hardened, ${kind}: \`..\` from the working directory walks the unit's tree (its private /tmp), not the client's`, async () => {
+    const name = `hardened-via-cwd-${warmUnits}`;
+    rmSync(`${sandbox.root}/tmp/${name}`, { force: true });
+    // As many `..` as the working directory is deep: the root, of whichever tree the directory is in.
+    const script = `up=$(pwd | tr -cd / | sed 's,/,../,g'); echo x > "\${up}tmp/${name}" && echo written; ls /tmp/${name} && echo own-tmp; echo done`;
+    const { worker, client } = await startSession(sandbox, workDir, ['/bin/sh', '-c', script], { config: hardened(warmUnits) });
+    const exit = await client.waitFor('exit');
+    const seen = client.output.toString().replaceAll('\r\n', ' ');
+    assert.is(exit.status, 0, seen);
+    assert.is(await worker.exited, 0);
+    assert.match(seen, `written /tmp/${name} own-tmp done`);
+    // The client's (the sandbox's own) /tmp was not reached.
+    assert.not.ok(existsSync(`${sandbox.root}/tmp/${name}`));
+    assert.is(servedWarm(worker), warmUnits === 1);
+  });
+
+  test(`hardened, ${kind}: a working directory only the client's namespace has (under its /tmp) is START_FAILED naming the private /tmp, nothing run`, async () => {
+    const clientOnly = `${sandbox.root}/tmp/hardened-client-only-${warmUnits}`;
+    mkdirSync(clientOnly, { recursive: true });
+    chownSync(clientOnly, sandbox.client.uid, sandbox.client.gid);
+    try {
+      const { worker, client } = await startSession(sandbox, clientOnly, ['/bin/sh', '-c', 'echo ran > ran-here'], { config: hardened(warmUnits) });
+      const error = await client.waitFor('error');
+      assert.is(error.code, ErrorCode.START_FAILED);
+      assert.match(error.message, `the working directory is not at /tmp/hardened-client-only-${warmUnits} in the session's mount namespace: No such file or directory`);
+      assert.match(error.message, "the session has a /tmp and /var/tmp of its own, PrivateTmp=: a directory under the client's is not there");
+      assert.is(client.frames.some((frame) => frame.type === 'started'), false);
+      assert.is(await worker.exited, 0);
+      assert.not.ok(existsSync(`${clientOnly}/ran-here`));
+      assert.is(servedWarm(worker), warmUnits === 1);
+    } finally {
+      rmSync(clientOnly, { recursive: true, force: true });
+    }
+  });
+}
 
 test.run();

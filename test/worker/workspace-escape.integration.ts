@@ -134,6 +134,7 @@ test('workspace: every way out the probe knows is closed, and what a terminal ne
     // `..` from the working directory walks the unit's own tree (the helper entered it by its path
     // there, after checking it is the START's directory), so the hidden paths stay hidden.
     'connect-user-bus-via-cwd': 'ENOENT',
+    'connect-ssh-agent-via-cwd': 'ENOENT',
     'write-tmp-via-cwd': 'OK',
     'host-tmp-written-via-cwd': 'false',
     // A path socket in a directory nothing hides: Landlock (ABI 7) has no right for connect().
@@ -177,16 +178,20 @@ test('hardened: the same user\'s other doors it leaves open (docs/security.md), 
   for (const name of ['ptrace-agent', 'pidfd-getfd-agent', 'mount', 'unshare-Urm', 'setuid']) assert.is(seen[name], 'EPERM', name);
   // Its own /tmp: the host's ssh agent socket there is not at that path.
   assert.is(seen['connect-ssh-agent'], 'ENOENT');
-  // But `..` from the working directory walks the client's tree, where the unit's mounts do not exist:
-  // the hidden runtime directory and the host's /tmp are reached that way (docs/security.md).
-  assert.is(seen['connect-user-bus-via-cwd'], 'OK');
-  assert.is(seen['host-tmp-written-via-cwd'], 'true');
+  // `..` from the working directory walks the unit's own tree (the helper entered it by its path there,
+  // after checking it is the START's directory), not the client's: the /tmp it reaches is its private
+  // one, where the ssh agent's socket is not; the user's bus is what it is by its own path (hardened
+  // does not hide it, docs/security.md).
+  assert.is(seen['connect-ssh-agent-via-cwd'], 'ENOENT');
+  assert.is(seen['connect-user-bus-via-cwd'], seen['connect-user-bus']);
+  assert.is(seen['write-tmp-via-cwd'], 'OK');
+  assert.is(seen['host-tmp-written-via-cwd'], 'false');
 });
 
 test('default: the same programs succeed where an interactive login of the account would', async () => {
   const seen = await probe('default');
   console.log(`# default: ${JSON.stringify(seen)}`);
-  for (const name of ['chmod-bashrc', 'chown-bashrc', 'utime-bashrc', 'setxattr-bashrc', 'chmod-ssh-key', 'chmod-home', 'chmod-x-workspace', 'signal-own-helper', 'connect-abstract-outside', 'truncate-outside', 'link-out', 'rename-out', 'mkdir-outside', 'symlink-outside', 'unlink-outside', 'write-outside', 'write-bashrc', 'write-authorized-keys', 'write-agent-config', 'write-git-hook', 'rename-git', 'write-bashrc-via-agent-root', 'read-key-via-agent-root', 'write-agent-mem', 'kill-agent', 'kill-other-session', 'ptrace-agent', 'pidfd-getfd-agent', 'setuid', 'read-ssh-key', 'read-agent-config', 'open-dev-null', 'open-dev-tty', 'write-workspace', 'write-tmp', 'connect-user-bus', 'connect-user-manager', 'systemd-run-user', 'connect-ssh-agent', 'connect-ssh-agent-via-agent-root', 'connect-agent-socket', 'connect-home-socket', 'unshare-Urm', 'connect-user-bus-via-cwd', 'write-tmp-via-cwd']) {
+  for (const name of ['chmod-bashrc', 'chown-bashrc', 'utime-bashrc', 'setxattr-bashrc', 'chmod-ssh-key', 'chmod-home', 'chmod-x-workspace', 'signal-own-helper', 'connect-abstract-outside', 'truncate-outside', 'link-out', 'rename-out', 'mkdir-outside', 'symlink-outside', 'unlink-outside', 'write-outside', 'write-bashrc', 'write-authorized-keys', 'write-agent-config', 'write-git-hook', 'rename-git', 'write-bashrc-via-agent-root', 'read-key-via-agent-root', 'write-agent-mem', 'kill-agent', 'kill-other-session', 'ptrace-agent', 'pidfd-getfd-agent', 'setuid', 'read-ssh-key', 'read-agent-config', 'open-dev-null', 'open-dev-tty', 'write-workspace', 'write-tmp', 'connect-user-bus', 'connect-user-manager', 'systemd-run-user', 'connect-ssh-agent', 'connect-ssh-agent-via-agent-root', 'connect-agent-socket', 'connect-home-socket', 'unshare-Urm', 'connect-user-bus-via-cwd', 'connect-ssh-agent-via-cwd', 'write-tmp-via-cwd']) {
     assert.is(seen[name], 'OK', name);
   }
   // Not root: mounting needs a capability whatever the profile.
