@@ -29,21 +29,28 @@ export async function launchWarm(context: StartContext, plan: WarmLaunch): Promi
   const link = new HelperLink(warm.fd, context.helperEvents, keep ? { retainBytes: keep.retainBytes } : undefined);
   // The HELLO the warm unit read is the channel's first message: the session's decoder takes it as read here.
   link.preface(warm.hello);
-  let sent = false;
+  let launched = false;
+  let handed = false;
   try {
     const launch = encodeLaunch(plan.launch.args);
-    sent = native().sendmsg(warm.fd, launch, 0, launch.length, [cwdFd, context.client.fd]) === launch.length && link.sendEnv(plan.launch.envMessage) && link.sendGo(plan.launch.started);
+    launched = native().sendmsg(warm.fd, launch, 0, launch.length, [cwdFd, context.client.fd]) === launch.length;
+    handed = launched && link.sendEnv(plan.launch.envMessage) && link.sendGo(plan.launch.started);
   } catch (error) {
     link.close();
     throw new SessionError(ErrorCode.INTERNAL, `the warm session helper cannot be launched: ${(error as Error).message}`, { cause: error });
   }
-  if (!sent) {
+  if (!launched) {
     link.close();
     throw new SessionError(ErrorCode.INTERNAL, 'the warm session helper cannot be reached');
   }
-  if (keep && deps.keptStore) rendezvous(deps.keptStore, deps.rendezvousCgroup, sessionId, link, -1);
+  // A helper that took LAUNCH and refused it before reading ENV (its working directory is not there in
+  // its unit's namespace: native/session/cwd.c) reported why and exited, so ENV or GO met a closed
+  // channel: its report, read below as a fresh unit's is, answers the START (START_FAILED). Without GO
+  // it never holds the client's write side; nothing is bound for it.
+  const kept = handed && keep && deps.keptStore;
+  if (kept) rendezvous(deps.keptStore!, deps.rendezvousCgroup, sessionId, link, -1);
   const cwd = cwdOf(cwdFd);
-  if (keep && deps.keptStore) context.rendezvous?.({ unit: name, sessionId, plan: keep, program: frame.argv[0] ?? '', cwd, rows: frame.rows, cols: frame.cols });
+  if (kept) context.rendezvous?.({ unit: name, sessionId, plan: keep, program: frame.argv[0] ?? '', cwd, rows: frame.rows, cols: frame.cols });
   context.launched(link);
   units.watch();
   link.start();
@@ -51,6 +58,7 @@ export async function launchWarm(context: StartContext, plan: WarmLaunch): Promi
     unitDone: context.unitDone.then(() => link.readAvailable()),
     timeoutMs: config.limits.operationTimeoutMs,
   });
+  if (!handed) throw new SessionError(ErrorCode.INTERNAL, 'the warm session helper cannot be reached');
   context.record.started();
   return { mainPid: warm.mainPid, unit: name, frame, sessionId, keep, cwd, programPid: confirmed, wallClockMs: warmWallClockMs(config), warm: true };
 }

@@ -84,7 +84,7 @@ for (const warmUnits of [0, 1]) {
     try {
       const { worker, client } = await startSession(sandbox, clientOnly, ['/bin/sh', '-c', 'echo ran > ran-here'], { config: hardened(warmUnits) });
       const error = await client.waitFor('error');
-      assert.is(error.code, ErrorCode.START_FAILED);
+      assert.is(error.code, ErrorCode.START_FAILED, error.message);
       assert.match(error.message, `the working directory is not at /tmp/hardened-client-only-${warmUnits} in the session's mount namespace: No such file or directory`);
       assert.match(error.message, "the session has a /tmp and /var/tmp of its own, PrivateTmp=: a directory under the client's is not there");
       assert.is(client.frames.some((frame) => frame.type === 'started'), false);

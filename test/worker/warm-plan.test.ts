@@ -11,7 +11,7 @@ const withProperties = (properties: Record<string, unknown>, warmUnits = 1) => t
 test('the warm unit is a fresh unit less its START: --warm alone, the account, slice, profile and properties, no environment', () => {
   const config = testConfig({ session: { ...DEFAULT_SESSION, minProfile: 'hardened', properties: { MemoryMax: 1 << 30, TasksMax: 64 } } });
   const spec = warmUnitSpec(config, '/usr/lib/helper');
-  const fresh = planStart({ type: 'start', rows: 24, cols: 80, cwdDev: 1n, cwdIno: 2n, argv: ['sh'], env: [] }, config, '/usr/lib/helper', 2).spec;
+  const fresh = planStart({ type: 'start', rows: 24, cols: 80, cwdDev: 1n, cwdIno: 2n, argv: ['sh'], env: [] }, config, '/usr/lib/helper', 2, [], undefined, '/srv/proj').spec;
   assert.equal(spec.helperArgs, ['--warm']);
   assert.is(spec.description, WARM_DESCRIPTION);
   assert.equal(spec.environment, {});
