@@ -182,7 +182,7 @@ int landlock_check_git(const struct landlock_plan *plan, int cwd, char *why, siz
   return rc;
 }
 
-int landlock_build(const struct landlock_plan *plan, int cwd, char *why, size_t size) {
+int landlock_build(const struct landlock_plan *plan, int cwd, int shm, char *why, size_t size) {
   int abi = landlock_abi();
   if (abi < 0) {
     snprintf(why, size, "the workspace profile needs Landlock, which this kernel does not offer (%s)", strerror(-abi));
@@ -205,6 +205,12 @@ int landlock_build(const struct landlock_plan *plan, int cwd, char *why, size_t 
   }
   for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++)
     if (add_path(ruleset, devices[i], LL_DEVICE, false, why, size) < 0) goto fail;
+  // POSIX shared memory and semaphores (shm_open, sem_open): the unit's own empty /dev/shm, by the
+  // descriptor mounts_open_shm() checked, so no path is resolved again for it.
+  if (shm >= 0 && add_rule(ruleset, shm, LL_WRITE) < 0) {
+    snprintf(why, size, "Landlock rule for /dev/shm: %s", strerror(errno));
+    goto fail;
+  }
   for (size_t i = 0; i < plan->count; i++)
     if (add_path(ruleset, plan->paths[i], plan->writable[i] ? LL_WRITE : LL_READ, plan->exact[i], why, size) < 0) goto fail;
   return ruleset;

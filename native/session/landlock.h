@@ -18,6 +18,8 @@ struct landlock_plan {
   uint64_t git_dev, git_ino;
   bool tmp;              // --client-tmp=DEV:INO: the client's /tmp, which the unit's /tmp must not be (mounts.c)
   uint64_t tmp_dev, tmp_ino;
+  bool shm;              // --client-shm=DEV:INO: the client's /dev/shm, whose file system the unit's must not be (mounts.c)
+  uint64_t shm_dev, shm_ino;
   size_t count;
   const char *paths[MAX_LANDLOCK_PATHS];
   bool writable[MAX_LANDLOCK_PATHS];
@@ -36,8 +38,9 @@ bool landlock_plan_git(struct landlock_plan *plan, const char *value);
 // The .git in `cwd` (entered in the unit's namespace) is the file root saw, on a read-only mount:
 // 0, or -1 with `why` said. Nothing to check without --readonly-git.
 int landlock_check_git(const struct landlock_plan *plan, int cwd, char *why, size_t size);
-// The ruleset's fd (close-on-exec), or -1 with `why` said.
-int landlock_build(const struct landlock_plan *plan, int cwd, char *why, size_t size);
+// The ruleset's fd (close-on-exec), or -1 with `why` said. `shm`: the unit's own /dev/shm, checked
+// (mounts_open_shm()), granted as a writable tree by that descriptor.
+int landlock_build(const struct landlock_plan *plan, int cwd, int shm, char *why, size_t size);
 // The session's own terminal, by its descriptor: -1 (errno) on failure.
 int landlock_add_terminal(int ruleset, int slave);
 // no_new_privs, then the ruleset on the calling thread's process: -1 (errno) on failure.
@@ -48,6 +51,11 @@ int landlock_enforce(int ruleset);
 int mounts_check_workspace(const struct landlock_plan *plan, int cwd, char *why, size_t size);
 // "DEV:INO" in decimal into the plan's client /tmp identity: false when malformed.
 bool mounts_plan_tmp(struct landlock_plan *plan, const char *value);
+// The same for the client's /dev/shm.
+bool mounts_plan_shm(struct landlock_plan *plan, const char *value);
+// /dev/shm opened (close-on-exec) and checked to be the unit's own: an empty tmpfs mounted there by
+// root, on another file system than the client's /dev/shm. Its fd, or -1 with `why` said.
+int mounts_open_shm(const struct landlock_plan *plan, char *why, size_t size);
 // The unit's mount namespace is there (/run/user hidden, /tmp not the client's): 0, or -1 with `why`.
 int mounts_check_namespace(const struct landlock_plan *plan, char *why, size_t size);
 

@@ -102,9 +102,15 @@ export function ancestry(fd: number, opened: number[]): { chain: FileKey[]; root
   return { chain, root: current };
 }
 
-/** The facts for `fd` (the START's directory), for the account with `home` and `uid`; `clientTmp`: the key of
- * /tmp in the client's tree, which the session's own must not be (native/session/mounts.c). */
-export function lookWorkspace(fd: number, account: { home?: string; uid: number }): WorkspaceFacts & { clientTmp?: FileKey } {
+/** The key of `path` in the client's tree, when it resolves there. */
+function keyIn(root: number, path: string, opened: number[]): FileKey | undefined {
+  const found = resolve(root, path, opened);
+  return found.complete ? found.keys[found.keys.length - 1] : undefined;
+}
+
+/** The facts for `fd` (the START's directory), for the account with `home` and `uid`; `clientTmp`, `clientShm`:
+ * the keys of /tmp and /dev/shm in the client's tree, which the session's own must not be (native/session/mounts.c). */
+export function lookWorkspace(fd: number, account: { home?: string; uid: number }): WorkspaceFacts & { clientTmp?: FileKey; clientShm?: FileKey } {
   const opened: number[] = [];
   try {
     const own = stat(fd);
@@ -113,35 +119,37 @@ export function lookWorkspace(fd: number, account: { home?: string; uid: number 
     const rootKey = chain[chain.length - 1]!;
     const named: NamedTree[] = [];
     for (const system of ['/dev', '/proc', '/sys', `/run/user/${account.uid}`]) named.push(tree(system, [rootKey], resolve(root, system, opened)));
-    const tmp = resolve(root, '/tmp', opened);
-    const clientTmp = tmp.complete ? tmp.keys[tmp.keys.length - 1] : undefined;
+    const clientTmp = keyIn(root, '/tmp', opened);
+    const clientShm = keyIn(root, '/dev/shm', opened);
     if (account.home === undefined) {
       named.push({ name: '~', ancestors: [], problem: "the account's home is not known" });
-      return { fsType, chain, named, clientTmp };
+      return { fsType, chain, named, clientTmp, clientShm };
     }
     const home = resolve(root, account.home, opened);
     named.push(tree('~', [rootKey], home));
     if (home.fd !== undefined) {
       for (const name of PROTECTED_IN_HOME) named.push(tree(`~/${name}`, [rootKey, ...home.keys], resolve(home.fd, name, opened)));
     }
-    return { fsType, chain, named, clientTmp };
+    return { fsType, chain, named, clientTmp, clientShm };
   } finally {
     for (const descriptor of opened) closeSync(descriptor);
   }
 }
 
 /** Throws BAD_START when `fd` may not be a workspace; nothing that cannot be examined passes. Returns the
- * helper's arguments the look gave: the client's /tmp, which the unit's must not be. */
+ * helper's arguments the look gave: the client's /tmp and /dev/shm, which the unit's must not be. */
 export function checkWorkspace(fd: number, account: { home?: string; uid: number }): string[] {
   let why: string | undefined;
-  let clientTmp: FileKey | undefined;
+  let facts: ReturnType<typeof lookWorkspace> | undefined;
   try {
-    const facts = lookWorkspace(fd, account);
+    facts = lookWorkspace(fd, account);
     why = judgeWorkspace(facts);
-    clientTmp = facts.clientTmp;
   } catch (error) {
     why = `the working directory cannot be examined: ${(error as Error).message}`;
   }
-  if (why) throw new SessionError(ErrorCode.BAD_START, `workspace refused: ${why}`);
-  return clientTmp === undefined ? [] : [`--client-tmp=${clientTmp}`];
+  if (why || !facts) throw new SessionError(ErrorCode.BAD_START, `workspace refused: ${why}`);
+  return [
+    ...(facts.clientTmp === undefined ? [] : [`--client-tmp=${facts.clientTmp}`]),
+    ...(facts.clientShm === undefined ? [] : [`--client-shm=${facts.clientShm}`]),
+  ];
 }

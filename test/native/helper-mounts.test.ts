@@ -1,10 +1,11 @@
 // The workspace profile's mount checks in the session helper (native/session/mounts.c), run as a plain
 // child in a private mount namespace (mount-layer.ts): without the workspace's own writable mount, with a
-// mount below it, without the unit's namespace (/run/user not covered, /tmp the client's), the start ends
-// before the fork; an operator's path reached through a symlink grants nothing.
+// mount below it, without the unit's namespace (/run/user not covered, /tmp the client's, /dev/shm not its
+// own), the start ends before the fork; an operator's path reached through a symlink grants nothing; the
+// unit's own /dev/shm is granted.
 import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { HelperRun, sh } from './helper-harness.ts';
@@ -75,6 +76,34 @@ test('without the unit\'s mount namespace (/run/user not covered, /tmp the clien
   assert.not.ok(existsSync(join(work, 'ran')));
   const privateTmp = new HelperRun(sh('touch ran'), { dir: work, options: options(work, [`--client-tmp=${dev}:${ino}`]), wrap: mountLayer(work, ['mount -t tmpfs none /tmp']) });
   assert.is((await privateTmp.ended).report?.reason, 'exit', privateTmp.text);
+}));
+
+test('/dev/shm that is not the unit\'s own empty tmpfs ends the start before the fork; its own is granted (POSIX shared memory works)', withScratch(async (base, work) => {
+  const { dev, ino } = statSync('/dev/shm', { bigint: true });
+  const client = `--client-shm=${dev}:${ino}`;
+  const refused = async (wrap: string[], why: string) => {
+    const run = new HelperRun(sh('touch ran'), { dir: work, options: options(work, [client]), wrap });
+    assert.match(await refusedBeforeFork(run), `the session's mount namespace is missing (/dev/shm is not its own: ${why})`);
+  };
+  // The host's own, as a unit without TemporaryFileSystem=/dev/shm has it.
+  await refused(mountLayer(work, [], { shmCover: false }), "it is the client's");
+  // A tree that is no tmpfs bound there; a tmpfs that is not empty; one with another mode.
+  mkdirSync(join(base, 'shm'), { mode: 0o1777 });
+  await refused(mountLayer(work, [`mount --bind ${base}/shm /dev/shm`]), 'it is not a tmpfs');
+  await refused(mountLayer(work, ['touch /dev/shm/planted']), 'it is not empty');
+  await refused(mountLayer(work, ['chmod 0777 /dev/shm']), "it is not root's, mode 1777");
+  // Nor an empty directory of the client's /dev/shm bound there: the same file system (device).
+  const inHostShm = `/dev/shm/${basename(base)}`;
+  try {
+    await refused(mountLayer(work, [`mkdir -m 1777 ${inHostShm}`, `mount --bind ${inHostShm} /dev/shm`], { shmCover: false }), "it is the client's");
+  } finally {
+    rmSync(inHostShm, { recursive: true, force: true });
+  }
+  assert.not.ok(existsSync(join(work, 'ran')));
+  const lock = 'python3 -c "import multiprocessing; multiprocessing.Lock()" && echo "lock=ok" || echo "lock=failed"';
+  const own = new HelperRun(sh(lock), { dir: work, options: options(work, [client]), wrap: mountLayer(work) });
+  assert.is((await own.ended).report?.reason, 'exit', own.text);
+  assert.match(own.text, 'lock=ok');
 }));
 
 test('an operator\'s read path with a symlink on its way grants nothing; a plain one grants reading', withScratch(async (base, work) => {

@@ -53,6 +53,9 @@ test.before(async () => {
     `systemctl start user@${uid}.service`,
   ].join(' && ')]);
   assert.is(manager.code, 0, manager.stderr);
+  // The account's own file in the host's /dev/shm (one tmpfs for every process of the account).
+  const shm = await sandbox.exec(['sh', '-c', `printf 'shared\\n' > /dev/shm/escape-account-file && chown ${uid}:${sandbox.client.gid} /dev/shm/escape-account-file && chmod 600 /dev/shm/escape-account-file`]);
+  assert.is(shm.code, 0, shm.stderr);
   const agent = await sandbox.startClientService('escape-agent.service', ['/usr/bin/python3', '/opt/agent-standin.py', home, String(uid)]);
   agentPid = agent.mainPid;
   await appeared(`${sandbox.root}${home}/agent-ready`, 10_000);
@@ -136,6 +139,12 @@ test('workspace: every way out the probe knows is closed, and what a terminal ne
     'connect-user-bus-via-cwd': 'ENOENT',
     'write-tmp-via-cwd': 'OK',
     'host-tmp-written-via-cwd': 'false',
+    // /dev/shm is the unit's own empty tmpfs (TemporaryFileSystem=, checked by the helper, then granted):
+    // the account's file in the host's is not there, and POSIX shared memory works.
+    'read-host-shm': 'ENOENT',
+    'chmod-host-shm': 'ENOENT',
+    'utime-host-shm': 'ENOENT',
+    'shm-lock': 'OK',
     // A path socket in a directory nothing hides: Landlock (ABI 7) has no right for connect().
     'connect-home-socket': 'OK',
     // Metadata by path: Landlock (ABI 7) has no right for these; the read-only mounts hold them.
@@ -171,7 +180,7 @@ test('workspace: every way out the probe knows is closed, and what a terminal ne
 test('hardened: the same user\'s other doors it leaves open (docs/security.md), and the calls it filters', async () => {
   const seen = await probe('hardened');
   console.log(`# hardened: ${JSON.stringify(seen)}`);
-  for (const name of ['write-outside', 'write-bashrc', 'write-authorized-keys', 'write-agent-config', 'write-bashrc-via-agent-root', 'read-key-via-agent-root', 'write-agent-mem', 'kill-agent', 'kill-other-session', 'read-ssh-key', 'read-agent-config', 'connect-user-bus', 'connect-user-manager', 'systemd-run-user', 'connect-ssh-agent-via-agent-root', 'connect-agent-socket', 'connect-home-socket', 'chmod-bashrc', 'setxattr-ssh-key', 'signal-own-helper', 'connect-abstract-outside', 'truncate-outside', 'mkdir-outside']) {
+  for (const name of ['write-outside', 'write-bashrc', 'write-authorized-keys', 'write-agent-config', 'write-bashrc-via-agent-root', 'read-key-via-agent-root', 'write-agent-mem', 'kill-agent', 'kill-other-session', 'read-ssh-key', 'read-agent-config', 'connect-user-bus', 'connect-user-manager', 'systemd-run-user', 'connect-ssh-agent-via-agent-root', 'connect-agent-socket', 'connect-home-socket', 'chmod-bashrc', 'setxattr-ssh-key', 'read-host-shm', 'chmod-host-shm', 'shm-lock', 'signal-own-helper', 'connect-abstract-outside', 'truncate-outside', 'mkdir-outside']) {
     assert.is(seen[name], 'OK', name);
   }
   for (const name of ['ptrace-agent', 'pidfd-getfd-agent', 'mount', 'unshare-Urm', 'setuid']) assert.is(seen[name], 'EPERM', name);
@@ -186,7 +195,7 @@ test('hardened: the same user\'s other doors it leaves open (docs/security.md), 
 test('default: the same programs succeed where an interactive login of the account would', async () => {
   const seen = await probe('default');
   console.log(`# default: ${JSON.stringify(seen)}`);
-  for (const name of ['chmod-bashrc', 'chown-bashrc', 'utime-bashrc', 'setxattr-bashrc', 'chmod-ssh-key', 'chmod-home', 'chmod-x-workspace', 'signal-own-helper', 'connect-abstract-outside', 'truncate-outside', 'link-out', 'rename-out', 'mkdir-outside', 'symlink-outside', 'unlink-outside', 'write-outside', 'write-bashrc', 'write-authorized-keys', 'write-agent-config', 'write-git-hook', 'rename-git', 'write-bashrc-via-agent-root', 'read-key-via-agent-root', 'write-agent-mem', 'kill-agent', 'kill-other-session', 'ptrace-agent', 'pidfd-getfd-agent', 'setuid', 'read-ssh-key', 'read-agent-config', 'open-dev-null', 'open-dev-tty', 'write-workspace', 'write-tmp', 'connect-user-bus', 'connect-user-manager', 'systemd-run-user', 'connect-ssh-agent', 'connect-ssh-agent-via-agent-root', 'connect-agent-socket', 'connect-home-socket', 'unshare-Urm', 'connect-user-bus-via-cwd', 'write-tmp-via-cwd']) {
+  for (const name of ['chmod-bashrc', 'chown-bashrc', 'utime-bashrc', 'setxattr-bashrc', 'chmod-ssh-key', 'chmod-home', 'chmod-x-workspace', 'signal-own-helper', 'connect-abstract-outside', 'truncate-outside', 'link-out', 'rename-out', 'mkdir-outside', 'symlink-outside', 'unlink-outside', 'write-outside', 'write-bashrc', 'write-authorized-keys', 'write-agent-config', 'write-git-hook', 'rename-git', 'write-bashrc-via-agent-root', 'read-key-via-agent-root', 'write-agent-mem', 'kill-agent', 'kill-other-session', 'ptrace-agent', 'pidfd-getfd-agent', 'setuid', 'read-ssh-key', 'read-agent-config', 'open-dev-null', 'open-dev-tty', 'write-workspace', 'write-tmp', 'connect-user-bus', 'connect-user-manager', 'systemd-run-user', 'connect-ssh-agent', 'connect-ssh-agent-via-agent-root', 'connect-agent-socket', 'connect-home-socket', 'read-host-shm', 'chmod-host-shm', 'utime-host-shm', 'shm-lock', 'unshare-Urm', 'connect-user-bus-via-cwd', 'write-tmp-via-cwd']) {
     assert.is(seen[name], 'OK', name);
   }
   // Not root: mounting needs a capability whatever the profile.
