@@ -86,7 +86,7 @@ static int add_rule(int ruleset, int fd, uint64_t access) {
 // `path` opened O_PATH one component at a time, none followed if it is a symlink (ELOOP then). Not
 // openat2(RESOLVE_NO_SYMLINKS): systemd's RestrictSUIDSGID= filter answers openat2 with ENOSYS, since
 // it cannot inspect the flags in its struct (systemd src/shared/seccomp-util.c).
-static int open_exact(const char *path) {
+int landlock_open_exact(const char *path) {
   char copy[4096];
   if (strlen(path) >= sizeof copy) {
     errno = ENAMETOOLONG;
@@ -117,7 +117,7 @@ static int open_exact(const char *path) {
 // ~/.cache/x): no symlink is followed on the way, so one grants nothing. The built-in system paths are
 // root's, and some are symlinks on merged-/usr systems (/bin, /lib).
 static int add_path(int ruleset, const char *path, uint64_t access, bool exact, char *why, size_t size) {
-  int fd = exact ? open_exact(path) : open(path, O_PATH | O_CLOEXEC);
+  int fd = exact ? landlock_open_exact(path) : open(path, O_PATH | O_CLOEXEC);
   if (fd < 0) return 0;
   int rc = add_rule(ruleset, fd, access);
   int err = errno;

@@ -7,7 +7,7 @@
 //        opencode-pty-session [--env-from-control] [--protocol=N] [--write-timeout-ms=N] [--stop-timeout-sec=N]
 //                             [--program-oom-score-adj=N]
 //                             [--keep --session-id=ID [--retain-bytes=N] [--max-observers=N]]
-//                             [--landlock --workspace-path=PATH [--readonly-git=DEV:INO] [--client-tmp=DEV:INO] [--client-shm=DEV:INO] [--landlock-read[-exact]=PATH]... [--landlock-write=PATH]...]
+//                             [--landlock --workspace-path=PATH [--home-cover=PATH] [--home-bind=DEV:INO:PATH]... [--readonly-git=DEV:INO] [--client-tmp=DEV:INO] [--client-shm=DEV:INO] [--landlock-read[-exact]=PATH]... [--landlock-write=PATH]...]
 //                             ROWS COLS PROGRAM [ARGS...]
 //   --env-from-control: the program's environment is the control channel's first message (ENV), not
 //   the helper's own (the worker always passes it, so the client's variables never apply to the helper)
@@ -23,6 +23,8 @@
 //   --workspace-path: where fd 0's directory is in the unit's mount namespace (landlock_reenter()).
 //   --readonly-git: the .git root saw there, which must be a read-only mount now (landlock_check_git()).
 //   --client-tmp: the client's /tmp, which the unit's own must not be (mounts_check_namespace()).
+//   --home-cover: the account's home, which must be a read-only tmpfs of its own in the unit (mounts_check_namespace()).
+//   --home-bind: an operator's path root found under the home, which the unit must have bound back as that directory (mounts.c check_binds()).
 //   --client-shm: the client's /dev/shm, whose file system the unit's own must not be (mounts_open_shm()).
 //   --landlock-read-exact: an operator's read path, reached without following a symlink (as every
 //   --landlock-write path is). Under --landlock the workspace must be a writable mount of its own with
@@ -92,7 +94,7 @@ static const char *option_value(int argc, char **argv, int *i, const char *name)
 static void usage(struct session *s, struct client *c) {
   give_up(s, c, 2, "%s",
           "usage: opencode-pty-session [--env-from-control] [--protocol=N] [--write-timeout-ms=N] [--stop-timeout-sec=N] "
-          "[--keep --session-id=ID [--retain-bytes=N] [--max-observers=N]] [--landlock --workspace-path=PATH [--readonly-git=DEV:INO] [--client-tmp=DEV:INO] [--client-shm=DEV:INO] [--landlock-read[-exact]=PATH]... [--landlock-write=PATH]...] "
+          "[--keep --session-id=ID [--retain-bytes=N] [--max-observers=N]] [--landlock --workspace-path=PATH [--home-cover=PATH] [--home-bind=DEV:INO:PATH]... [--readonly-git=DEV:INO] [--client-tmp=DEV:INO] [--client-shm=DEV:INO] [--landlock-read[-exact]=PATH]... [--landlock-write=PATH]...] "
           "ROWS COLS PROGRAM [ARGS...]; ROWS and COLS are decimal 1..65535; fd 0 is the working directory, fd 1 the "
           "client, fd 2 the worker");
 }
@@ -149,7 +151,12 @@ int main(int argc, char **argv) {
     if ((value = option_value(argc, argv, &i, "--landlock-write")) && landlock_plan_add(&landlock, value, true, true)) continue;
     if ((value = option_value(argc, argv, &i, "--client-tmp")) && mounts_plan_tmp(&landlock, value)) continue;
     if ((value = option_value(argc, argv, &i, "--client-shm")) && mounts_plan_shm(&landlock, value)) continue;
+    if ((value = option_value(argc, argv, &i, "--home-bind")) && mounts_plan_bind(&landlock, value)) continue;
     if ((value = option_value(argc, argv, &i, "--readonly-git")) && landlock_plan_git(&landlock, value)) continue;
+    if ((value = option_value(argc, argv, &i, "--home-cover")) && value[0] == '/' && value[1] != '\0') {
+      landlock.home = value;
+      continue;
+    }
     if ((value = option_value(argc, argv, &i, "--workspace-path")) && value[0] == '/') {
       landlock.workspace = value;
       continue;
@@ -176,7 +183,7 @@ int main(int argc, char **argv) {
   // The keep options mean nothing without --keep, and a kept session speaks version 3 at least.
   bool keep_options = session_id != 0 || retain != 2 << 20 || max_observers != 4;
   if ((keep && (session_id == 0 || version < 3)) || (!keep && keep_options)) usage(s, c);
-  if (landlock.on != (landlock.workspace != NULL) || (!landlock.on && (landlock.count > 0 || landlock.git || landlock.tmp || landlock.shm))) usage(s, c);
+  if (landlock.on != (landlock.workspace != NULL) || (!landlock.on && (landlock.count > 0 || landlock.git || landlock.tmp || landlock.shm || landlock.home || landlock.binds))) usage(s, c);
   c->version = (unsigned)version;
   c->write_timeout_ms = (int)timeout;
   s->stop_timeout_ms = (int)stop_sec * 1000;

@@ -150,6 +150,39 @@ bool mounts_plan_shm(struct landlock_plan *plan, const char *value) {
   return plan->shm = parse_key(value, &plan->shm_dev, &plan->shm_ino);
 }
 
+bool mounts_plan_bind(struct landlock_plan *plan, const char *value) {
+  // DEV:INO:PATH, where PATH (absolute) holds no ':' (a unit file could not carry one: unit-properties.ts).
+  const char *second = strchr(value, ':');
+  second = second ? strchr(second + 1, ':') : NULL;
+  if (!second || second[1] != '/' || plan->binds >= MAX_HOME_BINDS || (size_t)(second - value) > 41) return false;
+  char key[42];
+  memcpy(key, value, (size_t)(second - value));
+  key[second - value] = '\0';
+  size_t n = plan->binds;
+  if (!parse_key(key, &plan->bind_dev[n], &plan->bind_ino[n])) return false;
+  plan->bind_paths[n] = second + 1;
+  plan->binds++;
+  return true;
+}
+
+// Each operator's path bound back into the covered home is the directory root saw at START, reached
+// without a symlink and the root of a mount: PID 1 resolved the bind by path when the unit started,
+// through whatever the user had put on its way since (a symlink to ~/.ssh), which the helper's own
+// no-symlink walk would not see inside the bind. The path up to it lies on the read-only cover.
+static int check_binds(const struct landlock_plan *plan, char *why, size_t size) {
+  for (size_t i = 0; i < plan->binds; i++) {
+    struct stat st;
+    int fd = landlock_open_exact(plan->bind_paths[i]);
+    bool same = fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == plan->bind_dev[i] && (uint64_t)st.st_ino == plan->bind_ino[i] && mount_root(fd, "") == 1;
+    if (fd >= 0) close(fd);
+    if (!same) {
+      snprintf(why, size, "%s in the session's mount namespace is not the directory the supervisor saw at START", plan->bind_paths[i]);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 // True when the directory `fd` holds nothing but "." and "..".
 static bool empty_dir(int fd) {
   int copy = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -188,17 +221,33 @@ int mounts_open_shm(const struct landlock_plan *plan, char *why, size_t size) {
   return -1;
 }
 
-// The unit's namespace must be there: /run/user an empty read-only mount of its own
-// (TemporaryFileSystem=/run/user:ro, so this account's bus and agents are not), and /tmp not the
-// client's (PrivateTmp=; root read the client's /tmp from the START descriptor's root).
-int mounts_check_namespace(const struct landlock_plan *plan, char *why, size_t size) {
+// `path` is a read-only tmpfs mounted there (what TemporaryFileSystem=PATH:ro makes).
+static bool covered(const char *path) {
+  struct statfs fs;
   struct statvfs vfs;
+  int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  bool ok = fd >= 0 && mount_root(fd, "") == 1 && fstatfs(fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC && fstatvfs(fd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY);
+  if (fd >= 0) close(fd);
+  return ok;
+}
+
+// The unit's namespace must be there: /run/user an empty read-only mount of its own
+// (TemporaryFileSystem=/run/user:ro, so this account's bus and agents are not), the home covered the
+// same way (its path sockets: an ssh ControlMaster's, gpg's; the workspace is bound back into it and
+// landlock_reenter() checked it is the START's directory), and /tmp not the client's (PrivateTmp=; root
+// read the client's /tmp from the START descriptor's root).
+int mounts_check_namespace(const struct landlock_plan *plan, char *why, size_t size) {
   char own[64];
   snprintf(own, sizeof own, "/run/user/%u", (unsigned)getuid());
-  if (mount_root(AT_FDCWD, "/run/user") != 1 || statvfs("/run/user", &vfs) < 0 || !(vfs.f_flag & ST_RDONLY) || access(own, F_OK) == 0) {
+  if (!covered("/run/user") || access(own, F_OK) == 0) {
     snprintf(why, size, "%s", "the session's mount namespace is missing (/run/user is not hidden)");
     return -1;
   }
+  if (plan->home && !covered(plan->home)) {
+    snprintf(why, size, "the session's mount namespace is missing (%s is not hidden)", plan->home);
+    return -1;
+  }
+  if (check_binds(plan, why, size) < 0) return -1;
   struct stat st;
   if (!plan->tmp) return 0;
   if (stat("/tmp", &st) < 0 || ((uint64_t)st.st_dev == plan->tmp_dev && (uint64_t)st.st_ino == plan->tmp_ino)) {

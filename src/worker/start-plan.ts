@@ -48,7 +48,7 @@ export function planStart(frame: FrameOf<'start'>, config: Config, helperPath: s
         ...(budgets.memoryBytes === undefined ? [] : [`--program-oom-score-adj=${PROGRAM_OOM_SCORE_ADJ}`]),
         ...keepArgs,
         // The workspace profile's Landlock rules, decided by the session's own profile (never the floor alone).
-        ...workspaceHelperArgs(config.session, profile, cwdPath),
+        ...workspaceHelperArgs(config.session, profile, cwdPath, config.client.home),
         String(frame.rows),
         String(frame.cols),
         ...frame.argv,

@@ -18,14 +18,31 @@ export const WORKSPACE_SYSTEM_READ: readonly string[] = ['/usr', '/etc', '/bin',
 /** Writable beside the working directory: the unit's private /tmp and /var/tmp (PrivateTmp=). */
 export const WORKSPACE_PRIVATE_WRITE: readonly string[] = ['/tmp', '/var/tmp'];
 
+/** `path` is strictly below `base` (both plain absolute paths). */
+function below(path: string, base: string): boolean {
+  return path.startsWith(`${base}/`);
+}
+
+/**
+ * The account's home as the unit covers it (an empty read-only file system): from the account database,
+ * never the client; one that is not a plain absolute path a unit file can carry, or the root, refuses the
+ * START (nothing could be hidden, so nothing runs).
+ */
+export function homeToCover(home: string | undefined): string {
+  const plain = home !== undefined && UNIT_PATH.test(home) && home !== '/' && !home.endsWith('/') && home.split('/').slice(1).every((part) => part !== '' && part !== '.' && part !== '..');
+  if (!plain) throw new SessionError(ErrorCode.BAD_START, `workspace refused: the account's home cannot be hidden from the session (${JSON.stringify(home ?? null)})`);
+  return home;
+}
+
 /**
  * The helper's arguments for a session of `profile` (the START's, sandbox-request.ts); none outside the workspace profile.
  * `workspacePath`: the START directory's path as root sees its descriptor (readlink of /proc/self/fd):
  * the helper enters it there, in the unit's mount namespace, only if it is the same directory
  * (native/session/landlock.c landlock_reenter), since `..` from the client's descriptor walks the
- * client's namespace, past the unit's hidden paths. One that cannot be passed is a refusal.
+ * client's namespace, past the unit's hidden paths. One that cannot be passed is a refusal. `home`: the
+ * account's, which the unit covers and the helper checks is covered (native/session/mounts.c).
  */
-export function workspaceHelperArgs(session: Pick<SessionConfig, 'workspaceRead' | 'workspaceWrite'>, profile: SessionProfile, workspacePath: string): string[] {
+export function workspaceHelperArgs(session: Pick<SessionConfig, 'workspaceRead' | 'workspaceWrite'>, profile: SessionProfile, workspacePath: string, home: string | undefined): string[] {
   if (profile !== 'workspace') return [];
   if (!/^\/[^\0-\x1f\x7f\\]*$/.test(workspacePath) || workspacePath.endsWith(' (deleted)')) {
     throw new SessionError(ErrorCode.BAD_START, `workspace refused: the working directory has no path the session could enter (${JSON.stringify(workspacePath)})`);
@@ -37,6 +54,7 @@ export function workspaceHelperArgs(session: Pick<SessionConfig, 'workspaceRead'
   return [
     '--landlock',
     `--workspace-path=${workspacePath}`,
+    `--home-cover=${homeToCover(home)}`,
     ...WORKSPACE_SYSTEM_READ.map((path) => `--landlock-read=${path}`),
     // The operator's: the helper follows no symlink on their way (one the user swapped in grants nothing).
     ...session.workspaceRead.map((path) => `--landlock-read-exact=${path}`),
@@ -44,9 +62,38 @@ export function workspaceHelperArgs(session: Pick<SessionConfig, 'workspaceRead'
   ];
 }
 
-/** What PID 1 leaves writable under the workspace profile (ReadWritePaths=): the workspace by its path and the operator's write paths. */
-export function workspaceWritablePaths(session: Pick<SessionConfig, 'workspaceWrite'>, profile: SessionProfile, workspacePath: string): string[] {
-  return profile === 'workspace' ? [workspacePath, ...session.workspaceWrite] : [];
+/** The workspace unit's mount plan (unit-properties.ts): what PID 1 leaves writable in place, what it binds back into the covered home, the home it covers. */
+export interface WorkspaceMounts {
+  /** ReadWritePaths=: the workspace when outside the home, and the operator's write paths outside it. */
+  writablePaths: string[];
+  /** BindPaths= onto themselves: the workspace when under the home (the helper checks it is the START's
+   * directory) and the operator's write paths there that root found (workspace-look.ts homeBinds). */
+  boundPaths: string[];
+  /** BindReadOnlyPaths= onto themselves: the operator's read paths under the home that root found. */
+  readOnlyBinds: string[];
+  /** TemporaryFileSystem=<home>:ro: the home's path sockets (an ssh ControlMaster's, gpg's) are not there. */
+  homeCover?: string;
+}
+
+/**
+ * What PID 1 does to the mount tree under the workspace profile. The home is covered: Landlock's read
+ * allowlist never grants it, but it has no right for connect(), so a path socket under it stayed
+ * reachable while the home was only read-only. Bound back: the workspace, and the operator's paths under
+ * the home that root found as directories without a symlink on their way (`binds`); PID 1 resolves each
+ * by path again, through whatever the user put there since, so the helper checks every bind is the
+ * directory root saw (native/session/mounts.c). The operator's other paths under the home grant nothing.
+ */
+export function workspaceMounts(session: Pick<SessionConfig, 'workspaceWrite'>, profile: SessionProfile, workspacePath: string, home: string | undefined, binds: readonly { path: string; writable: boolean }[] = []): WorkspaceMounts {
+  if (profile !== 'workspace') return { writablePaths: [], boundPaths: [], readOnlyBinds: [] };
+  const homeCover = homeToCover(home);
+  const underHome = below(workspacePath, homeCover);
+  const inHome = binds.filter((bind) => below(bind.path, homeCover));
+  return {
+    writablePaths: [...(underHome ? [] : [workspacePath]), ...session.workspaceWrite.filter((path) => path !== homeCover && !below(path, homeCover))],
+    boundPaths: [...(underHome ? [workspacePath] : []), ...inHome.filter((bind) => bind.writable).map((bind) => bind.path)],
+    readOnlyBinds: inHome.filter((bind) => !bind.writable).map((bind) => bind.path),
+    homeCover,
+  };
 }
 
 /** The session helper's bound on Landlock paths (native/session/landlock.h MAX_LANDLOCK_PATHS). */

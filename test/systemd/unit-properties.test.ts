@@ -172,6 +172,16 @@ test('the workspace profile holds everything hardened sets, hides the account\'s
   assert.not.ok(byName(sessionUnitProperties(spec({ profile: 'hardened' }))).has('ReadWritePaths'));
 });
 
+test('a covered home is a read-only temporary file system, the workspace under it a bind from the host\'s tree; a home a unit file cannot carry is refused', () => {
+  const tuples = sessionUnitProperties(spec({ profile: 'workspace', helperArgs: LANDLOCK_ARGS, boundPaths: ['/home/u/p'], homeCover: '/home/u' }));
+  const byNameAll = (name: string) => tuples.filter(([found]) => found === name).map(([, , value]) => value);
+  assert.equal(byNameAll('BindPaths'), [[['/home/u/p', '/home/u/p', false, 0n]]]);
+  assert.equal(byNameAll('TemporaryFileSystem'), [[['/home/u', 'ro']], [['/run/user', 'ro'], ['/dev/shm', 'mode=1777,nosuid,size=256m,nr_inodes=16384']]]);
+  assert.not.ok(tuples.some(([name]) => name === 'ReadWritePaths'));
+  for (const home of ['/', '/a b', '/a:b']) throwsCode(() => sessionUnitProperties(spec({ profile: 'workspace', helperArgs: LANDLOCK_ARGS, boundPaths: ['/home/u/p'], homeCover: home })), 'PROPERTY_INVALID');
+  for (const path of ['/a b', '/a:b']) throwsCode(() => sessionUnitProperties(spec({ profile: 'workspace', helperArgs: LANDLOCK_ARGS, boundPaths: [path] })), 'PROPERTY_INVALID');
+});
+
 test('read-only paths become BindReadOnlyPaths= onto themselves; one systemd could not write back is refused', () => {
   const tuples = byName(sessionUnitProperties(spec({ profile: 'workspace', helperArgs: LANDLOCK_ARGS, writablePaths: ['/home/u/p'], readOnlyPaths: ['/home/u/p/.git'] })));
   assert.equal(tuples.get('BindReadOnlyPaths'), ['BindReadOnlyPaths', 'a(ssbt)', [['/home/u/p/.git', '/home/u/p/.git', false, 0n]]]);
