@@ -86,6 +86,11 @@ test('a home not covered ends the start before the fork; covered, with the works
   const args = options(work, [`--home-cover=${home}`]);
   const bare = new HelperRun(sh('touch ran'), { dir: work, options: args, wrap: mountLayer(work) });
   assert.match(await refusedBeforeFork(bare), `the session's mount namespace is missing (${home} is not hidden)`);
+  // A cover reached through a symlink anywhere on the way (PID 1 follows one) is not the home's.
+  mkdirSync(join(base, 'elsewhere', 'sub'), { recursive: true });
+  symlinkSync(join(base, 'elsewhere'), join(base, 'bent'));
+  const bent = new HelperRun(sh('touch ran'), { dir: work, options: options(work, [`--home-cover=${base}/bent/sub`]), wrap: mountLayer(work, [`mount -t tmpfs -o ro none ${base}/elsewhere/sub`]) });
+  assert.match(await refusedBeforeFork(bent), `the session's mount namespace is missing (${base}/bent/sub is not hidden)`);
   assert.not.ok(existsSync(join(work, 'ran')));
   // What PID 1 does for TemporaryFileSystem=<home>:ro with BindPaths=<workspace>: the bind's source is the host's tree.
   const cover = [`mount --bind ${base} /mnt`, `mount -t tmpfs none ${home}`, `mkdir ${work}`, `mount --bind /mnt/home/work ${work}`, `mount -o remount,bind,rw ${work}`, 'umount /mnt', `mount -o remount,ro ${home}`];
