@@ -53,11 +53,20 @@ void InlineOob(int fd) {
 }
 
 // Collects every descriptor the kernel installed, bounded by what it says it wrote (msg_controllen).
-void CollectFds(msghdr* msg, std::vector<int>* fds, bool* foreign) {
+// With `credentials`, a whole SCM_CREDENTIALS (there only on a socket with SO_PASSCRED set: the kernel's
+// record of the sender, which a sender without CAP_SYS_ADMIN/CAP_SETUID cannot forge) is kept there
+// rather than counted as foreign.
+void CollectFds(msghdr* msg, std::vector<int>* fds, bool* foreign, ucred* credentials = nullptr, bool* hasCredentials = nullptr) {
   const auto* end = static_cast<const unsigned char*>(msg->msg_control) + msg->msg_controllen;
   for (cmsghdr* cmsg = CMSG_FIRSTHDR(msg); cmsg != nullptr; cmsg = CMSG_NXTHDR(msg, cmsg)) {
     const bool rights = cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS;
     const bool pidfd = cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_PIDFD;
+    const bool creds = cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_CREDENTIALS && cmsg->cmsg_len == CMSG_LEN(sizeof(ucred));
+    if (creds && credentials != nullptr && CMSG_DATA(cmsg) + sizeof(ucred) <= end) {
+      std::memcpy(credentials, CMSG_DATA(cmsg), sizeof(ucred));
+      *hasCredentials = true;
+      continue;
+    }
     if (!rights) *foreign = true;
     // A foreign message that installed a descriptor is still reported, so the caller can close it.
     if ((!rights && !pidfd) || cmsg->cmsg_len < CMSG_LEN(0)) continue;
@@ -142,9 +151,18 @@ Napi::Value Recvmsg(const Napi::CallbackInfo& info) {
 
   std::vector<int> fds;
   bool foreign = false;
-  CollectFds(&msg, &fds, &foreign);
+  ucred credentials{};
+  bool hasCredentials = false;
+  CollectFds(&msg, &fds, &foreign, &credentials, &hasCredentials);
 
   Napi::Object result = Napi::Object::New(env);
+  if (hasCredentials) {
+    Napi::Object sender = Napi::Object::New(env);
+    sender.Set("pid", Napi::Number::New(env, credentials.pid));
+    sender.Set("uid", Napi::Number::New(env, credentials.uid));
+    sender.Set("gid", Napi::Number::New(env, credentials.gid));
+    result.Set("credentials", sender);
+  }
   Napi::Array list = Napi::Array::New(env, fds.size());
   for (size_t i = 0; i < fds.size(); i++) list.Set(static_cast<uint32_t>(i), Napi::Number::New(env, fds[i]));
   result.Set("bytes", Napi::Number::New(env, static_cast<double>(received)));

@@ -246,12 +246,22 @@ Napi::Value ConnectUnix(const Napi::CallbackInfo& info) {
   std::string path;
   sockaddr_un address;
   socklen_t length;
+  bool passCredentials = false;
   if (!ArgString(info, 0, "path", &path) || !UnixAddress(env, path, false, "connect", &address, &length)) {
     return Napi::Value();
   }
+  if (info.Length() > 1 && !info[1].IsUndefined() && !ArgBool(info, 1, "passCredentials", &passCredentials)) return Napi::Value();
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
     ThrowErrno(env, errno, "socket");
+    return Napi::Value();
+  }
+  // Set before connect, so even the first bytes the listener's side sends on accept carry the kernel's
+  // record of their sender (unix(7) SO_PASSCRED: attached to each message sent while it is set).
+  const int one = 1;
+  if (passCredentials && setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof one) < 0) {
+    CloseKeepingErrno(fd);
+    ThrowErrno(env, errno, "setsockopt SO_PASSCRED");
     return Napi::Value();
   }
   // A Unix stream connect completes at once or fails; EAGAIN means the listener's backlog is

@@ -98,43 +98,25 @@ export class AcceptGate {
     } catch (error) {
       return credentialsRefusal((error as Error).message);
     }
-    const who = `pid ${credentials.pid}`;
     if (credentials.uid === 0 && this.#deps.admitRoot) return this.#decideRoot(fd, credentials);
     if (!credentialsMatch(credentials, this.#deps.config)) return wrongAccount(credentials);
-    let pidfd = -1;
-    let identity;
-    try {
-      // The clock is read (only where SO_PEERPIDFD is missing) in this same turn as the accept.
-      pidfd = peerPidfd(fd, credentials.pid, ticksSinceBoot);
-      identity = pidfdIdentity(pidfd);
-    } catch (error) {
-      closeQuietly(pidfd);
-      return identityRefusal(error, who);
-    }
-    const peer: PeerAtAccept = { credentials, pidfd, cgroup: identity.cgroup, startTicks: identity.startTicks };
+    const peer = peerAtAccept(fd, credentials);
+    if ('admitted' in peer) return peer;
     const result = await this.#decideFor(peer);
-    if (!result.admitted) closeQuietly(pidfd);
+    if (!result.admitted) closeQuietly(peer.pidfd);
     return result;
   }
 
   /** Root, the operator: its own small admission, no client unit (it may only LIST, ATTACH and STOP_SESSION: principals.ts). */
   #decideRoot(fd: number, credentials: PeerCredentials): GateResult {
-    const who = `pid ${credentials.pid}`;
-    let pidfd = -1;
-    let identity;
-    try {
-      pidfd = peerPidfd(fd, credentials.pid, ticksSinceBoot);
-      identity = pidfdIdentity(pidfd);
-    } catch (error) {
-      closeQuietly(pidfd);
-      return identityRefusal(error, who);
-    }
+    const peer = peerAtAccept(fd, credentials);
+    if ('admitted' in peer) return peer;
     const admitted = this.#deps.admission.admitRoot();
     if (!admitted.admitted) {
-      closeQuietly(pidfd);
-      return refusal(ErrorCode.ADMISSION, ADMISSION_REFUSED, 'root', `admission: ${MAX_ROOT_CONNECTIONS} root connections at once`, who);
+      closeQuietly(peer.pidfd);
+      return refusal(ErrorCode.ADMISSION, ADMISSION_REFUSED, 'root', `admission: ${MAX_ROOT_CONNECTIONS} root connections at once`, `pid ${credentials.pid}`);
     }
-    return { admitted: true, slot: admitted.slot, peer: { credentials, pidfd, cgroup: identity.cgroup, startTicks: identity.startTicks } };
+    return { admitted: true, slot: admitted.slot, peer };
   }
 
   async #decideFor(peer: PeerAtAccept): Promise<GateResult> {
@@ -198,7 +180,21 @@ export class AcceptGate {
  * peer's doing: AUTHENTICATION, as the seeds. Anything else (no unified cgroup line, fds exhausted, a
  * fault of ours) is the server's: INTERNAL, logged as that, not as a peer that left.
  */
-export function identityRefusal(error: unknown, who: string): GateResult {
+/** The peer's pidfd (the caller's to close) and the identity read through it, or the refusal when its process
+ * is gone or cannot be read. The clock is read (only where SO_PEERPIDFD is missing) in this same turn as the accept. */
+function peerAtAccept(fd: number, credentials: PeerCredentials): PeerAtAccept | GateRefusal {
+  let pidfd = -1;
+  try {
+    pidfd = peerPidfd(fd, credentials.pid, ticksSinceBoot);
+    const identity = pidfdIdentity(pidfd);
+    return { credentials, pidfd, cgroup: identity.cgroup, startTicks: identity.startTicks };
+  } catch (error) {
+    closeQuietly(pidfd);
+    return identityRefusal(error, `pid ${credentials.pid}`);
+  }
+}
+
+export function identityRefusal(error: unknown, who: string): GateRefusal {
   const message = (error as Error).message;
   if ((error as { code?: string }).code === 'ESRCH') return refusal(ErrorCode.AUTHENTICATION, AUTHENTICATION_FAILED, 'peers gone before accept', `peer process: ${message}`, who);
   return refusal(ErrorCode.INTERNAL, 'peer identity unavailable', 'peer identity unavailable', `peer identity: ${message}`, who);

@@ -69,3 +69,8 @@ export class ClientError extends Error {
 export function isClientError(value: unknown): value is ClientError {
   return value instanceof ClientError;
 }
+
+/** ABORTED, when the caller's signal has fired already. */
+export function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new ClientError('ABORTED', 'aborted by the caller', { cause: signal.reason });
+}

@@ -1,57 +1,19 @@
 // The client's connection: handshake, then one request: START with the cwd fd the client opened itself, or
 // (version 3) LIST, ATTACH or STOP_SESSION.
-import { closeSync, constants, fstatSync, openSync } from 'node:fs';
-import { LATEST_VERSION, PROTOCOL_VERSION, SANDBOX_VERSION, encodeFrame, isProtocolError, type Frame, type FrameOf } from '../protocol/index.ts';
-import { ClientError } from './client-error.ts';
+import { LATEST_VERSION, PROTOCOL_VERSION, type Frame, type FrameOf } from '../protocol/index.ts';
+import { ClientError, throwIfAborted } from './client-error.ts';
+import type { ConnectOptions, RequestOptions, StartOptions } from './client-options.ts';
 import { Deadline } from './deadline.ts';
-import { fitEnvironment } from './environment-fit.ts';
 import { FrameChannel, type ChannelHandler } from './frame-channel.ts';
 import { RuntimeSocket } from './runtime-socket.ts';
 import { Session, type SessionEnd } from './session.ts';
-import { attachFrame, checkSessionId, keptSessionOf, needKeepVersion, needVersion, type AttachOptions, type KeptSession } from './kept-sessions.ts';
-import { sandboxOf, type SandboxOptions } from './sandbox-options.ts';
+import { attachFrame, checkSessionId, keptSessionOf, needKeepVersion, type AttachOptions, type KeptSession } from './kept-sessions.ts';
+import { startRequest } from './start-request.ts';
 
 export type { AttachOptions, KeptSession, KeptSessionOrigin, KeptSessionState } from './kept-sessions.ts';
+export type { ConnectOptions, RequestOptions, StartOptions } from './client-options.ts';
 
 export { DEFAULT_TIMEOUT_MS } from './deadline.ts';
-
-export interface ConnectOptions {
-  /** Abandons the handshake (rejecting with ABORTED). */
-  signal?: AbortSignal;
-  /** Rejects with TIMEOUT when no WELCOME came within this many ms (default 30 s; 0: no deadline). */
-  timeoutMs?: number;
-}
-
-export interface StartOptions extends SandboxOptions {
-  /** Program and arguments; argv[0] is resolved by the session's PATH. */
-  argv: string[];
-  /** Directory the session runs in, opened here and handed over as an fd (default: process.cwd()). */
-  cwd?: string;
-  /** Environment for the program; the server applies its own policy on top. What one START cannot carry
-   * (over 128 names or 64 KiB, or not valid for execve) is left out and named in Session.droppedEnv. */
-  env?: Record<string, string>;
-  rows?: number;
-  cols?: number;
-  /** Version 3: keep the session this many ms after its last connection closes (0, the default: the session
-   * ends with its connection). The server bounds it (session.maxKeepMs) and refuses more, never lowers it. */
-  keepMs?: number;
-  /** Version 3, with keepMs: bytes of output the session retains for a later attach (4096 to 64 MiB; default
-   * the server's, 2 MiB unless configured). */
-  retainBytes?: number;
-  /** Version 3: plain text (at most 256 bytes, no control characters) that list() shows. */
-  label?: string;
-  /** Abandons waiting for STARTED (rejecting with ABORTED and closing the connection). */
-  signal?: AbortSignal;
-  /** Rejects with TIMEOUT (and closes) when no STARTED came within this many ms (default 30 s; 0: none). */
-  timeoutMs?: number;
-}
-
-/** Options of list() and stopSession(). */
-export interface RequestOptions {
-  signal?: AbortSignal;
-  /** Rejects with TIMEOUT (and closes) when no answer came within this many ms (default 30 s; 0: none). */
-  timeoutMs?: number;
-}
 
 type State = 'handshake' | 'ready' | 'starting' | 'listing' | 'attaching' | 'stopping-session' | 'started' | 'closed';
 
@@ -116,29 +78,12 @@ export class Client {
    * resolves with the session at STARTED (rejects at ERROR). One session per connection. */
   async start(options: StartOptions): Promise<Session> {
     this.#checkReady('start a session');
-    const { argv, cwd = process.cwd(), env = {}, rows = 24, cols = 80, keepMs = 0, retainBytes = 0, label = '', profile, network, budgets } = options;
-    if (keepMs !== 0 || retainBytes !== 0 || label !== '') needKeepVersion(this.#version, 'a kept or labelled session');
-    const sandbox = sandboxOf(profile, network, budgets);
-    if (sandbox) needVersion(this.#version, SANDBOX_VERSION, 'a profile, network mode or budget');
-    throwIfAborted(options.signal);
-    const dirFd = openDirectory(cwd);
-    let start: Buffer;
-    try {
-      // bigint: st_ino and st_dev are 64-bit and may exceed 2^53.
-      const stat = fstatSync(dirFd, { bigint: true });
-      const fitted = fitEnvironment(env, argv);
-      this.#droppedEnv = fitted.dropped;
-      const frame: FrameOf<'start'> = { type: 'start', rows, cols, cwdDev: stat.dev, cwdIno: stat.ino, argv, env: fitted.entries };
-      start = encodeFrame({ ...frame, keepMs, retainBytes, label, ...sandbox }, this.#version);
-    } catch (error) {
-      closeSync(dirFd);
-      if (isProtocolError(error)) throw new ClientError('BAD_START', error.message, { cause: error });
-      throw new ClientError('CWD', `cannot stat ${cwd}`, { cause: error });
-    }
+    const { frame, dirFd, droppedEnv, kept } = startRequest(options, this.#version);
+    this.#droppedEnv = droppedEnv;
     this.#state = 'starting';
-    this.#kept = keepMs > 0;
+    this.#kept = kept;
     const deadline = new Deadline(options.timeoutMs, 'no STARTED from the server');
-    return (await this.#await(options.signal, deadline, () => this.#sendStart(start, dirFd))) as Session;
+    return (await this.#await(options.signal, deadline, () => this.#sendStart(frame, dirFd))) as Session;
   }
 
   /** Version 3: this client's kept sessions (root: every one), as the server lists them. The connection is
@@ -285,18 +230,4 @@ export class Client {
 
 function asClientError(error: unknown): ClientError {
   return error instanceof ClientError ? error : new ClientError('IO', `cannot send: ${String(error)}`, { cause: error });
-}
-
-function openDirectory(cwd: string): number {
-  try {
-    // O_DIRECTORY: a path that is not a directory fails here, not at the server.
-    return openSync(cwd, constants.O_RDONLY | constants.O_DIRECTORY);
-  } catch (error) {
-    const errno = (error as { code?: string }).code;
-    throw new ClientError('CWD', `cannot open ${cwd} as a directory: ${errno ?? String(error)}`, { errno, cause: error });
-  }
-}
-
-function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw new ClientError('ABORTED', 'aborted by the caller', { cause: signal.reason });
 }

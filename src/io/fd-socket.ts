@@ -2,13 +2,15 @@
 // libuv reads stream sockets with plain read(), which drops SCM_RIGHTS fds, and pause() does not stop it: every
 // socket that may carry or must reject an fd goes through this class instead of net.Socket.
 import { EventEmitter } from 'node:events';
-import { type FdWatcher, native, type PollEvents } from '../native/index.ts';
-import { ExactRequest, type ExactRead } from './exact-read.ts';
+import { native, type PollEvents } from '../native/index.ts';
+import type { ExactRead } from './exact-read.ts';
 import { closeQuietly } from './fds.ts';
 import { closePeer } from './peer-close.ts';
 import { IoError, fromSystemError } from './io-error.ts';
+import { rethrowLater } from './rethrow-later.ts';
+import { SocketReader } from './socket-reader.ts';
+import { SocketWatch } from './socket-watch.ts';
 import { SocketWriter } from './socket-writer.ts';
-import { readChunk, type StreamRead } from './stream-read.ts';
 
 export type { ExactRead } from './exact-read.ts';
 
@@ -21,10 +23,6 @@ export interface FdSocketOptions {
 
 const DEFAULT_MAX_QUEUED = 8 * 1024 * 1024;
 const DEFAULT_READ_BUFFER = 64 * 1024;
-/** Where a peek puts its byte: read at once, before anything else can peek (one thread). */
-const PEEKED = Buffer.alloc(1);
-/** Reads per readable event before yielding: uv_poll is level-triggered, so the rest comes on the next turn. */
-const READS_PER_EVENT = 16;
 
 export interface FdSocket {
   /** 'end': EOF read while streaming. 'hangup': the peer shut its writing side or closed, reported once, even
@@ -38,28 +36,15 @@ export interface FdSocket {
 
 export class FdSocket extends EventEmitter {
   #fd: number;
-  #watcher: FdWatcher | undefined;
-  #interestKey = '';
-  #exact: ExactRequest | undefined;
-  /** A peekByte() waiting for the first queued byte. */
-  #peek: { resolve(byte: number): void; reject(error: IoError): void } | undefined;
-  #onData: ((chunk: Buffer) => void) | undefined;
-  #paused = false;
-  /** EOF was read: nothing more will ever be readable. */
-  #ended = false;
+  readonly #watch: SocketWatch;
   /** A fatal poll error: the watcher is gone for good. */
   #dead = false;
-  #hangupReported = false;
-  #writer: SocketWriter;
-  /** A streaming read's buffer, made at the first streaming read: most of the broker's sockets only
-   * read frame-exact or peek, and 64 KiB for each of them was garbage (docs/testing.md, the broker's RSS). */
-  #scratch: Buffer | undefined;
-  readonly #readBufferSize: number;
+  readonly #reader: SocketReader;
+  readonly #writer: SocketWriter;
 
   /** Takes ownership of `fd` (closed by close(), or here if it cannot be made non-blocking). */
   constructor(fd: number, options: FdSocketOptions = {}) {
     super();
-    this.#readBufferSize = options.readBufferSize ?? DEFAULT_READ_BUFFER;
     try {
       native().setNonBlocking(fd, true);
     } catch (error) {
@@ -67,6 +52,13 @@ export class FdSocket extends EventEmitter {
       throw fromSystemError(error, 'fcntl');
     }
     this.#fd = fd;
+    this.#watch = new SocketWatch(fd, this.#onEvents);
+    this.#reader = new SocketReader(fd, options.readBufferSize ?? DEFAULT_READ_BUFFER, {
+      interestChanged: () => this.#updateInterest(),
+      emit: (event) => this.#emitSafe(event),
+      error: (error) => this.#emitSafe('error', error),
+      fatal: (error) => this.#fatal(error),
+    });
     this.#writer = new SocketWriter(fd, options.maxQueuedBytes ?? DEFAULT_MAX_QUEUED, {
       blockedChanged: () => this.#updateInterest(),
       drained: () => this.#emitSafe('drain'),
@@ -75,8 +67,7 @@ export class FdSocket extends EventEmitter {
       // sent before going (e.g. a final EXIT frame behind which our CREDIT could no longer be sent).
       failed: (error) =>
         process.nextTick(() => {
-          const reading = this.#exact !== undefined || (this.#onData !== undefined && !this.#ended);
-          if (this.#fd >= 0 && !(reading && error.code === 'PEER_GONE')) this.#emitSafe('error', error);
+          if (this.#fd >= 0 && !(this.#reader.reading && error.code === 'PEER_GONE')) this.#emitSafe('error', error);
         }),
     });
   }
@@ -101,7 +92,7 @@ export class FdSocket extends EventEmitter {
 
   /** The peer has shut its writing side or closed ('hangup' was reported). */
   get hungUp(): boolean {
-    return this.#hangupReported;
+    return this.#reader.hungUp;
   }
 
   /** Why a send failed, once one has (reported through 'error' too): later writes are dropped. Set
@@ -115,13 +106,10 @@ export class FdSocket extends EventEmitter {
    * is left of maxFds (at least one, so a stray fd is seen, never silently dropped): the caller checks the
    * count. Rejects EOF, CLOSED, BUSY, PEER_GONE or SYSCALL, closing every fd received so far. */
   readExact(n: number, maxFds: number): Promise<ExactRead> {
-    if (this.#fd < 0) return Promise.reject(new IoError('CLOSED', 'socket is closed'));
-    if (this.#exact || this.#onData) return Promise.reject(new IoError('BUSY', 'a read is already in progress'));
-    if (this.#dead) return Promise.reject(new IoError('PEER_GONE', 'the socket failed earlier'));
-    if (this.#ended) return Promise.reject(new IoError('EOF', 'the peer closed the connection'));
+    const refusal = this.#readRefusal(this.#reader.busy);
+    if (refusal) return Promise.reject(refusal);
     return new Promise<ExactRead>((resolve, reject) => {
-      this.#exact = new ExactRequest(n, maxFds, resolve, reject);
-      this.#readExactStep();
+      this.#reader.startExact(n, maxFds, resolve, reject);
       this.#updateInterest();
     });
   }
@@ -133,43 +121,27 @@ export class FdSocket extends EventEmitter {
    * BUSY or PEER_GONE.
    */
   peekByte(): Promise<number> {
-    if (this.#fd < 0) return Promise.reject(new IoError('CLOSED', 'socket is closed'));
-    if (this.#exact || this.#onData || this.#peek) return Promise.reject(new IoError('BUSY', 'a read is already in progress'));
-    if (this.#dead) return Promise.reject(new IoError('PEER_GONE', 'the socket failed earlier'));
-    if (this.#ended) return Promise.reject(new IoError('EOF', 'the peer closed the connection'));
+    const refusal = this.#readRefusal(this.#reader.busy || this.#reader.peeking);
+    if (refusal) return Promise.reject(refusal);
     return new Promise<number>((resolve, reject) => {
-      this.#peek = { resolve, reject };
-      this.#peekStep();
+      this.#reader.startPeek(resolve, reject);
       this.#updateInterest();
     });
   }
 
-  #peekStep(): void {
-    const request = this.#peek;
-    if (!request || this.#fd < 0) return;
-    let got: number;
-    try {
-      got = native().peek(this.#fd, PEEKED, 0, 1);
-    } catch (error) {
-      this.#peek = undefined;
-      return request.reject(fromSystemError(error, 'recv'));
-    }
-    if (got < 0) return;
-    this.#peek = undefined;
-    if (got === 0) {
-      this.#ended = true;
-      return request.reject(new IoError('EOF', 'the peer closed the connection'));
-    }
-    request.resolve(PEEKED[0]!);
+  #readRefusal(busy: boolean): IoError | undefined {
+    if (this.#fd < 0) return new IoError('CLOSED', 'socket is closed');
+    if (busy) return new IoError('BUSY', 'a read is already in progress');
+    if (this.#dead) return new IoError('PEER_GONE', 'the socket failed earlier');
+    if (this.#reader.ended) return new IoError('EOF', 'the peer closed the connection');
+    return undefined;
   }
 
   /** Streams every byte to onData from the event loop. An fd arriving here is closed at once and reported
    * as 'error' UNEXPECTED_FD, and reading stops (those bytes are not delivered). */
   startReading(onData: (chunk: Buffer) => void): void {
     if (this.#fd < 0) throw new IoError('CLOSED', 'socket is closed');
-    if (this.#exact || this.#onData) throw new IoError('BUSY', 'a read is already in progress');
-    this.#onData = onData;
-    this.#paused = false;
+    this.#reader.startStream(onData);
     this.#updateInterest();
   }
 
@@ -181,17 +153,17 @@ export class FdSocket extends EventEmitter {
 
   /** Stops reading (the kernel buffer fills and the peer's writes block) but keeps watching for hang-up. */
   pauseReading(): void {
-    this.#paused = true;
+    this.#reader.setPaused(true);
     this.#updateInterest();
   }
 
   resumeReading(): void {
-    this.#paused = false;
+    this.#reader.setPaused(false);
     this.#updateInterest();
   }
 
   get isPaused(): boolean {
-    return this.#paused;
+    return this.#reader.paused;
   }
 
   /** Queues one write and sends what the kernel takes now. The queue owns `fds` from here on: they are
@@ -245,152 +217,45 @@ export class FdSocket extends EventEmitter {
     if (this.#fd < 0) return;
     const fd = this.#fd;
     this.#fd = -1;
-    // The watcher must stop before its fd is closed (a later fd with the same number must not be polled).
-    this.#watcher?.close();
-    this.#watcher = undefined;
+    this.#watch.close();
     this.#writer.drop();
-    this.#onData = undefined;
-    this.#failExact(new IoError('CLOSED', 'socket closed'));
-    this.#failPeek(new IoError('CLOSED', 'socket closed'));
+    this.#reader.close();
     if (!leaveOpen) closeQuietly(fd);
     this.#emitSafe('close');
   }
 
-  #readExactStep(): void {
-    const request = this.#exact;
-    if (!request) return;
-    const outcome = request.step(this.#fd);
-    if (outcome === 'pending') return;
-    this.#exact = undefined;
-    if (outcome === 'eof') this.#ended = true;
-  }
-
-  #failPeek(error: IoError): void {
-    const request = this.#peek;
-    this.#peek = undefined;
-    request?.reject(error);
-  }
-
-  #failExact(error: IoError): void {
-    const request = this.#exact;
-    this.#exact = undefined;
-    request?.fail(error);
-  }
-
-  #readStream(): void {
-    for (let i = 0; i < READS_PER_EVENT; i += 1) {
-      const onData = this.#onData;
-      if (!onData || this.#paused || this.#fd < 0 || this.#ended) return;
-      let read: StreamRead;
-      try {
-        read = readChunk(this.#fd, (this.#scratch ??= Buffer.allocUnsafe(this.#readBufferSize)));
-      } catch (error) {
-        return this.#fatal(error as IoError);
-      }
-      switch (read.kind) {
-        case 'blocked':
-          return;
-        case 'control':
-          this.#onData = undefined;
-          this.#updateInterest();
-          return this.#emitSafe('error', new IoError(read.code, 'control data arrived on a data stream; reading stopped'));
-        case 'eof':
-          this.#ended = true;
-          this.#updateInterest();
-          if (!this.#hangupReported) {
-            this.#hangupReported = true;
-            this.#emitSafe('hangup');
-          }
-          return this.#emitSafe('end');
-        case 'data':
-          try {
-            onData(read.chunk);
-          } catch (error) {
-            rethrowLater(error);
-          }
-      }
-    }
-  }
-
-  /** The peer reset the connection: deliver what it sent before, even while paused (bounded by its
-   * socket buffer), so nothing it wrote is lost; stops at EOF, at the reset error, or when blocked. */
-  #readAfterReset(): void {
-    while (this.#fd >= 0 && !this.#ended) {
-      if (this.#exact) {
-        this.#readExactStep();
-        if (this.#exact) return;
-        continue;
-      }
-      const onData = this.#onData;
-      if (!onData) return;
-      let read: StreamRead;
-      try {
-        read = readChunk(this.#fd, (this.#scratch ??= Buffer.allocUnsafe(this.#readBufferSize)));
-      } catch {
-        return;
-      }
-      if (read.kind === 'blocked' || read.kind === 'control') return;
-      if (read.kind === 'eof') {
-        this.#ended = true;
-        if (!this.#hangupReported) {
-          this.#hangupReported = true;
-          this.#emitSafe('hangup');
-        }
-        this.#emitSafe('end');
-        return;
-      }
-      try {
-        onData(read.chunk);
-      } catch (error) {
-        rethrowLater(error);
-      }
-    }
-  }
-
   /** Nothing on this socket can progress any more; the owner closes it. */
   #stop(): void {
-    this.#watcher?.close();
-    this.#watcher = undefined;
+    this.#watch.close();
     this.#dead = true;
     this.#writer.drop();
-    this.#onData = undefined;
+    this.#reader.stopStreaming();
     this.#updateInterest();
   }
 
   /** A poll error: nothing on this socket can progress any more; the owner closes it. */
   #fatal(error: IoError): void {
     this.#stop();
-    this.#failExact(error);
-    this.#failPeek(error);
+    this.#reader.fail(error);
     this.#emitSafe('error', error);
   }
 
   #onEvents = (events: PollEvents): void => {
     try {
       if (this.#fd < 0) return;
-      if (events.hangup && !this.#hangupReported) {
-        this.#hangupReported = true;
-        this.#updateInterest();
-        this.#emitSafe('hangup');
-        if (this.#fd < 0) return;
-      }
+      if (events.hangup && this.#reader.noteHangup() && this.#fd < 0) return;
       if (events.error || events.status < 0) {
         // POLLERR on a Unix stream socket is a pending ECONNRESET: the peer closed with our bytes unread.
         // What it sent before closing is still queued, and recvmsg returns that first (the kernel checks
         // sk_err only once the queue is empty), so a reader gets every byte, e.g. a final EXIT frame.
         // libuv stops the poll handle after it (uv__poll_io), so this socket is done either way.
-        if (this.#peek) this.#peekStep();
-        this.#readAfterReset();
+        this.#reader.readAfterReset();
         if (this.#fd < 0) return;
-        if (this.#ended) return this.#stop();
+        if (this.#reader.ended) return this.#stop();
         return this.#fatal(new IoError('PEER_GONE', `poll reported an error (status ${events.status})`));
       }
       if (events.writable && this.#writer.blocked) this.#writer.flush();
-      if (events.readable && this.#fd >= 0) {
-        if (this.#exact) this.#readExactStep();
-        else if (this.#peek) this.#peekStep();
-        else this.#readStream();
-      }
+      if (events.readable && this.#fd >= 0) this.#reader.onReadable();
       this.#updateInterest();
     } catch (error) {
       // Nothing may escape into the native callback; a bug here surfaces as an ordinary uncaught exception.
@@ -400,23 +265,11 @@ export class FdSocket extends EventEmitter {
 
   #updateInterest(): void {
     if (this.#fd < 0 || this.#dead) return;
-    const readable = this.#exact !== undefined || this.#peek !== undefined || (this.#onData !== undefined && !this.#paused && !this.#ended);
-    const writable = this.#writer.blocked;
-    // Level-triggered: once reported, POLLRDHUP would fire on every turn, so it is watched only until then.
-    const hangup = !this.#hangupReported && !this.#ended;
-    const key = `${+readable}${+writable}${+hangup}`;
-    if (key === this.#interestKey) return;
-    this.#interestKey = key;
     try {
-      if (this.#watcher) this.#watcher.update({ readable, writable, hangup });
-      else if (readable || writable || hangup) {
-        this.#watcher = native().watch(this.#fd, { readable, writable, hangup }, this.#onEvents);
-      }
+      this.#watch.set({ readable: this.#reader.wantsReadable, writable: this.#writer.blocked, hangup: this.#reader.wantsHangup });
     } catch (error) {
-      this.#interestKey = '';
-      const failure = fromSystemError(error, 'poll');
       process.nextTick(() => {
-        if (this.#fd >= 0 && !this.#dead) this.#fatal(failure);
+        if (this.#fd >= 0 && !this.#dead) this.#fatal(error as IoError);
       });
     }
   }
@@ -429,10 +282,4 @@ export class FdSocket extends EventEmitter {
       rethrowLater(error);
     }
   }
-}
-
-function rethrowLater(error: unknown): void {
-  process.nextTick(() => {
-    throw error;
-  });
 }

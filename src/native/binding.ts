@@ -22,6 +22,9 @@ export interface ReceivedMessage {
   controlTruncated: boolean;
   /** A control message other than SCM_RIGHTS arrived (it was discarded). */
   foreignControl: boolean;
+  /** SCM_CREDENTIALS, only on a socket with SO_PASSCRED (connectUnix's passCredentials): the kernel's
+   * record of who sent these bytes, which the sender cannot forge without CAP_SYS_ADMIN and CAP_SETUID. */
+  credentials?: { pid: number; uid: number; gid: number };
 }
 
 export interface PollEvents {
@@ -126,8 +129,9 @@ export interface NativeBinding {
    * gid as int32: read them with `>>> 0`; pid is -errno when SO_PEERCRED failed). Empty when nothing is
    * pending; throws accept4's error only when it failed before any connection was accepted. */
   acceptBatch(fd: number, max: number): Int32Array;
-  /** A non-blocking connect to a Unix stream socket path; returns the connected fd (close-on-exec, non-blocking). */
-  connectUnix(path: string): number;
+  /** A non-blocking connect to a Unix stream socket path; returns the connected fd (close-on-exec, non-blocking).
+   * `passCredentials` sets SO_PASSCRED first: every message read then carries its sender's credentials. */
+  connectUnix(path: string, passCredentials?: boolean): number;
   /** Watch an fd on the event loop (uv_poll, with POLLRDHUP). The callback runs on the loop thread. */
   watch(fd: number, interest: WatchInterest, callback: (events: PollEvents) => void): FdWatcher;
   /** One datagram to an sd_notify socket: a path, or an abstract name starting with "@". */

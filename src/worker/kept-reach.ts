@@ -10,20 +10,31 @@ import type { KeptRecord, KeptStore } from '../kept-store/index.ts';
 
 const HELLO_BYTES = HelperLimits.HEADER_SIZE + HelperLimits.HELLO_SIZE;
 
-/** The record, a connection to the helper (taken by the caller) and the HELLO read on it, or why not. */
-export async function reachKept(store: KeptStore | undefined, unit: string, sessionId: number, prefix: string, timeoutMs: number): Promise<{ record: KeptRecord; fd: number; hello: Buffer } | string> {
+/** Who must have sent HELLO: the unit's main process (the helper, as systemd knows it) as the client's uid. */
+export interface HelperSender {
+  pid: number;
+  uid: number;
+}
+
+/**
+ * The record, a connection to the helper (taken by the caller) and the HELLO read on it, or why not.
+ * The socket's path is in root's directory, but a root process without capabilities can still replace
+ * it (docs/security.md): what answers there is taken for the helper only when the kernel's record of
+ * HELLO's sender (SCM_CREDENTIALS) names `sender`, which such a process cannot claim (its own pid, uid 0).
+ */
+export async function reachKept(store: KeptStore | undefined, unit: string, sessionId: number, prefix: string, timeoutMs: number, sender: HelperSender): Promise<{ record: KeptRecord; fd: number; hello: Buffer } | string> {
   if (!store) return 'kept sessions are not kept past their worker here';
   const read = store.read(unit, sessionId, prefix);
   if ('why' in read) return read.why;
   let fd: number;
   try {
-    fd = native().connectUnix(store.socketPath(sessionId));
+    fd = native().connectUnix(store.socketPath(sessionId), true);
   } catch (error) {
     return `its rendezvous cannot be reached (${(error as Error).message})`;
   }
   // The helper never sends a descriptor: the kernel refuses any it tries.
   passRights(fd, false);
-  const hello = await readHello(fd, timeoutMs);
+  const hello = await readHello(fd, timeoutMs, sender);
   if (typeof hello === 'string') {
     closeQuietly(fd);
     return `its session helper ${hello}`;
@@ -32,7 +43,7 @@ export async function reachKept(store: KeptStore | undefined, unit: string, sess
 }
 
 /** Exactly HELLO's bytes (what follows stays queued for the link), or why not. */
-function readHello(fd: number, timeoutMs: number): Promise<Buffer | string> {
+function readHello(fd: number, timeoutMs: number, sender: HelperSender): Promise<Buffer | string> {
   const hello = Buffer.alloc(HELLO_BYTES);
   let got = 0;
   return new Promise((resolve) => {
@@ -55,6 +66,10 @@ function readHello(fd: number, timeoutMs: number): Promise<Buffer | string> {
         return done('sent a descriptor');
       }
       if (received.bytes === 0) return done('ended its channel before HELLO');
+      const from = received.credentials;
+      if (!from || from.pid !== sender.pid || from.uid !== sender.uid) {
+        return done(`is not the one answering at its rendezvous: HELLO came from ${from ? `pid ${from.pid} uid ${from.uid}` : 'an unknown sender'}, not the unit's main process (pid ${sender.pid} uid ${sender.uid})`);
+      }
       got += received.bytes;
       if (got < HELLO_BYTES) return;
       if (hello[0] !== HelperMessageType.HELLO || hello.readUInt32BE(1) !== HelperLimits.HELLO_SIZE) return done('sent another message than HELLO first');

@@ -199,7 +199,8 @@ export class Worker {
     const adoptedAt = Date.now();
     let reached: { record: KeptRecord; fd: number; hello: Buffer } | string;
     try {
-      reached = await reachKept(keptStore, unit, message.sessionId, config.unitPrefix, config.limits.operationTimeoutMs);
+      const { mainPid } = await manager.serviceState(unit);
+      reached = mainPid > 0 ? await reachKept(keptStore, unit, message.sessionId, config.unitPrefix, config.limits.operationTimeoutMs, { pid: mainPid, uid: config.client.uid }) : 'its unit has no main process';
     } catch (error) {
       reached = (error as Error).message;
     }

@@ -12,6 +12,7 @@ import type { Agent } from '../support/agent.ts';
 import { bootSupervisor, brokerPid, sessionUnits } from '../support/supervisor.ts';
 import { until } from '../support/wait.ts';
 import { BROKER_UNIT } from '../sandbox/deploy.ts';
+import { HELPER_DIALECT } from '../../src/control/helper-channel-core.ts';
 
 let sandbox: Sandbox;
 let agent: Agent;
@@ -132,7 +133,9 @@ test('a capability-less root process that queued on a rendezvous before the brok
   assert.ok(!took || error !== undefined, `a capability-less root process (connected: ${connected}) became the session's control channel (read ${hello}) and, by ATTACH, read the agent's terminal: ${terminal}`);
   const attached = await agent.keep({ op: 'attach', name: 'v-2', id: started.id!, from: 0, read: { bytes: 11 } });
   assert.is(attached.error, undefined, `the agent attaches again after the restart: ${attached.message}`);
-  assert.is((await sessionUnits(sandbox)).length, 1, 'the kept session still runs');
+  const running = await sessionUnits(sandbox);
+  const all = (await sandbox.systemctl('list-units', '--all', '--plain', '--no-legend', 'opencode-pty-session-*')).stdout;
+  assert.is(running.length, 1, `the kept session still runs: ${JSON.stringify(running)} of ${all}`);
 });
 
 test('a capability-less root process that connects while no worker holds the session is closed unread', async () => {
@@ -177,6 +180,52 @@ test('a capability-less root process can neither read the memory of the broker n
   }
   await agent.keep({ op: 'stop-session', id: holder.id! });
   await until(async () => (await sessionUnits(sandbox)).length === before, 15_000, 'stopped');
+});
+
+// The rendezvous directory is root's (0700), and uid 0 owns it, so a root process without any capability
+// may still unlink a session's socket and bind its own there. The next worker then connects to that one:
+// it takes what answers for the helper only when the kernel's record of HELLO's sender (SCM_CREDENTIALS)
+// is the unit's main process as the client's uid, which such a process cannot claim.
+test("a capability-less root process that puts its own socket at a kept session's rendezvous is not taken for its helper", async () => {
+  const before = (await sessionUnits(sandbox)).length;
+  const started = await agent.keep({ op: 'start', name: 'i', argv: ['sh', '-c', 'echo secret-$((6*7)); exec sleep 600'], keepMs: 60_000, read: { bytes: 11 } });
+  assert.is(started.error, undefined, started.message);
+  await agent.keep({ op: 'detach', name: 'i' });
+  assert.is((await sandbox.systemctl('stop', BROKER_UNIT)).code, 0);
+  const path = `/run/opencode-pty-kept/${started.id}.sock`;
+  const impostor = `
+import os, socket
+os.unlink('${path}')
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind('${path}')
+s.listen(4)
+open('${OUT}.impostor-ready', 'w').write('yes')
+c, _ = s.accept()
+c.sendall(bytes([0x40, 0, 0, 0, 2, 0, ${HELPER_DIALECT}]))
+c.settimeout(10)
+got = b''
+try:
+    while True:
+        data = c.recv(65536)
+        if not data:
+            break
+        got += data
+except OSError:
+    pass
+open('${OUT}.impostor-got', 'w').write(got.hex())
+`;
+  const run = await sandbox.exec(['systemd-run', '--unit=kept-impostor', '-p', 'CapabilityBoundingSet=', '-p', 'AmbientCapabilities=', '/usr/bin/python3', '-c', impostor]);
+  assert.is(run.code, 0, run.stderr);
+  await until(async () => (await read('impostor-ready')) !== undefined, 10_000, 'the impostor bound its socket');
+  // A broker starts and adopts what is kept: its worker connects to the impostor's socket.
+  assert.is((await sandbox.systemctl('start', BROKER_UNIT)).code, 0);
+  await until(async () => (await read('impostor-got')) !== undefined, 15_000, 'the worker let the impostor go');
+  const journal = await sandbox.journal();
+  await sandbox.systemctl('stop', 'kept-impostor.service');
+  assert.match(journal, new RegExp(`kept session \\S+ cannot be adopted: its session helper is not the one answering at its rendezvous: HELLO came from pid \\d+ uid 0, not the unit's main process \\(pid \\d+ uid ${sandbox.client.uid}\\)`));
+  assert.is(await read('impostor-got'), '', 'nothing was sent to the impostor');
+  // Failing closed: a session whose helper cannot be told apart is stopped, never handed to another.
+  await until(async () => (await sessionUnits(sandbox)).length === before, 15_000, 'the session stopped');
 });
 
 test.run();

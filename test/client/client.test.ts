@@ -7,19 +7,9 @@ import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ErrorCode, LATEST_VERSION, Limits, PROTOCOL_VERSION, encodeFrame } from '../../src/protocol/index.ts';
-import { ClientError, connect, exitStatus, type Client, type Session } from '../../src/client/index.ts';
+import { ClientError, connect, exitStatus, type Session } from '../../src/client/index.ts';
 import { TestServer, type ServerConnection } from './test-server.ts';
-
-async function rejection(promise: Promise<unknown>): Promise<ClientError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.instance(error, ClientError);
-    return error as ClientError;
-  }
-  assert.unreachable('expected a rejection');
-  throw new Error('unreachable');
-}
+import { handshaken, rejection } from '../support/client-server.ts';
 
 /** Waits, turn by turn of the event loop, until `condition` holds: a state to reach, not a delay. */
 async function until(condition: () => boolean, what: string): Promise<void> {
@@ -42,17 +32,8 @@ function fdsOn(dir: string): number {
 }
 
 /** A connected client with a started session, and the server's side of it. */
-/** A client connected to `server` with the handshake done, and the server's side of it. */
-async function handshaken(server: TestServer, version = 1): Promise<{ client: Client; conn: ServerConnection }> {
-  const accepted = server.accept();
-  const connecting = connect(server.path);
-  const conn = await accepted;
-  await conn.handshake(version);
-  return { client: await connecting, conn };
-}
-
 async function startedSession(server: TestServer): Promise<{ session: Session; conn: ServerConnection }> {
-  const { client, conn } = await handshaken(server);
+  const { client, conn } = await handshaken(server, 1);
   const starting = client.start({ argv: ['sh'], cwd: server.dir });
   const start = await conn.expect('start', 1);
   for (const fd of start.fds) closeSync(fd);
@@ -193,7 +174,7 @@ print(f"received {len(got)} bytes", flush=True)
 
 test('START carries the cwd fd (same dev/ino), its fields, and the client closes its own copy', async () => {
   const server = new TestServer();
-  const { client, conn } = await handshaken(server);
+  const { client, conn } = await handshaken(server, 1);
   const starting = client.start({ argv: ['bash', '-l'], cwd: server.dir, env: { TERM: 'xterm' }, rows: 30, cols: 100 });
   const start = await conn.expect('start', 1);
   const want = statSync(server.dir, { bigint: true });
@@ -220,7 +201,7 @@ test('START carries the cwd fd (same dev/ino), its fields, and the client closes
 
 test('a cwd that is not a directory fails before anything is sent', async () => {
   const server = new TestServer();
-  const { client, conn } = await handshaken(server);
+  const { client, conn } = await handshaken(server, 1);
   const error = await rejection(client.start({ argv: ['sh'], cwd: server.path }));
   assert.is(error.code, 'CWD');
   assert.is(error.errno, 'ENOTDIR');
@@ -231,7 +212,7 @@ test('a cwd that is not a directory fails before anything is sent', async () => 
 
 test('an ERROR answering START rejects start() with its code and text', async () => {
   const server = new TestServer();
-  const { client, conn } = await handshaken(server);
+  const { client, conn } = await handshaken(server, 1);
   const starting = client.start({ argv: ['sh'], cwd: server.dir });
   const start = await conn.expect('start', 1);
   for (const fd of start.fds) closeSync(fd);
@@ -377,7 +358,7 @@ test('a server that accepts and never answers: connect and start reject with TIM
   assert.is((await silent).code, 'TIMEOUT');
   assert.is(await conn.socket.readExact(1, 0).then(() => 'data', () => 'closed'), 'closed', 'the client closed the connection');
 
-  const { client, conn: second } = await handshaken(server);
+  const { client, conn: second } = await handshaken(server, 1);
   const starting = rejection(client.start({ argv: ['sh'], cwd: server.dir, timeoutMs: 50 }));
   const start = await second.expect('start', 1);
   for (const fd of start.fds) closeSync(fd);

@@ -4,22 +4,12 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { closeSync } from 'node:fs';
 import { ErrorCode, Limits, sessionsFrame, type SessionEntry } from '../../src/protocol/index.ts';
-import { ClientError, connect, type Client, type Session } from '../../src/client/index.ts';
+import { ClientError, type Client, type Session } from '../../src/client/index.ts';
 import { TestServer, type ServerConnection } from './test-server.ts';
+import { handshaken, rejection } from '../support/client-server.ts';
 
 const ID = 0xa3c9e01b2d4f5;
 const UNIT = 'opencode-pty-session-a3c9e01b2d4f5aa.service';
-
-async function rejection(promise: Promise<unknown>): Promise<ClientError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.instance(error, ClientError);
-    return error as ClientError;
-  }
-  assert.unreachable('expected a rejection');
-  throw new Error('unreachable');
-}
 
 function throwsClient(fn: () => unknown, code: string): void {
   try {
@@ -30,14 +20,6 @@ function throwsClient(fn: () => unknown, code: string): void {
     return;
   }
   assert.unreachable(`expected ${code}`);
-}
-
-async function handshaken(server: TestServer, version = 3): Promise<{ client: Client; conn: ServerConnection }> {
-  const accepted = server.accept();
-  const connecting = connect(server.path);
-  const conn = await accepted;
-  await conn.handshake(version);
-  return { client: await connecting, conn };
 }
 
 /** Reads `n` bytes of the session's output (paused mode), so `offset` counts exactly what was read. */
@@ -56,7 +38,7 @@ function attached(fields: Partial<{ role: 1 | 2; generation: number; oldest: big
 }
 
 async function attachedSession(server: TestServer, options: Parameters<Client['attach']>[1], answer = attached()) {
-  const { client, conn } = await handshaken(server);
+  const { client, conn } = await handshaken(server, 3);
   const attaching = client.attach(ID, options);
   const request = await conn.expect('attach');
   conn.send(answer);
@@ -67,7 +49,7 @@ const closed = (conn: ServerConnection) => conn.readFrame().then((r) => r.frame.
 
 test('a kept START carries keepMs, retainBytes and the label; STARTED v3 gives the session its id', async () => {
   const server = new TestServer();
-  const { client, conn } = await handshaken(server);
+  const { client, conn } = await handshaken(server, 3);
   assert.is(client.version, 3);
   const starting = client.start({ argv: ['make'], cwd: server.dir, keepMs: 600_000, retainBytes: 1 << 20, label: 'build' });
   const start = await conn.expect('start', 1);
@@ -87,7 +69,7 @@ test('a kept START carries keepMs, retainBytes and the label; STARTED v3 gives t
 
 test('a plain START in version 3 is not kept: its keep fields are zero, and detach() refuses', async () => {
   const server = new TestServer();
-  const { client, conn } = await handshaken(server);
+  const { client, conn } = await handshaken(server, 3);
   const starting = client.start({ argv: ['sh'], cwd: server.dir });
   const start = await conn.expect('start', 1);
   for (const fd of start.fds) closeSync(fd);
@@ -128,7 +110,7 @@ const ENTRY: SessionEntry = {
 
 test('list() sends LIST and returns the entries as plain objects; the connection is done after', async () => {
   const server = new TestServer();
-  const { client, conn } = await handshaken(server);
+  const { client, conn } = await handshaken(server, 3);
   const listing = client.list();
   await conn.expect('list');
   conn.send(sessionsFrame([ENTRY, { ...ENTRY, id: 7, state: 2, controllers: 1, observers: 2, deadlineMs: 0, endCode: 0, endStatus: 0, fresh: false, origin: 2 }]));
@@ -147,12 +129,12 @@ test('list() sends LIST and returns the entries as plain objects; the connection
 
 test('an ERROR answering a request rejects with its name (NOT_PERMITTED, NO_SESSION)', async () => {
   const server = new TestServer();
-  let { client, conn } = await handshaken(server);
+  let { client, conn } = await handshaken(server, 3);
   const listing = client.list();
   await conn.expect('list');
   conn.send({ type: 'error', code: ErrorCode.NOT_PERMITTED, message: 'only the client service\'s main process may list' });
   assert.is((await rejection(listing)).code, 'NOT_PERMITTED');
-  ({ client, conn } = await handshaken(server));
+  ({ client, conn } = await handshaken(server, 3));
   const attaching = client.attach(12345);
   await conn.expect('attach');
   conn.send({ type: 'error', code: ErrorCode.NO_SESSION, message: 'no kept session 12345' });
@@ -206,12 +188,12 @@ test('a TRUNCATED that contradicts the offsets, an ATTACHED for another id, a ge
   ({ session, conn } = await attachedSession(server, {}));
   conn.send({ type: 'controller-changed', generation: 2, role: 2 });
   assert.match((await rejection(session.exit)).message, 'generation 2 after 2');
-  const { client, conn: other } = await handshaken(server);
+  const { client, conn: other } = await handshaken(server, 3);
   const attaching = client.attach(ID);
   await other.expect('attach');
   other.send(attached({ id: ID + 1 }));
   assert.is((await rejection(attaching)).code, 'PROTOCOL');
-  const { client: late, conn: third } = await handshaken(server);
+  const { client: late, conn: third } = await handshaken(server, 3);
   const past = late.attach(ID, { from: 200 });
   await third.expect('attach');
   third.send(attached({ next: 100n }));
@@ -273,7 +255,7 @@ test('CONTROLLER_CHANGED demotes the controller: the event, the role, input not 
 
 test('stopSession() sends STOP_SESSION and resolves with the STOPPED end', async () => {
   const server = new TestServer();
-  const { client, conn } = await handshaken(server);
+  const { client, conn } = await handshaken(server, 3);
   const stopping = client.stopSession(ID);
   assert.is((await conn.expect('stop-session')).id, ID);
   const accounting = { cpuUsageNsec: 1, memoryBytes: null, ioReadBytes: null, ioWriteBytes: null, tasks: 0, inputBytes: 0, outputBytes: 0, durationUsec: 5 };
@@ -285,7 +267,7 @@ test('stopSession() sends STOP_SESSION and resolves with the STOPPED end', async
 
 test('invalid ids and options are INVALID_ARGUMENT before anything is sent; one request per connection', async () => {
   const server = new TestServer();
-  const { client, conn } = await handshaken(server);
+  const { client, conn } = await handshaken(server, 3);
   for (const id of [0, -1, 1.5, 2 ** 53, Number.NaN]) await rejection(client.attach(id)).then((e) => assert.is(e.code, 'INVALID_ARGUMENT', String(id)));
   await rejection(client.attach(ID, { from: -1 })).then((e) => assert.is(e.code, 'INVALID_ARGUMENT'));
   await rejection(client.attach(ID, { role: 'admin' as never })).then((e) => assert.is(e.code, 'INVALID_ARGUMENT'));

@@ -5,26 +5,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { closeSync } from 'node:fs';
 import { ErrorCode } from '../../src/protocol/index.ts';
-import { ClientError, connect, type Client } from '../../src/client/index.ts';
-import { TestServer, type ServerConnection } from './test-server.ts';
-
-async function handshaken(server: TestServer, version: number): Promise<{ client: Client; conn: ServerConnection }> {
-  const accepted = server.accept();
-  const connecting = connect(server.path);
-  const conn = await accepted;
-  await conn.handshake(version);
-  return { client: await connecting, conn };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<ClientError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.instance(error, ClientError);
-    return error as ClientError;
-  }
-  throw new Error('expected a rejection');
-}
+import { TestServer } from './test-server.ts';
+import { handshaken, rejection } from '../support/client-server.ts';
 
 test('version 4: START carries the profile, network mode and budgets; nothing asked sends the floor marker and no budget', async () => {
   const server = new TestServer();

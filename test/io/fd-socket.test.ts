@@ -7,6 +7,7 @@ import { native } from '../../src/native/binding.ts';
 import { FdSocket } from '../../src/io/fd-socket.ts';
 import { IoError } from '../../src/io/io-error.ts';
 import { openFdCount } from '../support/fds.ts';
+import { rejectionOf } from '../support/rejection.ts';
 
 const openFds = openFdCount;
 
@@ -33,16 +34,7 @@ async function receiveAll(fd: number, total: number): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-async function rejection(promise: Promise<unknown>): Promise<IoError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.instance(error, IoError);
-    return error as IoError;
-  }
-  assert.unreachable('expected a rejection');
-  throw new Error('unreachable');
-}
+const rejection = rejectionOf(IoError);
 
 test('readExact reads exactly n bytes and accumulates fds across partial reads', async () => {
   const baseline = openFds();

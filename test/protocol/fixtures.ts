@@ -14,6 +14,16 @@ export function bytes(hex: string): Buffer {
   return Buffer.from(hex.replace(/\s+/g, ''), 'hex');
 }
 
+/** The hex of one line of a docs/protocol.md example: its leading hex tokens, before the annotation. */
+export function docHex(line: string): string {
+  const tokens: string[] = [];
+  for (const token of line.trim().split(/\s+/)) {
+    if (!/^[0-9a-f]+$/.test(token)) break;
+    tokens.push(token);
+  }
+  return tokens.join('');
+}
+
 /** Independent big-endian field helpers for building limit cases; not the encoder. */
 export const be = {
   u8: (n: number) => n.toString(16).padStart(2, '0'),

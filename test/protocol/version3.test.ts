@@ -11,7 +11,7 @@ import { sessionsFrame } from '../../src/protocol/encode-keep.ts';
 import type { Direction, Frame, SessionEntry } from '../../src/protocol/frames.ts';
 import { layoutOf } from '../../src/protocol/layout.ts';
 import { ProtocolError } from '../../src/protocol/errors.ts';
-import { be, bytes, frameHex } from './fixtures.ts';
+import { be, bytes, docHex, frameHex } from './fixtures.ts';
 import { plain, throwsCode } from './helpers.ts';
 
 const ID = 0xa3c9e01b2d4f5; // 13 hex digits: what sessionIdOf(unit) yields
@@ -290,15 +290,7 @@ test('property: any valid SESSIONS entry, ATTACH and ATTACHED encode and decode 
 function docExamples(): string[] {
   const doc = readFileSync(new URL('../../docs/protocol.md', import.meta.url), 'utf8');
   const section = doc.slice(doc.indexOf('## Version 3'), doc.indexOf('## Version 4'));
-  const hexOf = (line: string) => {
-    const tokens: string[] = [];
-    for (const token of line.trim().split(/\s+/)) {
-      if (!/^[0-9a-f]+$/.test(token)) break;
-      tokens.push(token);
-    }
-    return tokens.join('');
-  };
-  const blocks = [...section.matchAll(/```\n([\s\S]*?)```/g)].map((m) => m[1]!.split('\n').map(hexOf).join('')).filter((hex) => /^[0-9a-f]{10}/.test(hex));
+  const blocks = [...section.matchAll(/```\n([\s\S]*?)```/g)].map((m) => m[1]!.split('\n').map(docHex).join('')).filter((hex) => /^[0-9a-f]{10}/.test(hex));
   const inline = [...section.matchAll(/`([0-9a-f]{2} [0-9a-f]{8}(?: +[0-9a-f]+)*)`/g)].map((m) => m[1]!.replace(/\s+/g, ''));
   return [...blocks, ...inline];
 }
