@@ -86,7 +86,7 @@ static int add_rule(int ruleset, int fd, uint64_t access) {
 // `path` opened O_PATH one component at a time, none followed if it is a symlink (ELOOP then). Not
 // openat2(RESOLVE_NO_SYMLINKS): systemd's RestrictSUIDSGID= filter answers openat2 with ENOSYS, since
 // it cannot inspect the flags in its struct (systemd src/shared/seccomp-util.c).
-static int open_exact(const char *path) {
+int landlock_open_exact(const char *path) {
   char copy[4096];
   if (strlen(path) >= sizeof copy) {
     errno = ENAMETOOLONG;
@@ -117,7 +117,7 @@ static int open_exact(const char *path) {
 // ~/.cache/x): no symlink is followed on the way, so one grants nothing. The built-in system paths are
 // root's, and some are symlinks on merged-/usr systems (/bin, /lib).
 static int add_path(int ruleset, const char *path, uint64_t access, bool exact, char *why, size_t size) {
-  int fd = exact ? open_exact(path) : open(path, O_PATH | O_CLOEXEC);
+  int fd = exact ? landlock_open_exact(path) : open(path, O_PATH | O_CLOEXEC);
   if (fd < 0) return 0;
   int rc = add_rule(ruleset, fd, access);
   int err = errno;
@@ -162,7 +162,7 @@ int landlock_check_git(const struct landlock_plan *plan, int cwd, char *why, siz
   return rc;
 }
 
-int landlock_build(const struct landlock_plan *plan, int cwd, char *why, size_t size) {
+int landlock_build(const struct landlock_plan *plan, int cwd, int shm, char *why, size_t size) {
   int abi = landlock_abi();
   if (abi < 0) {
     snprintf(why, size, "the workspace profile needs Landlock, which this kernel does not offer (%s)", strerror(-abi));
@@ -185,6 +185,12 @@ int landlock_build(const struct landlock_plan *plan, int cwd, char *why, size_t 
   }
   for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++)
     if (add_path(ruleset, devices[i], LL_DEVICE, false, why, size) < 0) goto fail;
+  // POSIX shared memory and semaphores (shm_open, sem_open): the unit's own empty /dev/shm, by the
+  // descriptor mounts_open_shm() checked, so no path is resolved again for it.
+  if (shm >= 0 && add_rule(ruleset, shm, LL_WRITE) < 0) {
+    snprintf(why, size, "Landlock rule for /dev/shm: %s", strerror(errno));
+    goto fail;
+  }
   for (size_t i = 0; i < plan->count; i++)
     if (add_path(ruleset, plan->paths[i], plan->writable[i] ? LL_WRITE : LL_READ, plan->exact[i], why, size) < 0) goto fail;
   return ruleset;

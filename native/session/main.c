@@ -7,7 +7,7 @@
 //        opencode-pty-session [--env-from-control] [--protocol=N] [--write-timeout-ms=N] [--stop-timeout-sec=N]
 //                             [--program-oom-score-adj=N]
 //                             [--keep --session-id=ID [--retain-bytes=N] [--max-observers=N]]
-//                             [--cwd-path=PATH] [--landlock [--readonly-git=DEV:INO] [--client-tmp=DEV:INO] [--landlock-read[-exact]=PATH]... [--landlock-write=PATH]...]
+//                             [--cwd-path=PATH] [--landlock [--home-cover=PATH] [--home-bind=DEV:INO:PATH]... [--readonly-git=DEV:INO] [--client-tmp=DEV:INO] [--client-shm=DEV:INO] [--landlock-read[-exact]=PATH]... [--landlock-write=PATH]...]
 //                             ROWS COLS PROGRAM [ARGS...]
 //   --env-from-control: the program's environment is the control channel's first message (ENV), not
 //   the helper's own (the worker always passes it, so the client's variables never apply to the helper)
@@ -25,6 +25,9 @@
 //   every profile with a mount namespace of its own (hardened, workspace); --landlock needs it.
 //   --readonly-git: the .git root saw there, which must be a read-only mount now (landlock_check_git()).
 //   --client-tmp: the client's /tmp, which the unit's own must not be (mounts_check_namespace()).
+//   --home-cover: the account's home, which must be a read-only tmpfs of its own in the unit (mounts_check_namespace()).
+//   --home-bind: an operator's path root found under the home, which the unit must have bound back as that directory (mounts.c check_binds()).
+//   --client-shm: the client's /dev/shm, whose file system the unit's own must not be (mounts_open_shm()).
 //   --landlock-read-exact: an operator's read path, reached without following a symlink (as every
 //   --landlock-write path is). Under --landlock the workspace must be a writable mount of its own with
 //   nothing unexpected below it, and the unit's mount namespace must be there (mounts.c).
@@ -93,7 +96,7 @@ static const char *option_value(int argc, char **argv, int *i, const char *name)
 static void usage(struct session *s, struct client *c) {
   give_up(s, c, 2, "%s",
           "usage: opencode-pty-session [--env-from-control] [--protocol=N] [--write-timeout-ms=N] [--stop-timeout-sec=N] "
-          "[--keep --session-id=ID [--retain-bytes=N] [--max-observers=N]] [--cwd-path=PATH] [--landlock [--readonly-git=DEV:INO] [--client-tmp=DEV:INO] [--landlock-read[-exact]=PATH]... [--landlock-write=PATH]...] "
+          "[--keep --session-id=ID [--retain-bytes=N] [--max-observers=N]] [--cwd-path=PATH] [--landlock [--home-cover=PATH] [--home-bind=DEV:INO:PATH]... [--readonly-git=DEV:INO] [--client-tmp=DEV:INO] [--client-shm=DEV:INO] [--landlock-read[-exact]=PATH]... [--landlock-write=PATH]...] "
           "ROWS COLS PROGRAM [ARGS...]; ROWS and COLS are decimal 1..65535; fd 0 is the working directory, fd 1 the "
           "client, fd 2 the worker");
 }
@@ -150,7 +153,13 @@ int main(int argc, char **argv) {
     if ((value = option_value(argc, argv, &i, "--landlock-read-exact")) && landlock_plan_add(&landlock, value, false, true)) continue;
     if ((value = option_value(argc, argv, &i, "--landlock-write")) && landlock_plan_add(&landlock, value, true, true)) continue;
     if ((value = option_value(argc, argv, &i, "--client-tmp")) && mounts_plan_tmp(&landlock, value)) continue;
+    if ((value = option_value(argc, argv, &i, "--client-shm")) && mounts_plan_shm(&landlock, value)) continue;
+    if ((value = option_value(argc, argv, &i, "--home-bind")) && mounts_plan_bind(&landlock, value)) continue;
     if ((value = option_value(argc, argv, &i, "--readonly-git")) && landlock_plan_git(&landlock, value)) continue;
+    if ((value = option_value(argc, argv, &i, "--home-cover")) && value[0] == '/' && value[1] != '\0') {
+      landlock.home = value;
+      continue;
+    }
     if ((value = option_value(argc, argv, &i, "--cwd-path")) && value[0] == '/') {
       cwd_path = value;
       continue;
@@ -177,7 +186,7 @@ int main(int argc, char **argv) {
   // The keep options mean nothing without --keep, and a kept session speaks version 3 at least.
   bool keep_options = session_id != 0 || retain != 2 << 20 || max_observers != 4;
   if ((keep && (session_id == 0 || version < 3)) || (!keep && keep_options)) usage(s, c);
-  if ((landlock.on && !cwd_path) || (!landlock.on && (landlock.count > 0 || landlock.git || landlock.tmp))) usage(s, c);
+  if ((landlock.on && !cwd_path) || (!landlock.on && (landlock.count > 0 || landlock.git || landlock.tmp || landlock.shm || landlock.home || landlock.binds))) usage(s, c);
   landlock.workspace = cwd_path;
   c->version = (unsigned)version;
   c->write_timeout_ms = (int)timeout;
@@ -193,6 +202,7 @@ int main(int argc, char **argv) {
   if (keep && !(s->keep = keep_new(retain, (unsigned)max_observers, session_id))) give_up(s, c, 1, "cannot allocate the ring of %s", "retained output");
 
   char why[512];
+  int shm = -1;
   if (cwd_path) {
     int entered = cwd_reenter(cwd_path, cwd, why, sizeof why);
     if (entered < 0) give_up(s, c, 1, "%s", why);
@@ -203,12 +213,14 @@ int main(int argc, char **argv) {
     if (landlock_check_git(&landlock, cwd, why, sizeof why) < 0) give_up(s, c, 1, "%s", why);
     if (mounts_check_workspace(&landlock, cwd, why, sizeof why) < 0) give_up(s, c, 1, "%s", why);
     if (mounts_check_namespace(&landlock, why, sizeof why) < 0) give_up(s, c, 1, "%s", why);
+    if ((shm = mounts_open_shm(&landlock, why, sizeof why)) < 0) give_up(s, c, 1, "%s", why);
   }
   // The directory the client opened (entered again by --cwd-path, the same one): follow the fd.
   if (fchdir(cwd) < 0) give_up(s, c, 1, "cannot enter the working directory: %s", strerror(errno));
   // Its rule's parent is that descriptor: the tree the client opened (the same inode), never a path resolved now.
-  if (landlock.on && (s->landlock = landlock_build(&landlock, cwd, why, sizeof why)) < 0) give_up(s, c, 1, "%s", why);
+  if (landlock.on && (s->landlock = landlock_build(&landlock, cwd, shm, why, sizeof why)) < 0) give_up(s, c, 1, "%s", why);
   close(cwd);
+  if (shm >= 0) close(shm);
 
   // Signals arrive through a signalfd; they are blocked from here on (the child unblocks them).
   sigset_t caught;

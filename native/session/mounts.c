@@ -7,12 +7,15 @@
 // expected ones, and the unit's namespace must exist at all (systemd goes on without one where it
 // cannot build it, unless a setting insists: TemporaryFileSystem= does). Any doubt ends the start.
 // Sources: statx(2) STATX_ATTR_MOUNT_ROOT, proc(5) /proc/self/mountinfo, systemd.exec(5) "Sandboxing".
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -128,28 +131,125 @@ int mounts_check_workspace(const struct landlock_plan *plan, int cwd, char *why,
   return check_mounts(plan, why, size);
 }
 
-bool mounts_plan_tmp(struct landlock_plan *plan, const char *value) {
+// "DEV:INO", both decimal and at most 20 digits.
+static bool parse_key(const char *value, uint64_t *dev, uint64_t *ino) {
   const char *colon = strchr(value, ':');
   if (!colon || colon == value || colon[1] == '\0' || strspn(value, "0123456789") != (size_t)(colon - value) ||
       strspn(colon + 1, "0123456789") != strlen(colon + 1) || strlen(colon + 1) > 20 || (size_t)(colon - value) > 20)
     return false;
-  plan->tmp_dev = strtoull(value, NULL, 10);
-  plan->tmp_ino = strtoull(colon + 1, NULL, 10);
-  plan->tmp = true;
+  *dev = strtoull(value, NULL, 10);
+  *ino = strtoull(colon + 1, NULL, 10);
   return true;
 }
 
-// The unit's namespace must be there: /run/user an empty read-only mount of its own
-// (TemporaryFileSystem=/run/user:ro, so this account's bus and agents are not), and /tmp not the
-// client's (PrivateTmp=; root read the client's /tmp from the START descriptor's root).
-int mounts_check_namespace(const struct landlock_plan *plan, char *why, size_t size) {
+bool mounts_plan_tmp(struct landlock_plan *plan, const char *value) {
+  return plan->tmp = parse_key(value, &plan->tmp_dev, &plan->tmp_ino);
+}
+
+bool mounts_plan_shm(struct landlock_plan *plan, const char *value) {
+  return plan->shm = parse_key(value, &plan->shm_dev, &plan->shm_ino);
+}
+
+bool mounts_plan_bind(struct landlock_plan *plan, const char *value) {
+  // DEV:INO:PATH, where PATH (absolute) holds no ':' (a unit file could not carry one: unit-properties.ts).
+  const char *second = strchr(value, ':');
+  second = second ? strchr(second + 1, ':') : NULL;
+  if (!second || second[1] != '/' || plan->binds >= MAX_HOME_BINDS || (size_t)(second - value) > 41) return false;
+  char key[42];
+  memcpy(key, value, (size_t)(second - value));
+  key[second - value] = '\0';
+  size_t n = plan->binds;
+  if (!parse_key(key, &plan->bind_dev[n], &plan->bind_ino[n])) return false;
+  plan->bind_paths[n] = second + 1;
+  plan->binds++;
+  return true;
+}
+
+// Each operator's path bound back into the covered home is the directory root saw at START, reached
+// without a symlink and the root of a mount: PID 1 resolved the bind by path when the unit started,
+// through whatever the user had put on its way since (a symlink to ~/.ssh), which the helper's own
+// no-symlink walk would not see inside the bind. The path up to it lies on the read-only cover.
+static int check_binds(const struct landlock_plan *plan, char *why, size_t size) {
+  for (size_t i = 0; i < plan->binds; i++) {
+    struct stat st;
+    int fd = landlock_open_exact(plan->bind_paths[i]);
+    bool same = fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_dev == plan->bind_dev[i] && (uint64_t)st.st_ino == plan->bind_ino[i] && mount_root(fd, "") == 1;
+    if (fd >= 0) close(fd);
+    if (!same) {
+      snprintf(why, size, "%s in the session's mount namespace is not the directory the supervisor saw at START", plan->bind_paths[i]);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+// True when the directory `fd` holds nothing but "." and "..".
+static bool empty_dir(int fd) {
+  int copy = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *dir = copy < 0 ? NULL : fdopendir(copy);
+  if (!dir) {
+    if (copy >= 0) close(copy);
+    return false;
+  }
+  bool empty = true;
+  for (struct dirent *entry; empty && (entry = readdir(dir));)
+    empty = strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0;
+  closedir(dir);
+  return empty;
+}
+
+// The host's /dev/shm is one tmpfs for every process of the account: Landlock keeps its files unopened,
+// but not their metadata (chmod, utimes by path), and without it POSIX shared memory fails. So the unit
+// has its own (TemporaryFileSystem=/dev/shm, session-profile.ts), and only that one is granted: a mount
+// of its own, tmpfs, root's, empty before the fork, on another file system (st_dev, the superblock)
+// than the client's /dev/shm as root read it from the START's descriptor: a bind of the host's, or of
+// a directory in it, shares its device. Sources: statfs(2) TMPFS_MAGIC, systemd.exec(5) TemporaryFileSystem=.
+int mounts_open_shm(const struct landlock_plan *plan, char *why, size_t size) {
+  int fd = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  struct statfs fs;
+  const char *wrong = NULL;
+  if (fd < 0 || fstat(fd, &st) < 0 || fstatfs(fd, &fs) < 0) wrong = strerror(errno);
+  else if (mount_root(fd, "") != 1) wrong = "it is not a mount of its own";
+  else if (fs.f_type != TMPFS_MAGIC) wrong = "it is not a tmpfs";
+  else if (st.st_uid != 0 || (st.st_mode & 07777) != 01777) wrong = "it is not root's, mode 1777";
+  else if (plan->shm && (uint64_t)st.st_dev == plan->shm_dev) wrong = "it is the client's";
+  else if (!empty_dir(fd)) wrong = "it is not empty";
+  if (!wrong) return fd;
+  snprintf(why, size, "the session's mount namespace is missing (/dev/shm is not its own: %s)", wrong);
+  if (fd >= 0) close(fd);
+  return -1;
+}
+
+// `path`, reached without a symlink on its way, is a read-only tmpfs mounted there (what
+// TemporaryFileSystem=PATH:ro makes; PID 1 follows symlinks, so a home whose path a user could bend
+// elsewhere is not taken as covered).
+static bool covered(const char *path) {
+  struct statfs fs;
   struct statvfs vfs;
+  int fd = landlock_open_exact(path);
+  bool ok = fd >= 0 && mount_root(fd, "") == 1 && fstatfs(fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC && fstatvfs(fd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY);
+  if (fd >= 0) close(fd);
+  return ok;
+}
+
+// The unit's namespace must be there: /run/user an empty read-only mount of its own
+// (TemporaryFileSystem=/run/user:ro, so this account's bus and agents are not), the home covered the
+// same way (its path sockets: an ssh ControlMaster's, gpg's; the workspace is bound back into it and
+// cwd_reenter() (cwd.c) checked it is the START's directory), and /tmp not the client's (PrivateTmp=; root
+// read the client's /tmp from the START descriptor's root).
+int mounts_check_namespace(const struct landlock_plan *plan, char *why, size_t size) {
   char own[64];
   snprintf(own, sizeof own, "/run/user/%u", (unsigned)getuid());
-  if (mount_root(AT_FDCWD, "/run/user") != 1 || statvfs("/run/user", &vfs) < 0 || !(vfs.f_flag & ST_RDONLY) || access(own, F_OK) == 0) {
+  if (!covered("/run/user") || access(own, F_OK) == 0) {
     snprintf(why, size, "%s", "the session's mount namespace is missing (/run/user is not hidden)");
     return -1;
   }
+  if (plan->home && !covered(plan->home)) {
+    snprintf(why, size, "the session's mount namespace is missing (%s is not hidden)", plan->home);
+    return -1;
+  }
+  if (check_binds(plan, why, size) < 0) return -1;
   struct stat st;
   if (!plan->tmp) return 0;
   if (stat("/tmp", &st) < 0 || ((uint64_t)st.st_dev == plan->tmp_dev && (uint64_t)st.st_ino == plan->tmp_ino)) {

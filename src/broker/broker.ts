@@ -27,6 +27,7 @@ import type { AcceptedConnection } from './accept-order.ts';
 import { KeptStore } from '../kept-store/index.ts';
 import { sessionIdOf } from '../systemd/index.ts';
 import { KeptAdoption } from './kept-adoption.ts';
+import { KeptEnds } from './kept-ends.ts';
 
 export { ADMISSION_REFUSED } from './accept-gate.ts';
 
@@ -58,6 +59,8 @@ export class Broker {
   /** Kept sessions' rendezvous sockets and records, and their adoption by new workers. */
   #store: KeptStore;
   #adoption: KeptAdoption;
+  /** The ends of kept sessions whose units ended with nobody attached, kept for an ATTACH (issue 32). */
+  #ends: KeptEnds;
   /** Refusals at accept, answered after a short delay (tarpit.ts). */
   #tarpit = new Tarpit<{ fd: number; code: ErrorCodeValue; message: string }>(({ fd, code, message }) => this.#refuseFd(fd, code, message));
   #idle: IdleExit;
@@ -77,6 +80,8 @@ export class Broker {
     this.#admission = new Admission(limits);
     this.#slots = new SessionSlots(limits.maxSessions);
     this.#refusals = new RefusalReporter(deps.log);
+    this.#store = deps.keptStore ?? new KeptStore();
+    this.#ends = new KeptEnds({ store: this.#store, unitPrefix: deps.config.unitPrefix, maxKept: () => limits.maxKept, log: deps.log, changed: () => this.#status() });
     this.#sessions = new LiveSessions({
       units: deps.manager,
       log: deps.log,
@@ -87,6 +92,7 @@ export class Broker {
       maxKept: limits.maxKept,
       unitPrefix: deps.config.unitPrefix,
       keptWorkerGone: (unit) => this.#keptWorkerGone(unit),
+      ends: this.#ends,
     });
     this.#orphans = new Orphans({
       units: deps.manager,
@@ -98,7 +104,6 @@ export class Broker {
       changed: () => this.#changed(),
       unclaimed: (unit, why) => void this.#adoption.adoptOrReap(unit, why),
     });
-    this.#store = deps.keptStore ?? new KeptStore();
     this.#adoption = new KeptAdoption({
       store: this.#store,
       unitPrefix: deps.config.unitPrefix,
@@ -156,6 +161,8 @@ export class Broker {
     for (const unit of units) this.#adoption.adoptOrReap(unit, 'left by an earlier run');
     const live = new Set(units.map((unit) => sessionIdOf(unit, config.unitPrefix)));
     for (const id of this.#store.ids()) if (!live.has(id)) this.#store.remove(id);
+    // Ends kept by an earlier run (ended records are no session's files: the line above leaves them).
+    this.#ends.load();
     pool.warm();
     // No connection takes descriptors until its START is due (accepted ones inherit this at connect()).
     const refusesFds = passRights(listener.fd, false);
@@ -207,6 +214,7 @@ export class Broker {
     this.#tarpit.close();
     this.#refusals.flush();
     this.#idle.cancel();
+    this.#ends.close();
     this.#deps.pool.stop();
     // systemd keeps the listener: leave it as it was given, for whichever broker serves it next.
     if (this.#deps.listener.fromSystemd) passRights(this.#deps.listener.fd, true);

@@ -45,7 +45,7 @@ export function connectionDeps(parts: BrokerParts): ConnectionDeps {
     keptRequests: {
       clientUid: config.client.uid,
       isMainPid: mainPidLook(service),
-      kept: { list: (scope) => sessions.kept.list(scope), find: (id, scope) => sessions.kept.reach(id, scope) },
+      kept: { list: (scope) => sessions.kept.list(scope), find: (id, scope) => sessions.kept.reach(id, scope), takeEnded: (id, scope) => sessions.kept.takeEnded(id, scope) },
       service: config.client.service ?? undefined,
       log: parts.log,
     },

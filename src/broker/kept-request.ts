@@ -1,7 +1,7 @@
 // Version 3's requests that are not START (LIST, ATTACH, STOP_SESSION): read whole by the broker (no
 // descriptor may travel with them), checked against the principals (principals.ts), then answered
 // (LIST) or routed by session id to the worker that runs the session, with the connection and the
-// peer's pidfd. docs/protocol.md "Version 3", docs/security.md "Who may list and attach".
+// peer's pidfd; a session whose end root keeps past its unit is answered here (kept-ended.ts). docs/protocol.md "Version 3", docs/security.md "Who may list and attach".
 import { closeQuietly, type FdSocket } from '../io/index.ts';
 import type { Logger } from '../log.ts';
 import { native } from '../native/index.ts';
@@ -10,6 +10,8 @@ import type { KeptPeer, BrokerMessage } from '../control/index.ts';
 import type { PeerAtAccept } from './accept-gate.ts';
 import { rejectFds } from './handshake.ts';
 import { EVERY, type Found, type KeptScope } from './kept-sessions.ts';
+import { attachAnswer, stopAnswer } from './kept-ended.ts';
+import type { EndedRecord } from '../kept-store/index.ts';
 import { decide, principalNeedsMainPid, principalNeedsPtrace, type Request } from './principals.ts';
 import { CAP_SYS_PTRACE, pidfdHasCapability, type ClientService } from '../identity/index.ts';
 
@@ -29,6 +31,8 @@ export interface KeptRequestDeps {
     list(scope: KeptScope): Promise<SessionEntry[]>;
     /** The session's worker within `scope`; one still starting may be waited for (KeptSessions.reach). */
     find(id: number, scope: KeptScope): Found<KeptRoute> | Promise<Found<KeptRoute>>;
+    /** The end root keeps of session `id` within `scope` (its unit is gone), forgotten as it is taken. */
+    takeEnded?(id: number, scope: KeptScope): EndedRecord | undefined;
   };
   log: Logger;
   /** The client service (config client.service) whose sessions a principal that `sees: 'service'` reaches. */
@@ -105,6 +109,14 @@ async function serve(socket: FdSocket, frame: KeptRequestFrame, peer: PeerAtAcce
     const entries = await deps.kept.list(scope);
     entries.sort((a, b) => a.startedAtMs - b.startedAtMs || a.id - b.id);
     socket.write(encodeFrame(sessionsFrame(entries), KEEP_VERSION));
+    return false;
+  }
+  // A session whose unit ended with nobody attached: root answers from the end it kept, and forgets it.
+  const ended = deps.kept.takeEnded?.(frame.id, scope);
+  if (ended) {
+    const frames = frame.type === 'attach' ? attachAnswer(ended, frame) : [stopAnswer(ended)];
+    for (const bytes of frames.map((answer) => encodeFrame(answer, KEEP_VERSION))) socket.write(bytes);
+    deps.log('info', `${frame.type === 'attach' ? 'ATTACH' : 'STOP_SESSION'} of kept session ${frame.id}, ended (${ended.end.result}), by ${principal} pid ${credentials.pid} uid ${credentials.uid}: its end is given and forgotten`, { SESSION_UNIT: ended.session.unit, PEER_PID: credentials.pid, PEER_UID: credentials.uid });
     return false;
   }
   const found = await deps.kept.find(frame.id, scope);

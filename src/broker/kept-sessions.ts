@@ -1,9 +1,12 @@
 // The broker's view of kept sessions (protocol version 3): which worker runs which session id, the
-// count against limits.maxKept, and LIST's answers gathered from the workers within a bound. The
+// count against limits.maxKept, and LIST's answers gathered from the workers within a bound; beside
+// them, the ends root keeps of sessions whose units ended with nobody attached (kept-ends.ts). The
 // session ids come from the unit names (sessionIdOf), so nothing here has to be kept in step.
 import { entryFacts, type DescribedEntry, type KeptFacts, type BrokerMessage } from '../control/index.ts';
 import { ErrorCode, SessionState, sessionsFrame, type ErrorCodeValue, type SessionEntry } from '../protocol/index.ts';
 import { sessionIdOf } from '../systemd/index.ts';
+import type { EndedRecord } from '../kept-store/index.ts';
+import type { KeptEnds } from './kept-ends.ts';
 
 /** How long LIST waits for every worker's answer (each worker bounds its helper at 250 ms). */
 export const LIST_BOUND_MS = 500;
@@ -49,6 +52,8 @@ export interface KeptSessionsDeps<W extends KeptWorker> {
   unitPrefix: string;
   listBoundMs?: number;
   now?(): number;
+  /** The ends root keeps past their units: listed as ended, counted against limits.maxKept. */
+  ends?: KeptEnds;
 }
 
 /** How long LIST, ATTACH and STOP_SESSION wait for a kept session being adopted (a new worker's start,
@@ -86,11 +91,27 @@ export class KeptSessions<W extends KeptWorker> {
     clearTimeout(timer);
   }
 
-  /** Kept sessions now, starting ones included (each holds its place from its grant). */
+  /** Kept sessions now, starting ones included (each holds its place from its grant), and the ended ones
+   * whose end root keeps (each held its place while it ran, and holds it until its EXIT is given). */
   get count(): number {
-    let count = 0;
-    for (const worker of this.#deps.workers()) if (worker.keepGranted && worker.endReason === undefined) count += 1;
+    let count = this.#deps.ends?.count ?? 0;
+    for (const worker of this.#deps.workers()) if (worker.keepGranted && worker.endReason === undefined && !this.#endKept(worker)) count += 1;
     return count;
+  }
+
+  /** The worker's session has ended and root keeps its end: the end answers for it from now on. */
+  #endKept(worker: W): boolean {
+    return worker.unit !== undefined && (this.#deps.ends?.has(sessionIdOf(worker.unit, this.#deps.unitPrefix)) ?? false);
+  }
+
+  /** A worker's 'kept-ended': its session's end, kept past its unit (checked there). */
+  ended(worker: W, value: unknown): void {
+    this.#deps.ends?.add(value, worker.unit);
+  }
+
+  /** ATTACH or STOP_SESSION for a session whose end root keeps: that end, forgotten as it is answered. */
+  takeEnded(id: number, scope: KeptScope = EVERY): EndedRecord | undefined {
+    return this.#deps.ends?.take(id, scope);
   }
 
   /** A worker's 'keep-request': granted while fewer than limits.maxKept are kept; answered at once. */
@@ -125,7 +146,7 @@ export class KeptSessions<W extends KeptWorker> {
   /** A session outside the scope is not there at all (NO_SESSION, as an unknown id). */
   #locate(id: number, scope: KeptScope): W | undefined {
     for (const worker of this.#deps.workers()) {
-      if (!worker.keepGranted || worker.endReason !== undefined || worker.gone || !worker.unit || !inScope(worker, scope)) continue;
+      if (!worker.keepGranted || worker.endReason !== undefined || worker.gone || !worker.unit || !inScope(worker, scope) || this.#endKept(worker)) continue;
       if (sessionIdOf(worker.unit, this.#deps.unitPrefix) === id) return worker;
     }
     return undefined;
@@ -141,9 +162,9 @@ export class KeptSessions<W extends KeptWorker> {
   async list(scope: KeptScope = EVERY): Promise<SessionEntry[]> {
     // Only while adoptions are under way: otherwise every worker is asked at once, in this turn.
     if (this.#adopting.size > 0) await this.#adopted([...this.#adopting.keys()]);
-    const asked: Promise<SessionEntry>[] = [];
+    const asked: Promise<SessionEntry>[] = (this.#deps.ends?.entries(scope) ?? []).map((entry) => Promise.resolve(entry));
     for (const worker of this.#deps.workers()) {
-      if (!worker.keepGranted || worker.endReason !== undefined || !worker.kept || !inScope(worker, scope)) continue;
+      if (!worker.keepGranted || worker.endReason !== undefined || !worker.kept || !inScope(worker, scope) || this.#endKept(worker)) continue;
       asked.push(this.#describe(worker, worker.kept));
     }
     return Promise.all(asked);

@@ -7,6 +7,7 @@ import type { SessionSlot } from './session-slots.ts';
 import { reapUnit, type ReapTimes, type UnitStopper } from './unit-reaper.ts';
 import type { WorkerHandle } from './worker-handle.ts';
 import { KeptSessions } from './kept-sessions.ts';
+import type { KeptEnds } from './kept-ends.ts';
 
 /** How long a worker may outlive its session's report before that is worth a warning. */
 const HELD_WORKER_WARNING_MS = 10_000;
@@ -28,6 +29,8 @@ export interface LiveSessionDeps {
   /** A worker died with its kept session (its unit named, its keep granted): true when that session is
    * taken care of (adopted by a new worker, or left to the next broker), so its unit is not stopped. */
   keptWorkerGone?(unit: string): boolean;
+  /** The ends root keeps of kept sessions past their units (kept-ends.ts). */
+  ends?: KeptEnds;
 }
 
 export class LiveSessions {
@@ -38,7 +41,7 @@ export class LiveSessions {
 
   constructor(deps: LiveSessionDeps) {
     this.#deps = deps;
-    this.kept = new KeptSessions({ workers: () => this.#workers, maxKept: () => deps.maxKept ?? DEFAULT_LIMITS.maxKept, unitPrefix: deps.unitPrefix ?? DEFAULT_UNIT_PREFIX });
+    this.kept = new KeptSessions({ workers: () => this.#workers, maxKept: () => deps.maxKept ?? DEFAULT_LIMITS.maxKept, unitPrefix: deps.unitPrefix ?? DEFAULT_UNIT_PREFIX, ends: deps.ends });
   }
 
   get size(): number {
@@ -66,6 +69,7 @@ export class LiveSessions {
       try {
         if (message.type === 'keep-request') this.kept.keepRequested(worker);
         if (message.type === 'described') this.kept.described(message.requestId, message.entry);
+        if (message.type === 'kept-ended') this.kept.ended(worker, message.ended);
         // The broker's status names the kept sessions.
         if (message.type === 'kept') this.#deps.changed();
       } catch (error) {

@@ -3,6 +3,7 @@
 import type { Config } from '../config/index.ts';
 import type { PeerIdentity } from '../identity/index.ts';
 import type { SessionEntry, SessionOriginCode } from '../protocol/index.ts';
+import type { EndedRecord } from '../kept-store/index.ts';
 
 export type { PeerIdentity };
 
@@ -97,7 +98,11 @@ export type WorkerMessage =
   /** Version 3: the kept session has started (after STARTED): the broker routes its id here from now on. */
   | ({ type: 'kept' } & KeptFacts)
   /** Version 3: the answer to 'describe'. */
-  | { type: 'described'; requestId: number; entry: DescribedEntry };
+  | { type: 'described'; requestId: number; entry: DescribedEntry }
+  /** Version 3: the kept session's unit ended by itself with nobody attached and no last frame written
+   * (its wall clock, an OOM kill): the end root keeps past the unit, sent before 'ended' (the broker
+   * checks it as untrusted: kept-store/ended-record.ts checkEnded). */
+  | { type: 'kept-ended'; ended: EndedRecord };
 
 export const MAX_CONTROL_MESSAGE = 64 * 1024;
 /** The broker's messages may carry the config: as much as the environment takes in one string

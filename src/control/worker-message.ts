@@ -33,6 +33,9 @@ export function workerMessageFault(message: unknown, inSession: boolean): string
     case 'described':
       if (!Number.isSafeInteger(message.requestId) || !isObject(message.entry)) return "'described' without its request or entry";
       break;
+    case 'kept-ended':
+      if (!isObject(message.ended)) return "'kept-ended' without its record";
+      break;
     case 'ended':
       if (typeof message.reason !== 'string' || (message.reusable !== undefined && typeof message.reusable !== 'boolean')) return "'ended' without its reason";
       break;

@@ -38,6 +38,11 @@ export function parseRecord(json: string, unit: string, prefix: string): { recor
   } catch {
     return { why: 'its record is not JSON' };
   }
+  return checkRecord(value, unit, prefix);
+}
+
+/** parseRecord's checks on a value already parsed (an ended session's record carries one: ended-record.ts). */
+export function checkRecord(value: unknown, unit: string, prefix: string): { record: KeptRecord } | { why: string } {
   if (typeof value !== 'object' || value === null) return { why: 'its record is not an object' };
   const r = value as Record<string, unknown>;
   if (r.format !== RECORD_FORMAT) return { why: `its record is of format ${JSON.stringify(r.format)}, not ${RECORD_FORMAT}` };

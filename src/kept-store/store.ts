@@ -1,14 +1,20 @@
 // Where root keeps what a kept session needs to outlive the supervisor: a directory only root may enter
 // (not a RuntimeDirectory=, which systemd removes at every stop of the broker; under /run, which a
 // reboot clears, as it ends every unit), holding per session its rendezvous socket (the helper listens,
-// only root connects) and its record (record.ts), written whole or not at all (a temporary file renamed).
+// only root connects) and its record (record.ts), written whole or not at all (a temporary file renamed);
+// and, for a session that ended unseen, the end root keeps past its unit (ended-record.ts).
 import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseRecord, type KeptRecord } from './record.ts';
+import { parseEnded, type EndedRecord } from './ended-record.ts';
 
 /** A record is a few hundred bytes (its strings are bounded): anything far larger was not written by us,
  * and is not read whole into the broker's memory. */
 export const MAX_RECORD_BYTES = 64 * 1024;
+
+/** An ended record's name after its id (ended-record.ts), and what names it or a temporary one of it. */
+const ENDED = '.ended.json';
+const ENDED_NAME = /^\d{1,16}\.ended\.json(\.\d+\.tmp)?$/;
 
 /** The directory, 0700 root:root. */
 export const KEPT_DIR = '/run/opencode-pty-kept';
@@ -28,6 +34,10 @@ export class KeptStore {
     return join(this.dir, `${id}.json`);
   }
 
+  endedPath(id: number): string {
+    return join(this.dir, `${id}${ENDED}`);
+  }
+
   /** Creates the directory if it is missing, then refuses it unless it is a real directory of root's, 0700:
    * anyone else able to enter it could connect to a session's helper, or write its record. */
   ensure(): void {
@@ -44,42 +54,40 @@ export class KeptStore {
 
   /** Written to a temporary file, then renamed over the record: a reader sees the old record or the new. */
   write(record: KeptRecord): void {
-    const path = this.recordPath(record.sessionId);
-    const temporary = `${path}.${process.pid}.tmp`;
-    const fd = openSync(temporary, 'w', 0o600);
-    try {
-      writeSync(fd, JSON.stringify(record));
-      fsyncSync(fd);
-      closeSync(fd);
-      renameSync(temporary, path);
-    } catch (error) {
-      // A full /run: the temporary file goes, and so does the old record, which no longer says what
-      // root knows (a stale detach time would end or lengthen the session at its adoption).
-      try {
-        closeSync(fd);
-      } catch {}
-      rmSync(temporary, { force: true });
-      rmSync(path, { force: true });
-      throw error;
-    }
+    writeWhole(this.recordPath(record.sessionId), record);
   }
 
   /** `unit`'s record, or why there is none to trust. */
   read(unit: string, id: number, prefix: string): { record: KeptRecord } | { why: string } {
-    let json: string;
-    try {
-      const size = statSync(this.recordPath(id)).size;
-      if (size > MAX_RECORD_BYTES) return { why: `its record is ${size} bytes, over ${MAX_RECORD_BYTES}` };
-      json = readFileSync(this.recordPath(id), 'utf8');
-    } catch (error) {
-      return { why: (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'it has no record' : `its record cannot be read (${(error as Error).message})` };
-    }
-    return parseRecord(json, unit, prefix);
+    const json = readBounded(this.recordPath(id), 'record');
+    return typeof json === 'string' ? parseRecord(json, unit, prefix) : json;
   }
 
-  /** The session is over: its socket, its record and any temporary one go (nothing there is no error). */
+  /** The end root keeps of session `id` (ended-record.ts), written whole or not at all. */
+  writeEnded(ended: EndedRecord): void {
+    writeWhole(this.endedPath(ended.session.sessionId), ended);
+  }
+
+  /** Session `id`'s ended record, or why there is none to trust. */
+  readEnded(id: number, prefix: string): { ended: EndedRecord } | { why: string } {
+    const json = readBounded(this.endedPath(id), 'ended record');
+    return typeof json === 'string' ? parseEnded(json, id, prefix) : json;
+  }
+
+  /** The ended record goes (answered, or past its time), and any temporary one of it. */
+  removeEnded(id: number): void {
+    for (const name of this.#names()) if (name.startsWith(`${id}${ENDED}`)) rmSync(join(this.dir, name), { force: true });
+  }
+
+  /** Session ids with an ended record (or a temporary one of it). */
+  endedIds(): number[] {
+    return this.#idsOf((name) => ENDED_NAME.test(name));
+  }
+
+  /** The session is over: its socket, its record and any temporary one go (nothing there is no error);
+   * its ended record, if root keeps one, stays (removeEnded). */
   remove(id: number): void {
-    for (const name of this.#names()) if (name.startsWith(`${id}.`)) rmSync(join(this.dir, name), { force: true });
+    for (const name of this.#names()) if (name.startsWith(`${id}.`) && !ENDED_NAME.test(name)) rmSync(join(this.dir, name), { force: true });
   }
 
   #names(): string[] {
@@ -90,13 +98,50 @@ export class KeptStore {
     }
   }
 
-  /** Session ids with a file here (socket, record or a temporary one), for removing those no unit has. */
+  /** Session ids with a file here (socket, record or a temporary one), for removing those no unit has;
+   * ended records are not counted (endedIds). */
   ids(): number[] {
+    return this.#idsOf((name) => !ENDED_NAME.test(name));
+  }
+
+  #idsOf(which: (name: string) => boolean): number[] {
     const ids = new Set<number>();
     for (const name of this.#names()) {
       const match = /^(\d{1,16})\./.exec(name);
-      if (match) ids.add(Number(match[1]));
+      if (match && which(name)) ids.add(Number(match[1]));
     }
     return [...ids];
+  }
+}
+
+/** `value` as JSON, written to a temporary file, then renamed over `path`: a reader sees the old file or the new. */
+function writeWhole(path: string, value: unknown): void {
+  const temporary = `${path}.${process.pid}.tmp`;
+  const fd = openSync(temporary, 'w', 0o600);
+  try {
+    writeSync(fd, JSON.stringify(value));
+    fsyncSync(fd);
+    closeSync(fd);
+    renameSync(temporary, path);
+  } catch (error) {
+    // A full /run: the temporary file goes, and so does the old file, which no longer says what root
+    // knows (a stale detach time would end or lengthen the session at its adoption).
+    try {
+      closeSync(fd);
+    } catch {}
+    rmSync(temporary, { force: true });
+    rmSync(path, { force: true });
+    throw error;
+  }
+}
+
+/** The file's text, or why there is none: a file far larger than we write is not read whole into root's memory. */
+function readBounded(path: string, what: string): string | { why: string } {
+  try {
+    const size = statSync(path).size;
+    if (size > MAX_RECORD_BYTES) return { why: `its ${what} is ${size} bytes, over ${MAX_RECORD_BYTES}` };
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    return { why: (error as NodeJS.ErrnoException).code === 'ENOENT' ? `it has no ${what}` : `its ${what} cannot be read (${(error as Error).message})` };
   }
 }

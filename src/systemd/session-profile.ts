@@ -59,6 +59,16 @@ export const WORKSPACE_HIDDEN_SOCKETS: readonly string[] = ['/run/docker.sock', 
  */
 export const WORKSPACE_RUNTIME_COVER = '/run/user';
 
+/**
+ * The unit's own /dev/shm: the host's is one tmpfs for every process of the account, whose files
+ * Landlock keeps unopened but not their metadata (chmod, utimes by path), and without any POSIX shared
+ * memory fails (Python's multiprocessing locks). An empty tmpfs of the unit's, bounded (its pages are
+ * the unit's memory too), which the helper checks is not the client's before it grants it
+ * (native/session/mounts.c mounts_open_shm()). systemd.exec(5) TemporaryFileSystem=: PID 1 mounts it
+ * with nodev and these options.
+ */
+export const WORKSPACE_SHM: readonly [string, string] = ['/dev/shm', 'mode=1777,nosuid,size=256m,nr_inodes=16384'];
+
 export function profileProperties(profile: SessionProfile): PropertyTuple[] {
   if (profile === 'default') return [];
   if (profile === 'hardened') return hardenedProperties();
@@ -82,7 +92,7 @@ function workspaceProperties(): PropertyTuple[] {
     ...hardenedProperties().filter(([name]) => name !== 'ProtectSystem'),
     ['ProtectSystem', 's', 'strict'],
     ['ReadOnlyPaths', 'as', ['-/home', '-/root', '-/run']],
-    ['TemporaryFileSystem', 'a(ss)', [[WORKSPACE_RUNTIME_COVER, 'ro']]],
+    ['TemporaryFileSystem', 'a(ss)', [[WORKSPACE_RUNTIME_COVER, 'ro'], [...WORKSPACE_SHM]]],
   ];
 }
 

@@ -41,12 +41,16 @@ export interface SessionUnitSpec {
   stopTimeoutSec: number;
   /** Operator limits and hardening, by allowlisted name (see unit-limits.ts). */
   limits?: Readonly<Record<string, unknown>>;
-  /** Paths PID 1 binds read-only onto themselves in the unit (the workspace's `.git`: src/worker/git-look.ts). */
+  /** Paths PID 1 binds read-only onto themselves in the unit (the workspace's `.git`: src/worker/git-look.ts; the operator's read paths under a covered home). */
   readOnlyPaths?: readonly string[];
   /** Paths the session may not reach, beside the profile's own (the supervisor's runtime directory under hardened and workspace, and the workspace's hidden sockets). */
   inaccessiblePaths?: readonly string[];
   /** Paths PID 1 leaves writable when the profile mounts everything else read-only (the workspace's own path and the operator's write paths). */
   writablePaths?: readonly string[];
+  /** Paths PID 1 binds writable onto themselves from the host's tree (the workspace, under a covered home). */
+  boundPaths?: readonly string[];
+  /** A home PID 1 covers with an empty read-only file system (the workspace profile's: src/worker/workspace-plan.ts). */
+  homeCover?: string;
   /** 'hardened' adds session-profile.ts's settings: no debugging of other sessions' programs; 'workspace'
    * adds to those its hidden sockets (the helper's Landlock arguments are the caller's, in helperArgs). */
   profile?: SessionProfile;
@@ -169,8 +173,12 @@ function sandboxProperties(spec: SessionUnitSpec): PropertyTuple[] {
   readOnly.forEach((path) => check(UNIT_PATH.test(path), `read-only path ${JSON.stringify(path)} cannot be written into a unit`));
   const writable = spec.writablePaths ?? [];
   writable.forEach((path) => check(UNIT_PATH.test(path), `writable path ${JSON.stringify(path)} cannot be written into a unit`));
+  const bound = spec.boundPaths ?? [];
+  bound.forEach((path) => check(UNIT_PATH.test(path), `bound path ${JSON.stringify(path)} cannot be written into a unit`));
   // Everything read-only but these: a workspace unit without its own path would be a session that cannot write.
-  check(profile !== 'workspace' || writable.length > 0, 'the workspace profile needs its writable paths');
+  check(profile !== 'workspace' || writable.length + bound.length > 0, 'the workspace profile needs its writable paths');
+  const cover = spec.homeCover;
+  if (cover !== undefined) check(UNIT_PATH.test(cover) && cover !== '/', `home ${JSON.stringify(cover)} cannot be covered`);
   // "-": a path that does not exist (the supervisor not yet started) is nothing to hide, not an error
   // that would fail every session with 226/NAMESPACE.
   return [
@@ -178,6 +186,10 @@ function sandboxProperties(spec: SessionUnitSpec): PropertyTuple[] {
     // "-": one missing at start is left out; the helper then finds no writable mount there and refuses.
     ...(writable.length === 0 ? [] : [['ReadWritePaths', 'as', writable.map((path) => `-${path}`)] as PropertyTuple]),
     ...(readOnly.length === 0 ? [] : [['BindReadOnlyPaths', 'a(ssbt)', readOnly.map((path): [string, string, boolean, bigint] => [path, path, false, 0n])] as PropertyTuple]),
+    // Binds take their source from the host's tree, not the covered one (systemd.exec(5)
+    // TemporaryFileSystem=: "combining with BindPaths="); one missing fails the unit's start.
+    ...(bound.length === 0 ? [] : [['BindPaths', 'a(ssbt)', bound.map((path): [string, string, boolean, bigint] => [path, path, false, 0n])] as PropertyTuple]),
+    ...(cover === undefined ? [] : [['TemporaryFileSystem', 'a(ss)', [[cover, 'ro']]] as PropertyTuple]),
   ];
 }
 

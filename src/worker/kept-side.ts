@@ -91,6 +91,16 @@ export class KeptSide {
     return this.#deps.facts;
   }
 
+  /** When the keep deadline passes (Unix ms), while armed. */
+  get deadlineAt(): number | undefined {
+    return this.#deadline.at;
+  }
+
+  /** The helper's last STATE (its offsets and controller generation), if it gave one. */
+  get lastState(): HelperState | undefined {
+    return this.#lastState;
+  }
+
   /** No connection left: the session ends `keepMs` from now unless one attaches (root's deadline). */
   arm(onDeadline: () => void, at?: number): void {
     this.#deadline.arm(at === undefined ? this.#deps.facts.keepMs : Math.max(0, at - Date.now()), onDeadline);

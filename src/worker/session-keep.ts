@@ -9,7 +9,7 @@ import type { KeepPlan } from './keep-plan.ts';
 import { KeptSide, keptFacts, refuseUnkept, sessionNow } from './kept-side.ts';
 import type { SessionState } from './session-state.ts';
 import type { Started } from './session-start.ts';
-import type { KeptRecord, KeptStore } from '../kept-store/index.ts';
+import { endedRecordOf, type EndedRecord, type KeptRecord, type KeptStore } from '../kept-store/index.ts';
 import { sessionIdOf } from '../systemd/index.ts';
 
 export interface SessionKeepDeps {
@@ -19,6 +19,8 @@ export interface SessionKeepDeps {
   detached(): void;
   /** The broker's 'kept' report. */
   kept(facts: KeptFacts): void;
+  /** The broker's 'kept-ended' report. */
+  keptEnded?(ended: EndedRecord): void;
   log(line: string): void;
   /** Where the session's record goes (absent: it does not outlive its worker). */
   store?: KeptStore;
@@ -150,6 +152,26 @@ export class SessionKeep {
     if (this.#adoptedAt === undefined || (dialect >= KEPT_DIALECT && dialect <= HELPER_DIALECT)) return;
     this.#deps.log(`its session helper speaks control dialect ${dialect}, this worker ${HELPER_DIALECT}: the session runs on untouched until its deadline`);
     link?.close();
+  }
+
+  /**
+   * No last frame reached anyone and the unit ended by itself (kept-end.ts endToKeep): root keeps the end
+   * past the unit until the session's keep deadline, in its store (for the next broker) and with the
+   * broker ('kept-ended'), which answers LIST, ATTACH and STOP_SESSION with it from now on.
+   */
+  keepEnd(end: EndedRecord['end']): void {
+    const side = this.#side;
+    if (!this.#record || !side) return;
+    const session = { ...this.#record, detachedSinceMs: this.#record.detachedSinceMs ?? Date.now() };
+    const ended = endedRecordOf(session, end, side.lastState, Date.now(), side.deadlineAt);
+    if (!ended) return;
+    try {
+      this.#deps.store?.writeEnded(ended);
+    } catch (error) {
+      this.#deps.log(`its end could not be written (${(error as Error).message}): it will not outlive this broker`);
+    }
+    this.#deps.keptEnded?.(ended);
+    this.#deps.log(`ended with nobody attached (${end.result}, code ${end.code} status ${end.status}): its end is kept for an ATTACH until ${new Date(ended.untilMs).toISOString()}`);
   }
 
   /** The session is over: its socket and record go. A kept START that failed may have had its rendezvous

@@ -46,7 +46,7 @@ export class SessionRecord {
   /** Version 2's end record: the unit's figures (the helper's reading of its cgroup right before its
    * report, so no property read waits in front of the unit's end; systemd's when it sent none), the
    * helper's counts, and the time from STARTED to the unit's end. */
-  async endRecord(figures: Promise<SessionFigures> | SessionFigures, report: EndReport): Promise<Accounting> {
+  async endRecord(figures: Promise<SessionFigures> | SessionFigures, report: EndReport | undefined): Promise<Accounting> {
     const duration = this.#startedAt !== undefined && this.#unitEndedAt !== undefined ? (this.#unitEndedAt - this.#startedAt) / 1000n : undefined;
     return endRecord(await figures, report, duration);
   }

@@ -28,7 +28,7 @@ import { resolveSandbox, type SessionSandbox } from './sandbox-request.ts';
 import { needsConfirming, readUnitFacts, unconfirmed } from './guarantees.ts';
 import type { UnitManager } from '../systemd/index.ts';
 import { checkWorkspace } from './workspace-look.ts';
-import { workspaceWritablePaths } from './workspace-plan.ts';
+import { workspaceMounts } from './workspace-plan.ts';
 import { protectGit } from './git-look.ts';
 
 export interface StartContext {
@@ -107,7 +107,8 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   // Judged before anything is asked of the broker or systemd: a request outside the operator's bounds starts nothing.
   const sandbox = resolveSandbox(frame, config.session, keep?.retainBytes ?? 0);
   // The session's own profile decides (a START above the floor included), on the descriptor the unit will get.
-  const lookArgs = sandbox.profile === 'workspace' ? checkWorkspace(cwdFd, config.client) : [];
+  const operatorPaths = [...config.session.workspaceRead.map((path) => ({ path, writable: false })), ...config.session.workspaceWrite.map((path) => ({ path, writable: true }))];
+  const look = sandbox.profile === 'workspace' ? checkWorkspace(cwdFd, config.client, operatorPaths) : { helperArgs: [], binds: [] };
   if (keep) {
     // Counted against limits.maxKept by the broker before anything is started for it.
     if (!(await deps.askKeep?.())) throw new SessionError(ErrorCode.KEEP_LIMIT, `kept session limit reached (${config.limits.maxKept})`);
@@ -129,7 +130,7 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   }
   let prepared: PreparedLaunch;
   try {
-    prepared = prepareLaunch(context, frame, cwdFd, sandbox, keep, lookArgs, warm?.name);
+    prepared = prepareLaunch(context, frame, cwdFd, sandbox, keep, look, warm?.name);
   } catch (error) {
     // The drawn channel is nobody's until launchWarm gives it to its link, and a client can make this
     // stretch throw (its peer leaving the client unit fails the re-check): one root fd a START otherwise.
@@ -191,7 +192,7 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
 type PreparedLaunch = ReturnType<typeof prepareLaunch>;
 
 /** The session's unit name (the warm unit's when one was drawn), its re-checked peer and its unit's description. */
-function prepareLaunch(context: StartContext, frame: FrameOf<'start'>, cwdFd: number, sandbox: SessionSandbox, keep: KeepPlan | undefined, lookArgs: string[], warmName: string | undefined) {
+function prepareLaunch(context: StartContext, frame: FrameOf<'start'>, cwdFd: number, sandbox: SessionSandbox, keep: KeepPlan | undefined, look: ReturnType<typeof checkWorkspace>, warmName: string | undefined) {
   const { deps, units, version } = context;
   const { config, helperPath } = deps;
   // A session id of 0 is never valid on the wire (sessionIdOf): draw again (once in 2^52).
@@ -205,9 +206,10 @@ function prepareLaunch(context: StartContext, frame: FrameOf<'start'>, cwdFd: nu
   const keepArgs = keep ? keepHelperArgs(keep, sessionId, config.limits.maxObservers) : [];
   const cwd = cwdOf(cwdFd);
   const git = sandbox.profile === 'workspace' ? protectGit(cwdFd, cwd) : { readOnlyPaths: [], helperArgs: [] };
-  const plan = planStart(frame, config, helperPath, version, [...keepArgs, ...git.helperArgs, ...lookArgs], sandbox, cwd);
+  const plan = planStart(frame, config, helperPath, version, [...keepArgs, ...git.helperArgs, ...look.helperArgs], sandbox, cwd);
   const { dropped, envMessage } = plan;
-  const spec = { ...plan.spec, readOnlyPaths: git.readOnlyPaths, writablePaths: workspaceWritablePaths(config.session, sandbox.profile, cwd) };
+  const { readOnlyBinds, ...mounts } = workspaceMounts(config.session, sandbox.profile, cwd, config.client.home, look.binds);
+  const spec = { ...plan.spec, readOnlyPaths: [...git.readOnlyPaths, ...readOnlyBinds], ...mounts };
   context.record.program = programLabel(frame.argv[0]!);
   // Names only, quoted: the client's values never reach the journal.
   if (dropped.length > 0) deps.log(`${name}: environment names not passed to the program: ${JSON.stringify(dropped)}`);

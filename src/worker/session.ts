@@ -20,7 +20,7 @@ import { asSessionError } from './start-errors.ts';
 import { UnitStop } from './unit-stop.ts';
 import { SessionKeep } from './session-keep.ts';
 import { onHelperMessage } from './helper-messages.ts';
-import { stoppedFor } from './kept-end.ts';
+import { endToKeep, stoppedFor } from './kept-end.ts';
 import type { KeptRecord } from '../kept-store/index.ts';
 
 export type { EndReason, Ending, SessionDeps };
@@ -84,6 +84,7 @@ export class Session {
       attached: () => this.#dispatch({ type: 'attach' }),
       detached: () => this.#dispatch({ type: 'detach' }),
       kept: (facts) => this.#deps.report({ type: 'kept', ...facts }),
+      keptEnded: (ended) => this.#deps.report({ type: 'kept-ended', ended }),
       log: (line) => this.#deps.log(`${this.unit}: ${line}`),
     });
     // Failures surface as rejected reads or the final write's result; an 'error' event with no
@@ -293,6 +294,9 @@ export class Session {
     const recipients = kept ? kept.recipients() : [{ socket: this.#client, remainder }];
     if (frame) await Promise.all(recipients.map((to) => writeFinalFrame(to.socket, frame, this.#deps.config.limits.writeTimeoutMs, to.remainder, this.#version)));
     else if (state.endedIn === 'running' && !state.report && !state.clientGone) this.#deps.log(`${this.unit}: the session helper ended without a report; closing without a last frame`);
+    // A kept session that ended by itself with nobody attached: root keeps its end past the unit (issue 32).
+    const keptEnd = kept ? endToKeep(state, recipients.length) : undefined;
+    if (keptEnd) this.#keep.keepEnd({ ...keptEnd, accounting: await this.#record.endRecord(this.#units.figures(), undefined) });
     this.#ending = { reason, exit: state.endedIn === 'running' ? state.exit : undefined, error: endingError(state, frame) };
     await this.#cleanUp();
     this.#dispatch({ type: 'finished' });

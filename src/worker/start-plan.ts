@@ -51,7 +51,7 @@ export function planStart(frame: FrameOf<'start'>, config: Config, helperPath: s
         // Decided by the session's own profile (never the floor alone): where the helper enters the
         // working directory in the unit's namespace, then the workspace profile's Landlock rules.
         ...cwdHelperArgs(profile, cwdPath),
-        ...workspaceHelperArgs(config.session, profile),
+        ...workspaceHelperArgs(config.session, profile, config.client.home),
         String(frame.rows),
         String(frame.cols),
         ...frame.argv,

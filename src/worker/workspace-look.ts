@@ -9,6 +9,7 @@
 import { closeSync, constants, openSync, readFileSync, statfsSync } from 'node:fs';
 import { native } from '../native/index.ts';
 import { ErrorCode, SessionError } from '../protocol/index.ts';
+import { UNIT_PATH } from '../systemd/index.ts';
 import { judgeWorkspace, PROTECTED_IN_HOME, type FileKey, type NamedTree, type WorkspaceFacts } from './workspace-check.ts';
 
 /** open(2) O_PATH (not in Node's constants). */
@@ -102,9 +103,38 @@ export function ancestry(fd: number, opened: number[]): { chain: FileKey[]; root
   return { chain, root: current };
 }
 
-/** The facts for `fd` (the START's directory), for the account with `home` and `uid`; `clientTmp`: the key of
- * /tmp in the client's tree, which the session's own must not be (native/session/mounts.c). */
-export function lookWorkspace(fd: number, account: { home?: string; uid: number }): WorkspaceFacts & { clientTmp?: FileKey } {
+/** The key of `path` in the client's tree, when it resolves there. */
+function keyIn(root: number, path: string, opened: number[]): FileKey | undefined {
+  const found = resolve(root, path, opened);
+  return found.complete ? found.keys[found.keys.length - 1] : undefined;
+}
+
+/** An operator's path under the home, found a directory without a symlink on its way in the client's tree:
+ * PID 1 binds it back into the covered home, and the helper checks the bind is this directory. */
+export interface HomeBind {
+  path: string;
+  key: FileKey;
+  writable: boolean;
+}
+
+/** The operator's paths strictly below `home`, each resolved from the client's root; one that does not
+ * resolve (missing, a symlink on its way, not a directory) is not bound, so it grants nothing; one at or
+ * inside the workspace (`workspace`: its key) is there with it already. */
+function homeBinds(root: number, home: string, workspace: FileKey, paths: readonly { path: string; writable: boolean }[], opened: number[]): HomeBind[] {
+  const binds: HomeBind[] = [];
+  for (const { path, writable } of paths) {
+    // What a unit file cannot carry is not bound (session.workspaceRead is not held to that at load).
+    if (!path.startsWith(`${home}/`) || !UNIT_PATH.test(path)) continue;
+    const found = resolve(root, path, opened);
+    if (found.complete && !found.problem && found.keys.length > 0 && !found.keys.includes(workspace)) binds.push({ path, key: found.keys[found.keys.length - 1]!, writable });
+  }
+  return binds;
+}
+
+/** The facts for `fd` (the START's directory), for the account with `home` and `uid`; `clientTmp`, `clientShm`:
+ * the keys of /tmp and /dev/shm in the client's tree, which the session's own must not be (native/session/mounts.c);
+ * `binds`: the operator's `paths` under the home that PID 1 binds back into the covered home. */
+export function lookWorkspace(fd: number, account: { home?: string; uid: number }, paths: readonly { path: string; writable: boolean }[] = []): WorkspaceFacts & { clientTmp?: FileKey; clientShm?: FileKey; binds: HomeBind[] } {
   const opened: number[] = [];
   try {
     const own = stat(fd);
@@ -113,35 +143,40 @@ export function lookWorkspace(fd: number, account: { home?: string; uid: number 
     const rootKey = chain[chain.length - 1]!;
     const named: NamedTree[] = [];
     for (const system of ['/dev', '/proc', '/sys', `/run/user/${account.uid}`]) named.push(tree(system, [rootKey], resolve(root, system, opened)));
-    const tmp = resolve(root, '/tmp', opened);
-    const clientTmp = tmp.complete ? tmp.keys[tmp.keys.length - 1] : undefined;
+    const clientTmp = keyIn(root, '/tmp', opened);
+    const clientShm = keyIn(root, '/dev/shm', opened);
     if (account.home === undefined) {
       named.push({ name: '~', ancestors: [], problem: "the account's home is not known" });
-      return { fsType, chain, named, clientTmp };
+      return { fsType, chain, named, clientTmp, clientShm, binds: [] };
     }
     const home = resolve(root, account.home, opened);
     named.push(tree('~', [rootKey], home));
     if (home.fd !== undefined) {
       for (const name of PROTECTED_IN_HOME) named.push(tree(`~/${name}`, [rootKey, ...home.keys], resolve(home.fd, name, opened)));
     }
-    return { fsType, chain, named, clientTmp };
+    return { fsType, chain, named, clientTmp, clientShm, binds: homeBinds(root, account.home, chain[0]!, paths, opened) };
   } finally {
     for (const descriptor of opened) closeSync(descriptor);
   }
 }
 
 /** Throws BAD_START when `fd` may not be a workspace; nothing that cannot be examined passes. Returns the
- * helper's arguments the look gave: the client's /tmp, which the unit's must not be. */
-export function checkWorkspace(fd: number, account: { home?: string; uid: number }): string[] {
+ * helper's arguments the look gave (the client's /tmp and /dev/shm, which the unit's must not be; the
+ * operator's paths bound back into the home, which the helper checks) and those binds, for the unit. */
+export function checkWorkspace(fd: number, account: { home?: string; uid: number }, paths: readonly { path: string; writable: boolean }[] = []): { helperArgs: string[]; binds: HomeBind[] } {
   let why: string | undefined;
-  let clientTmp: FileKey | undefined;
+  let facts: ReturnType<typeof lookWorkspace> | undefined;
   try {
-    const facts = lookWorkspace(fd, account);
+    facts = lookWorkspace(fd, account, paths);
     why = judgeWorkspace(facts);
-    clientTmp = facts.clientTmp;
   } catch (error) {
     why = `the working directory cannot be examined: ${(error as Error).message}`;
   }
-  if (why) throw new SessionError(ErrorCode.BAD_START, `workspace refused: ${why}`);
-  return clientTmp === undefined ? [] : [`--client-tmp=${clientTmp}`];
+  if (why || !facts) throw new SessionError(ErrorCode.BAD_START, `workspace refused: ${why}`);
+  const helperArgs = [
+    ...(facts.clientTmp === undefined ? [] : [`--client-tmp=${facts.clientTmp}`]),
+    ...(facts.clientShm === undefined ? [] : [`--client-shm=${facts.clientShm}`]),
+    ...facts.binds.map((bind) => `--home-bind=${bind.key}:${bind.path}`),
+  ];
+  return { helperArgs, binds: facts.binds };
 }

@@ -16,12 +16,25 @@ import { closeQuietly } from '../../src/io/fds.ts';
 import { native } from '../../src/native/binding.ts';
 import { ErrorCode, Limits, Role, SessionError, SessionState, encodeFrame, type Frame, type SessionEntry } from '../../src/protocol/index.ts';
 import { RawClient } from '../support/frame-client.ts';
+import type { EndedRecord } from '../../src/kept-store/index.ts';
 import { CGROUP, fakeBroker, types } from './connection-fakes.ts';
 
 const entry: SessionEntry = {
   id: 0x1234, state: SessionState.DETACHED, controllers: 0, observers: 0, rows: 24, cols: 80, programPid: 70, mainPid: 69,
   startedAtMs: 1_700_000_000_000, keepMs: 60_000, deadlineMs: 1_700_000_060_000, oldest: 0n, next: 42n, fresh: true,
   endCode: 0, endStatus: 0, origin: 1, label: 'build', program: 'make', cwd: '/src',
+};
+
+/** A session whose unit ended with nobody attached: root answers from the end it kept (kept-ended.ts). */
+const ENDED_UNIT = 'opencode-pty-session-00000000056780123456789abcdef012.service';
+const ended: EndedRecord = {
+  format: 1,
+  session: { format: 1, unit: ENDED_UNIT, sessionId: 0x5678, keepMs: 60_000, retainBytes: 4096, label: 'gone', program: 'sh', cwd: '/', startedAtMs: 1_700_000_000_000, rows: 24, cols: 80, programPid: 72, mainPid: 71, origin: 1, service: 'agent.service', detachedSinceMs: 1_700_000_001_000 },
+  end: { code: 2, status: 15, result: 'timeout', accounting: { cpuUsageNsec: 5, memoryBytes: null, ioReadBytes: null, ioWriteBytes: null, tasks: null, inputBytes: null, outputBytes: null, durationUsec: null } },
+  next: '4',
+  generation: 1,
+  endedAtMs: 1_700_000_002_000,
+  untilMs: 1_700_000_061_000,
 };
 
 function kept(options: { mainPid?: boolean; ptrace?: boolean } = {}) {
@@ -43,6 +56,8 @@ function kept(options: { mainPid?: boolean; ptrace?: boolean } = {}) {
     kept: {
       list: async (scope) => (scopes.push(scope), [entry]),
       find: (id, scope) => (scopes.push(scope), id === entry.id ? { worker } : { code: ErrorCode.NO_SESSION, message: `no kept session ${id}` }),
+      // Within the principal's scope alone, as KeptEnds.take.
+      takeEnded: (id, scope) => (id === ended.session.sessionId && (scope.sees === 'every' || scope.service === ended.session.service) ? ended : undefined),
     },
     log: (_level, message) => void logs.push(message),
     ...(options.ptrace === undefined ? {} : { hasPtrace: () => options.ptrace! }),
@@ -100,6 +115,19 @@ test('ATTACH is routed to the worker of its id with the connection and the pidfd
   assert.equal(types(unknown.frames), ['welcome', `error ${ErrorCode.NO_SESSION}`]);
   const stop = await serve({ type: 'stop-session', id: entry.id });
   assert.equal(stop.sent.map((one) => one.message.type), ['stop-session']);
+});
+
+test('a session whose end root kept: ATTACH gets ATTACHED, TRUNCATED for the bytes gone with the helper, then EXIT; STOP_SESSION gets STOPPED with that end; nothing routed, journaled', async () => {
+  const attach = await serve({ type: 'attach', id: ended.session.sessionId, fromOffset: 0n, role: Role.CONTROL, rows: 30, cols: 100 });
+  assert.equal(types(attach.frames), ['welcome', 'attached', 'truncated', 'exit']);
+  assert.equal(attach.frames[1], { type: 'attached', id: 0x5678, role: Role.CONTROL, generation: 2, oldest: 4n, next: 4n, programPid: 72, mainPid: 71, unit: ENDED_UNIT });
+  assert.equal(attach.frames[3], { type: 'exit', ...ended.end });
+  assert.equal(attach.sent, [], 'no worker holds it');
+  assert.ok(attach.logs.some((line) => line.includes('ATTACH of kept session 22136, ended (timeout)')), attach.logs.join('\n'));
+  const stop = await serve({ type: 'stop-session', id: ended.session.sessionId });
+  assert.equal(types(stop.frames), ['welcome', 'stopped']);
+  assert.equal(stop.frames[1], { type: 'stopped', end: ended.end });
+  assert.equal(stop.sent, []);
 });
 
 test('the MainPID\'s LIST, ATTACH and STOP_SESSION give their admission\'s rate token back; a refused child\'s LIST does not', async () => {

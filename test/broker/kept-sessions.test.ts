@@ -3,6 +3,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { KeptSessions, checkedEntry, type KeptWorker } from '../../src/broker/kept-sessions.ts';
+import { KeptEnds } from '../../src/broker/kept-ends.ts';
 import type { BrokerMessage, DescribedEntry } from '../../src/control/index.ts';
 import { ErrorCode, SessionState } from '../../src/protocol/index.ts';
 import { unitNameFor, sessionIdOf } from '../../src/systemd/index.ts';
@@ -98,6 +99,29 @@ test('LIST: each worker\'s answer, or within the bound what the broker knows as 
   assert.ok(Date.now() - started < 1000);
   assert.equal(entries.map((entry) => [entry.state, entry.next, entry.fresh]), [[SessionState.DETACHED, 42n, true], [SessionState.UNKNOWN, 0n, false], [SessionState.UNKNOWN, 0n, false]]);
   assert.is(checkedEntry(entryOf(7), 8), undefined, 'another id');
+});
+
+test("a session whose end root keeps: listed once, as ended (its worker, still finishing, is not asked); counted once against limits.maxKept; taken from the ends, never routed", async () => {
+  const running = worker(1);
+  const ending = worker(2, { isFinishing: true });
+  const ends = new KeptEnds({ unitPrefix: 'opencode-pty-', maxKept: () => 8, log: () => undefined });
+  const kept = new KeptSessions({ workers: () => [running, ending], maxKept: () => 2, unitPrefix: 'opencode-pty-', ends, listBoundMs: 50 });
+  const id = sessionIdOf(ending.unit!)!;
+  const session = { format: 1 as const, unit: ending.unit!, ...facts(id), retainBytes: 4096, service: null, detachedSinceMs: 1 };
+  const end = { code: 1, status: 0, result: 'oom-kill', accounting: { cpuUsageNsec: null, memoryBytes: null, ioReadBytes: null, ioWriteBytes: null, tasks: null, inputBytes: null, outputBytes: null, durationUsec: null } };
+  kept.ended(ending, { format: 1, session, end, next: '0', generation: 1, endedAtMs: Date.now(), untilMs: Date.now() + 60_000 });
+  assert.is(kept.count, 2, 'the ended one and the running one');
+  assert.not.ok(kept.keepRequested(worker(3, { keepGranted: false })), 'no room: the ended session holds its place');
+  const listing = kept.list();
+  assert.equal(ending.sent, [], 'its worker is not asked');
+  const described = running.sent.find((message) => message.type === 'describe') as { requestId: number };
+  kept.described(described.requestId, entryOf(sessionIdOf(running.unit!)!));
+  const entries = await listing;
+  assert.equal(entries.map((entry) => [entry.id, entry.state]).sort(), [[sessionIdOf(running.unit!)!, SessionState.DETACHED], [id, SessionState.ENDED]].sort());
+  assert.is((kept.find(id) as { code: number }).code, ErrorCode.NO_SESSION, 'never routed to its worker');
+  assert.equal(kept.takeEnded(id)?.end, end);
+  assert.is(kept.takeEnded(id), undefined);
+  ends.close();
 });
 
 test.run();

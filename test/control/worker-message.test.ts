@@ -45,4 +45,10 @@ test('version 3: keep-request, kept and described pass in a session, and are fau
   }
 });
 
+test("'kept-ended' carries its record (checked whole by the broker: kept-store checkEnded) and only in a session", () => {
+  assert.is(workerMessageFault({ type: 'kept-ended', ended: {} }, true), undefined);
+  assert.ok(workerMessageFault({ type: 'kept-ended', ended: {} }, false));
+  for (const ended of [undefined, null, 1, 'x', []]) assert.ok(workerMessageFault({ type: 'kept-ended', ended }, true), JSON.stringify(ended));
+});
+
 test.run();

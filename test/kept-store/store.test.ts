@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KeptStore, MAX_RECORD_BYTES } from '../../src/kept-store/store.ts';
 import type { KeptRecord } from '../../src/kept-store/record.ts';
+import type { EndedRecord } from '../../src/kept-store/ended-record.ts';
 
 const UNIT = 'opencode-pty-session-0123456789abcdef0123456789abcdef.service';
 const ID = parseInt('0123456789abc', 16);
@@ -48,6 +49,28 @@ test('a record is written whole, read back, and every file of a session goes wit
     store.remove(ID);
     assert.equal(readdirSync(base), ['99.sock']);
     assert.equal(store.read(UNIT, ID, 'opencode-pty-'), { why: 'it has no record' });
+  });
+});
+
+test("an ended record outlives its session's other files: written whole, read back, listed apart, removed on its own", () => {
+  inTemp((base) => {
+    const store = new KeptStore(base);
+    const ended: EndedRecord = { format: 1, session: { ...RECORD, detachedSinceMs: 4 }, end: { code: 1, status: 0, result: 'oom-kill', accounting: { cpuUsageNsec: null, memoryBytes: null, ioReadBytes: null, ioWriteBytes: null, tasks: null, inputBytes: null, outputBytes: null, durationUsec: null } }, next: '0', generation: 1, endedAtMs: 5, untilMs: 1004 };
+    store.write(RECORD);
+    writeFileSync(store.socketPath(ID), '');
+    store.writeEnded(ended);
+    assert.equal(store.readEnded(ID, 'opencode-pty-'), { ended });
+    writeFileSync(join(base, `${ID}.ended.json.77.tmp`), '{');
+    assert.equal(store.ids(), [ID], 'the session files alone');
+    assert.equal(store.endedIds(), [ID]);
+    store.remove(ID);
+    assert.equal(readdirSync(base).sort(), [`${ID}.ended.json`, `${ID}.ended.json.77.tmp`], 'the session gone, its end kept');
+    assert.equal(store.ids(), []);
+    store.removeEnded(ID);
+    assert.equal(readdirSync(base), []);
+    assert.equal(store.readEnded(ID, 'opencode-pty-'), { why: 'it has no ended record' });
+    writeFileSync(store.endedPath(ID), `{"pad":"${'x'.repeat(MAX_RECORD_BYTES)}"}`);
+    assert.match((store.readEnded(ID, 'opencode-pty-') as { why: string }).why, /over/);
   });
 });
 

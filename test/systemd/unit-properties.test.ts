@@ -163,12 +163,23 @@ test('the workspace profile holds everything hardened sets, hides the account\'s
   // Not even the operator's: it would take the cover's place.
   assert.not.ok(workspace.has('ProtectHome'));
   assert.equal(workspace.get('ReadWritePaths'), ['ReadWritePaths', 'as', ['-/home/u/p', '-/srv/cache']]);
-  // A temporary file system makes PID 1 refuse to start the unit without its mount namespace.
-  assert.equal(workspace.get('TemporaryFileSystem'), ['TemporaryFileSystem', 'a(ss)', [['/run/user', 'ro']]]);
+  // A temporary file system makes PID 1 refuse to start the unit without its mount namespace. /dev/shm is
+  // the unit's own, empty, world-writable with the sticky bit (what the helper checks), bounded.
+  assert.equal(workspace.get('TemporaryFileSystem'), ['TemporaryFileSystem', 'a(ss)', [['/run/user', 'ro'], ['/dev/shm', 'mode=1777,nosuid,size=256m,nr_inodes=16384']]]);
   // Without its writable paths the unit is refused; a path a unit file cannot carry is refused.
   throwsCode(() => sessionUnitProperties(spec({ profile: 'workspace' })), 'PROPERTY_INVALID');
   for (const path of ['/a b', '/a:b', 'rel', '/a\nb', '/a"b']) throwsCode(() => sessionUnitProperties(spec({ profile: 'workspace', helperArgs: LANDLOCK_ARGS, writablePaths: [path] })), 'PROPERTY_INVALID');
   assert.not.ok(byName(sessionUnitProperties(spec({ profile: 'hardened' }))).has('ReadWritePaths'));
+});
+
+test('a covered home is a read-only temporary file system, the workspace under it a bind from the host\'s tree; a home a unit file cannot carry is refused', () => {
+  const tuples = sessionUnitProperties(spec({ profile: 'workspace', helperArgs: LANDLOCK_ARGS, boundPaths: ['/home/u/p'], homeCover: '/home/u' }));
+  const byNameAll = (name: string) => tuples.filter(([found]) => found === name).map(([, , value]) => value);
+  assert.equal(byNameAll('BindPaths'), [[['/home/u/p', '/home/u/p', false, 0n]]]);
+  assert.equal(byNameAll('TemporaryFileSystem'), [[['/home/u', 'ro']], [['/run/user', 'ro'], ['/dev/shm', 'mode=1777,nosuid,size=256m,nr_inodes=16384']]]);
+  assert.not.ok(tuples.some(([name]) => name === 'ReadWritePaths'));
+  for (const home of ['/', '/a b', '/a:b']) throwsCode(() => sessionUnitProperties(spec({ profile: 'workspace', helperArgs: LANDLOCK_ARGS, boundPaths: ['/home/u/p'], homeCover: home })), 'PROPERTY_INVALID');
+  for (const path of ['/a b', '/a:b']) throwsCode(() => sessionUnitProperties(spec({ profile: 'workspace', helperArgs: LANDLOCK_ARGS, boundPaths: [path] })), 'PROPERTY_INVALID');
 });
 
 test('read-only paths become BindReadOnlyPaths= onto themselves; one systemd could not write back is refused', () => {

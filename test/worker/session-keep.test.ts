@@ -105,6 +105,32 @@ test('an adopted session: its record rewritten with the deadline it was adopted 
   }
 });
 
+test('an end kept past the unit: written for the next broker until the deadline, reported, and left when the session\'s other files go', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'session-keep-'));
+  try {
+    const store = new KeptStore(dir);
+    const reported: unknown[] = [];
+    const part = new SessionKeep({ store, writeTimeoutMs: 1000, attached: () => undefined, detached: () => undefined, kept: () => undefined, keptEnded: (ended) => void reported.push(ended), log: () => undefined });
+    const unit = 'opencode-pty-session-0123456789abcdef0123456789abcdef.service';
+    const record = { format: 1 as const, unit, sessionId: parseInt('0123456789abc', 16), keepMs: 60_000, retainBytes: 4096, label: '', program: 'sh', cwd: '/', startedAtMs: 1, rows: 24, cols: 80, programPid: 2, mainPid: 3, origin: 1 as const, service: null, detachedSinceMs: null };
+    const deadlineAt = Date.now() + 60_000;
+    part.adopted(record, { close: () => undefined } as never, deadlineAt);
+    part.arm(() => undefined);
+    const end = { code: 2, status: 9, result: 'timeout', accounting: { cpuUsageNsec: null, memoryBytes: null, ioReadBytes: null, ioWriteBytes: null, tasks: null, inputBytes: null, outputBytes: null, durationUsec: null } };
+    part.keepEnd(end);
+    const read = store.readEnded(record.sessionId, 'opencode-pty-');
+    assert.ok('ended' in read, JSON.stringify(read));
+    const ended = (read as { ended: { untilMs: number; end: unknown; next: string; session: { detachedSinceMs: number } } }).ended;
+    assert.equal([ended.untilMs, ended.end, ended.next, ended.session.detachedSinceMs], [deadlineAt, end, '0', deadlineAt - 60_000]);
+    assert.equal(reported, [ended]);
+    part.closeAll();
+    part.ended();
+    assert.equal(readdirSync(dir), [`${record.sessionId}.ended.json`], 'its record gone, its end kept');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("a kept START that ends before anything recorded it: its unit's id names the files that go", () => {
   const dir = mkdtempSync(join(tmpdir(), 'session-keep-'));
   try {

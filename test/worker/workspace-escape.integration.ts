@@ -53,6 +53,9 @@ test.before(async () => {
     `systemctl start user@${uid}.service`,
   ].join(' && ')]);
   assert.is(manager.code, 0, manager.stderr);
+  // The account's own file in the host's /dev/shm (one tmpfs for every process of the account).
+  const shm = await sandbox.exec(['sh', '-c', `printf 'shared\\n' > /dev/shm/escape-account-file && chown ${uid}:${sandbox.client.gid} /dev/shm/escape-account-file && chmod 600 /dev/shm/escape-account-file`]);
+  assert.is(shm.code, 0, shm.stderr);
   const agent = await sandbox.startClientService('escape-agent.service', ['/usr/bin/python3', '/opt/agent-standin.py', home, String(uid)]);
   agentPid = agent.mainPid;
   await appeared(`${sandbox.root}${home}/agent-ready`, 10_000);
@@ -92,12 +95,13 @@ test('workspace: every way out the probe knows is closed, and what a terminal ne
   const seen = await probe('workspace');
   console.log(`# workspace: ${JSON.stringify(seen)}`);
   assert.equal(seen, {
-    // Outside the workspace everything is a read-only mount (ProtectSystem=strict, the homes read-only,
-    // ReadWritePaths= the workspace): the kernel says EROFS before Landlock is asked, which holds them too.
-    'write-outside': 'EROFS',
+    // The home is an empty read-only file system in the unit (TemporaryFileSystem=), the workspace bound
+    // back into it; everything else is a read-only mount (ProtectSystem=strict, the homes read-only): the
+    // kernel says ENOENT or EROFS before Landlock is asked, which holds them too.
+    'write-outside': 'ENOENT',
     'write-bashrc': 'EROFS',
-    'write-authorized-keys': 'EROFS',
-    'write-agent-config': 'EROFS',
+    'write-authorized-keys': 'ENOENT',
+    'write-agent-config': 'ENOENT',
     // Landlock cannot take away inside a granted tree: PID 1 binds .git read-only, the helper checked it
     // is that mount of the .git root saw; a mount point cannot be renamed.
     'write-git-hook': 'EROFS',
@@ -117,9 +121,10 @@ test('workspace: every way out the probe knows is closed, and what a terminal ne
     mount: 'EPERM',
     'unshare-Urm': 'EPERM',
     setuid: 'EPERM',
-    // Reading is Landlock's alone (its read allowlist).
-    'read-ssh-key': 'EACCES',
-    'read-agent-config': 'EACCES',
+    // Reading is Landlock's (its read allowlist; helper-landlock.test.ts shows its EACCES), and the home's
+    // files are not there at all.
+    'read-ssh-key': 'ENOENT',
+    'read-agent-config': 'ENOENT',
     'open-dev-null': 'OK',
     'open-dev-tty': 'OK',
     'write-workspace': 'OK',
@@ -137,17 +142,26 @@ test('workspace: every way out the probe knows is closed, and what a terminal ne
     'connect-ssh-agent-via-cwd': 'ENOENT',
     'write-tmp-via-cwd': 'OK',
     'host-tmp-written-via-cwd': 'false',
-    // A path socket in a directory nothing hides: Landlock (ABI 7) has no right for connect().
-    'connect-home-socket': 'OK',
-    // Metadata by path: Landlock (ABI 7) has no right for these; the read-only mounts hold them.
-    'chmod-bashrc': 'EROFS',
-    'chown-bashrc': 'EROFS',
-    'utime-bashrc': 'EROFS',
-    'setxattr-bashrc': 'EROFS',
-    'chmod-ssh-key': 'EROFS',
-    'chown-ssh-key': 'EROFS',
-    'utime-ssh-key': 'EROFS',
-    'setxattr-ssh-key': 'EROFS',
+    // /dev/shm is the unit's own empty tmpfs (TemporaryFileSystem=, checked by the helper, then granted):
+    // the account's file in the host's is not there, and POSIX shared memory works.
+    'read-host-shm': 'ENOENT',
+    'chmod-host-shm': 'ENOENT',
+    'utime-host-shm': 'ENOENT',
+    'shm-lock': 'OK',
+    // Path sockets under the home (Landlock ABI 7 has no right for connect()): the home is covered, so the
+    // agent's and an ssh ControlMaster's, which the client holds outside the session, are not there.
+    'connect-home-socket': 'ENOENT',
+    'connect-ssh-control': 'ENOENT',
+    // Metadata by path: Landlock (ABI 7) has no right for these; the covered home and the read-only
+    // mounts hold them.
+    'chmod-bashrc': 'ENOENT',
+    'chown-bashrc': 'ENOENT',
+    'utime-bashrc': 'ENOENT',
+    'setxattr-bashrc': 'ENOENT',
+    'chmod-ssh-key': 'ENOENT',
+    'chown-ssh-key': 'ENOENT',
+    'utime-ssh-key': 'ENOENT',
+    'setxattr-ssh-key': 'ENOENT',
     'chmod-home': 'EROFS',
     'chown-home': 'EROFS',
     'utime-home': 'EROFS',
@@ -158,21 +172,21 @@ test('workspace: every way out the probe knows is closed, and what a terminal ne
     // abstract socket bound outside the domain is out of reach).
     'signal-own-helper': 'EPERM',
     'connect-abstract-outside': 'EPERM',
-    // The mount layer first, Landlock behind it (helper-landlock.test.ts shows Landlock's own EACCES);
-    // the workspace is a mount of its own, so a rename out of it crosses mounts.
-    'truncate-outside': 'EROFS',
-    'link-out': 'EROFS',
-    'rename-out': 'EXDEV',
-    'mkdir-outside': 'EROFS',
-    'symlink-outside': 'EROFS',
-    'unlink-outside': 'EROFS',
+    // The mount layer first, Landlock behind it (helper-landlock.test.ts shows Landlock's own EACCES):
+    // ~/outside is not in the covered home.
+    'truncate-outside': 'ENOENT',
+    'link-out': 'ENOENT',
+    'rename-out': 'ENOENT',
+    'mkdir-outside': 'ENOENT',
+    'symlink-outside': 'ENOENT',
+    'unlink-outside': 'ENOENT',
   });
 });
 
 test('hardened: the same user\'s other doors it leaves open (docs/security.md), and the calls it filters', async () => {
   const seen = await probe('hardened');
   console.log(`# hardened: ${JSON.stringify(seen)}`);
-  for (const name of ['write-outside', 'write-bashrc', 'write-authorized-keys', 'write-agent-config', 'write-bashrc-via-agent-root', 'read-key-via-agent-root', 'write-agent-mem', 'kill-agent', 'kill-other-session', 'read-ssh-key', 'read-agent-config', 'connect-user-bus', 'connect-user-manager', 'systemd-run-user', 'connect-ssh-agent-via-agent-root', 'connect-agent-socket', 'connect-home-socket', 'chmod-bashrc', 'setxattr-ssh-key', 'signal-own-helper', 'connect-abstract-outside', 'truncate-outside', 'mkdir-outside']) {
+  for (const name of ['write-outside', 'write-bashrc', 'write-authorized-keys', 'write-agent-config', 'write-bashrc-via-agent-root', 'read-key-via-agent-root', 'write-agent-mem', 'kill-agent', 'kill-other-session', 'read-ssh-key', 'read-agent-config', 'connect-user-bus', 'connect-user-manager', 'systemd-run-user', 'connect-ssh-agent-via-agent-root', 'connect-agent-socket', 'connect-home-socket', 'connect-ssh-control', 'chmod-bashrc', 'setxattr-ssh-key', 'read-host-shm', 'chmod-host-shm', 'shm-lock', 'signal-own-helper', 'connect-abstract-outside', 'truncate-outside', 'mkdir-outside']) {
     assert.is(seen[name], 'OK', name);
   }
   for (const name of ['ptrace-agent', 'pidfd-getfd-agent', 'mount', 'unshare-Urm', 'setuid']) assert.is(seen[name], 'EPERM', name);
@@ -191,7 +205,7 @@ test('hardened: the same user\'s other doors it leaves open (docs/security.md), 
 test('default: the same programs succeed where an interactive login of the account would', async () => {
   const seen = await probe('default');
   console.log(`# default: ${JSON.stringify(seen)}`);
-  for (const name of ['chmod-bashrc', 'chown-bashrc', 'utime-bashrc', 'setxattr-bashrc', 'chmod-ssh-key', 'chmod-home', 'chmod-x-workspace', 'signal-own-helper', 'connect-abstract-outside', 'truncate-outside', 'link-out', 'rename-out', 'mkdir-outside', 'symlink-outside', 'unlink-outside', 'write-outside', 'write-bashrc', 'write-authorized-keys', 'write-agent-config', 'write-git-hook', 'rename-git', 'write-bashrc-via-agent-root', 'read-key-via-agent-root', 'write-agent-mem', 'kill-agent', 'kill-other-session', 'ptrace-agent', 'pidfd-getfd-agent', 'setuid', 'read-ssh-key', 'read-agent-config', 'open-dev-null', 'open-dev-tty', 'write-workspace', 'write-tmp', 'connect-user-bus', 'connect-user-manager', 'systemd-run-user', 'connect-ssh-agent', 'connect-ssh-agent-via-agent-root', 'connect-agent-socket', 'connect-home-socket', 'unshare-Urm', 'connect-user-bus-via-cwd', 'connect-ssh-agent-via-cwd', 'write-tmp-via-cwd']) {
+  for (const name of ['chmod-bashrc', 'chown-bashrc', 'utime-bashrc', 'setxattr-bashrc', 'chmod-ssh-key', 'chmod-home', 'chmod-x-workspace', 'signal-own-helper', 'connect-abstract-outside', 'truncate-outside', 'link-out', 'rename-out', 'mkdir-outside', 'symlink-outside', 'unlink-outside', 'write-outside', 'write-bashrc', 'write-authorized-keys', 'write-agent-config', 'write-git-hook', 'rename-git', 'write-bashrc-via-agent-root', 'read-key-via-agent-root', 'write-agent-mem', 'kill-agent', 'kill-other-session', 'ptrace-agent', 'pidfd-getfd-agent', 'setuid', 'read-ssh-key', 'read-agent-config', 'open-dev-null', 'open-dev-tty', 'write-workspace', 'write-tmp', 'connect-user-bus', 'connect-user-manager', 'systemd-run-user', 'connect-ssh-agent', 'connect-ssh-agent-via-agent-root', 'connect-agent-socket', 'connect-home-socket', 'connect-ssh-control', 'read-host-shm', 'chmod-host-shm', 'utime-host-shm', 'shm-lock', 'unshare-Urm', 'connect-user-bus-via-cwd', 'connect-ssh-agent-via-cwd', 'write-tmp-via-cwd']) {
     assert.is(seen[name], 'OK', name);
   }
   // Not root: mounting needs a capability whatever the profile.

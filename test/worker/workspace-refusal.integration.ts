@@ -108,7 +108,8 @@ test('a tree where the account\'s home does not resolve is refused (its checks c
 
 test('a mount below the workspace (the home bound into it) is refused by the helper before its fork: START_FAILED, nothing run', async () => {
   const { home } = sandbox.client;
-  const project = `${home}/bound-project`;
+  // Outside the home: PID 1 leaves the workspace writable where it is (ReadWritePaths=), its mounts with it.
+  const project = '/srv/bound-project';
   const mounted = await sandbox.exec(['sh', '-c', `mkdir -p ${project}/sub && chown -R ${sandbox.client.uid} ${project} && mount --bind ${home} ${project}/sub`]);
   assert.is(mounted.code, 0, mounted.stderr);
   try {
