@@ -4,7 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { DEFAULT_SESSION } from '../../src/config/schema.ts';
 import { ErrorCode, SessionError, type FrameOf } from '../../src/protocol/index.ts';
-import { cwdHelperArgs } from '../../src/worker/cwd-plan.ts';
+import { cwdHelperArgs, MAX_CWD_PATH_BYTES } from '../../src/worker/cwd-plan.ts';
 import { planStart } from '../../src/worker/start-plan.ts';
 import { resolveSandbox } from '../../src/worker/sandbox-request.ts';
 import { warmUnitSpec } from '../../src/worker/warm-plan.ts';
@@ -22,15 +22,22 @@ test('hardened and workspace enter the directory by its path; default (no namesp
   assert.equal(cwdHelperArgs('default', '/with space'), []);
 });
 
-test('a path the helper could not be given, or a unit file could not carry, is BAD_START naming the profile', () => {
+test('a path the helper could not be given is BAD_START naming the profile', () => {
   for (const profile of ['hardened', 'workspace'] as const) {
-    for (const path of ['', 'relative', '/a\nb', '/gone (deleted)', '/back\\slash', '/with space', '/a:b', '/q"uote', "/q'uote", '/tab\there']) {
-      assert.throws(() => cwdHelperArgs(profile, path), badStart(new RegExp(`^${profile} refused: the working directory`)), `${profile} ${JSON.stringify(path)}`);
+    for (const path of ['', 'relative', '/nul\0byte', '/gone (deleted)', `/${'x'.repeat(MAX_CWD_PATH_BYTES)}`]) {
+      assert.throws(() => cwdHelperArgs(profile, path), badStart(new RegExp(`^${profile} refused: the working directory has no path the session could enter`)), `${profile} ${JSON.stringify(path.slice(0, 40))}`);
     }
   }
-  assert.throws(() => cwdHelperArgs('hardened', '/with space'), badStart(/cannot be written into the session's unit/));
-  assert.throws(() => cwdHelperArgs('workspace', '/with space'), badStart(/cannot be made writable by systemd/));
-  assert.throws(() => cwdHelperArgs('hardened', ''), badStart(/has no path the session could enter/));
+  // PATH_MAX counts bytes: the longest path open(2) takes passes; 2048 two-byte characters do not.
+  const longest = `/${'x'.repeat(MAX_CWD_PATH_BYTES - 1)}`;
+  assert.equal(cwdHelperArgs('hardened', longest), [`--cwd-path=${longest}`]);
+  assert.throws(() => cwdHelperArgs('hardened', `/${'é'.repeat(2048)}`), badStart(/no path the session could enter/));
+});
+
+test('it is one argument of the helper, never unit-file text: whitespace, quotes, `:`, `\\`, `$`, `;`, `%`, `=` and line breaks pass whole', () => {
+  for (const path of ['/home/u/My Project', '/srv/a:b', '/back\\slash', '/q"uote', "/q'uote", '/tab\there', '/a\nb', '/$HOME;x', '/100%', '/k=v', '/ --landlock', '/x --cwd-path=/etc']) {
+    for (const profile of ['hardened', 'workspace'] as const) assert.equal(cwdHelperArgs(profile, path), [`--cwd-path=${path}`], JSON.stringify(path));
+  }
 });
 
 test("the START's own profile decides, never the floor alone", () => {
@@ -49,9 +56,10 @@ test("the START's own profile decides, never the floor alone", () => {
   assert.ok(args.indexOf('--cwd-path=/srv/proj') < args.indexOf('24'));
 });
 
-test('a hardened START whose directory has no path a unit could carry starts nothing (BAD_START)', () => {
+test('a hardened START in a directory named with a space and a colon is planned, its path one argument before the size', () => {
   const config = testConfig({ session: { ...DEFAULT_SESSION, minProfile: 'hardened' } });
-  assert.throws(() => planStart(start(), config, '/usr/lib/helper', 4, [], undefined, '/srv/my proj'), badStart(/^hardened refused/));
+  const args = planStart(start(), config, '/usr/lib/helper', 4, [], undefined, '/srv/My Project: 2').spec.helperArgs;
+  assert.ok(args.indexOf('--cwd-path=/srv/My Project: 2') >= 0 && args.indexOf('--cwd-path=/srv/My Project: 2') < args.indexOf('24'));
   // The same directory under default is not judged.
   const plain = testConfig({ session: { ...DEFAULT_SESSION } });
   assert.not.ok(planStart(start(), plain, '/usr/lib/helper', 4, [], undefined, '/srv/my proj').spec.helperArgs.some((arg) => arg.startsWith('--cwd-path')));

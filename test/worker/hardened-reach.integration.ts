@@ -3,7 +3,8 @@
 // (device policy); its private /tmp stays reachable through /proc/PID/root, which the kernel decides
 // from the uid alone (docs/security.md says so). Its working directory is entered by its path in the
 // unit's own mount namespace (native/session/cwd.c), in a fresh unit and a warm one alike: `..` walks
-// the unit's tree, and a directory only the client's namespace has is refused before the fork.
+// the unit's tree, a path no unit file could carry is taken whole, and a directory only the client's
+// namespace has is refused before the fork.
 import { chownSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -75,6 +76,26 @@ for (const warmUnits of [0, 1]) {
     // The client's (the sandbox's own) /tmp was not reached.
     assert.not.ok(existsSync(`${sandbox.root}/tmp/${name}`));
     assert.is(servedWarm(worker), warmUnits === 1);
+  });
+
+  test(`hardened, ${kind}: a working directory named with a space, a colon, quotes and a backslash runs there (its path is an argument, not unit-file text)`, async () => {
+    // What a unit file could not carry (ReadWritePaths=): the hardened unit does not write it there.
+    const name = `My Project: ${warmUnits} 'q' "d" a\\b $x;y`;
+    const dir = `${workDir}/${name}`;
+    mkdirSync(dir);
+    chownSync(dir, sandbox.client.uid, sandbox.client.gid);
+    try {
+      const { worker, client } = await startSession(sandbox, dir, ['/bin/sh', '-c', 'printf "cwd=[%s]\\n" "$(pwd -P)"; echo ran > ran-here'], { config: hardened(warmUnits) });
+      const exit = await client.waitFor('exit');
+      const seen = client.output.toString();
+      assert.is(exit.status, 0, seen);
+      assert.is(await worker.exited, 0);
+      assert.match(seen, `cwd=[${dir.slice(sandbox.root.length)}]`);
+      assert.ok(existsSync(`${dir}/ran-here`));
+      assert.is(servedWarm(worker), warmUnits === 1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test(`hardened, ${kind}: a working directory only the client's namespace has (under its /tmp) is START_FAILED naming the private /tmp, nothing run`, async () => {
