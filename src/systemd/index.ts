@@ -3,6 +3,7 @@ export { openBusSession, type BusSession, type Units } from './bus-session.ts';
 export { warmUpCodec } from './dbus-connection.ts';
 export { unitMatchRules } from './match-rules.ts';
 export { notify, watchdogIntervalMs } from './notify.ts';
+export { checkHelperOptions, helperOptions } from './helper-options.ts';
 export { limitProperties } from './unit-limits.ts';
 export { UnitManager, type ServiceState, type StartedSession } from './unit-manager.ts';
 export { BROKER_UNIT, DEFAULT_UNIT_PREFIX, WARM_UNIT_DESCRIPTION, isSessionUnitName, unitNameFor, sessionIdOf } from './unit-names.ts';

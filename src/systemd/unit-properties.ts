@@ -2,6 +2,7 @@
 // one small function per group as systemd-run does (src/run/run.c transient_*_set_properties).
 import { SystemdError } from './errors.ts';
 import { limitProperties, type PropertyTuple } from './unit-limits.ts';
+import { checkHelperOptions, isWarmHelper } from './helper-options.ts';
 import { checkUnitFileText } from './unit-text.ts';
 import { profileProperties, WORKSPACE_HIDDEN_SOCKETS, type SessionProfile } from './session-profile.ts';
 import { budgetProperties, networkProperties, stricterOf, wallClockProperties, type SessionBudgets, type SessionNetwork } from './session-sandbox.ts';
@@ -195,8 +196,9 @@ function sandboxProperties(spec: SessionUnitSpec): PropertyTuple[] {
 
 /** The full `a(sv)` list for StartTransientUnit, as plain tuples; Variants are made at the bus edge. */
 export function sessionUnitProperties(spec: SessionUnitSpec): PropertyTuple[] {
-  // The workspace profile's confinement is the helper's Landlock domain: its unit never starts without it.
-  if (spec.profile === 'workspace') check(spec.helperArgs.includes('--landlock'), 'the workspace profile needs the helper\'s Landlock arguments');
+  // The workspace profile's confinement is the helper's Landlock domain, and a unit with a mount namespace
+  // of its own is entered by --cwd-path: its unit never starts without them (a warm one's come with LAUNCH).
+  if (!isWarmHelper(spec.helperArgs)) checkHelperOptions(spec.profile ?? 'default', spec.helperArgs);
   const profile = profileProperties(spec.profile ?? 'default');
   // Under workspace, ProtectHome= too: its read-only /run/user would take the place of the profile's
   // cover there and every start would fail the helper's check (session-profile.ts workspaceProperties).

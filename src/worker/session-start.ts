@@ -8,7 +8,7 @@ import { native } from '../native/index.ts';
 import type { KeptStore } from '../kept-store/index.ts';
 import { type FdSocket, closeQuietly, passRights } from '../io/index.ts';
 import { ErrorCode, encodeFrame, type FrameOf, SessionError } from '../protocol/index.ts';
-import { unitNameFor, programLabel, sessionIdOf } from '../systemd/index.ts';
+import { checkHelperOptions, unitNameFor, programLabel, sessionIdOf } from '../systemd/index.ts';
 import type { PeerIdentity } from '../control/index.ts';
 import { recheckPeer } from '../identity/index.ts';
 import { openHelperLink, type HelperLink, type HelperLinkEvents } from './helper-link.ts';
@@ -131,6 +131,8 @@ async function launch(context: StartContext, frame: FrameOf<'start'>, cwdFd: num
   let prepared: PreparedLaunch;
   try {
     prepared = prepareLaunch(context, frame, cwdFd, sandbox, keep, look, warm?.name);
+    // A warm unit's session options come with LAUNCH, not through its unit's properties: the same check.
+    if (warm) checkHelperOptions(sandbox.profile, prepared.spec.helperArgs);
   } catch (error) {
     // The drawn channel is nobody's until launchWarm gives it to its link, and a client can make this
     // stretch throw (its peer leaving the client unit fails the re-check): one root fd a START otherwise.

@@ -36,6 +36,8 @@ function byName(tuples: PropertyTuple[]): Map<string, PropertyTuple> {
 
 /** A workspace session's helper arguments carry its Landlock rules (src/worker/workspace-plan.ts). */
 const LANDLOCK_ARGS = ['--landlock', '--cwd-path=/home/u/p', '24', '80', '/bin/bash'];
+/** A hardened session's helper enters its working directory by its path (src/worker/cwd-plan.ts). */
+const CWD_ARGS = ['--cwd-path=/home/u/p', '24', '80', '/bin/bash'];
 
 test('stderr: the control channel fd when given (the session helper reports there), else the journal', () => {
   const withControl = byName(sessionUnitProperties(spec({ stderrFd: 19 })));
@@ -102,7 +104,7 @@ test('environment holds exactly the given entries, values verbatim', () => {
 
 test('the configuration cannot undo the hardened profile; without the profile it applies', () => {
   const limits = { NoNewPrivileges: false, PrivateTmp: false, MemoryMax: '1G' };
-  const hardened = byName(sessionUnitProperties(spec({ profile: 'hardened', limits })));
+  const hardened = byName(sessionUnitProperties(spec({ profile: 'hardened', helperArgs: CWD_ARGS, limits })));
   assert.equal(hardened.get('NoNewPrivileges'), ['NoNewPrivileges', 'b', true]);
   assert.equal(hardened.get('PrivateTmp'), ['PrivateTmp', 'b', true]);
   assert.ok(hardened.has('MemoryMax'), 'names the profile does not set still apply');
@@ -136,10 +138,10 @@ test('bad helper path, identity, fds, timeout and slice are refused', () => {
 test('the runtime directory is hidden under the hardened profile only: the default one gets no mount namespace', () => {
   assert.not.ok(byName(sessionUnitProperties(spec())).has('InaccessiblePaths'));
   assert.not.ok(byName(sessionUnitProperties(spec({ profile: 'default' }))).has('InaccessiblePaths'));
-  const hardened = byName(sessionUnitProperties(spec({ profile: 'hardened' })));
+  const hardened = byName(sessionUnitProperties(spec({ profile: 'hardened', helperArgs: CWD_ARGS })));
   assert.equal(hardened.get('InaccessiblePaths'), ['InaccessiblePaths', 'as', ['-/run/opencode-pty']]);
   // A caller's list adds to the profile's, never replaces it.
-  assert.equal(byName(sessionUnitProperties(spec({ profile: 'hardened', inaccessiblePaths: ['/srv/x'] }))).get('InaccessiblePaths'), ['InaccessiblePaths', 'as', ['-/run/opencode-pty', '-/srv/x']]);
+  assert.equal(byName(sessionUnitProperties(spec({ profile: 'hardened', helperArgs: CWD_ARGS, inaccessiblePaths: ['/srv/x'] }))).get('InaccessiblePaths'), ['InaccessiblePaths', 'as', ['-/run/opencode-pty', '-/srv/x']]);
   assert.equal(byName(sessionUnitProperties(spec({ profile: 'workspace', helperArgs: LANDLOCK_ARGS, writablePaths: ['/w'], inaccessiblePaths: ['/srv/x', '/run/podman'] }))).get('InaccessiblePaths'), ['InaccessiblePaths', 'as', ['-/run/opencode-pty', '-/run/docker.sock', '-/run/containerd', '-/run/podman', '-/var/run/docker.sock', '-/srv/x']]);
 });
 
@@ -147,8 +149,36 @@ test('a workspace unit without the helper\'s Landlock arguments is refused: its 
   throwsCode(() => sessionUnitProperties(spec({ profile: 'workspace', writablePaths: ['/home/u/p'] })), 'PROPERTY_INVALID');
 });
 
+test('a hardened or workspace unit carries --cwd-path among the helper\'s options, read before ROWS only, never from the client\'s argv', () => {
+  const refused = (profile: 'hardened' | 'workspace', helperArgs: string[]) =>
+    throwsCode(() => sessionUnitProperties(spec({ profile, helperArgs, writablePaths: ['/home/u/p'] })), 'PROPERTY_INVALID');
+  for (const profile of ['hardened', 'workspace'] as const) {
+    const own = profile === 'workspace' ? ['--landlock'] : [];
+    // None at all, or only in the client's argv (after ROWS and COLS), where the helper never reads it.
+    refused(profile, [...own, '24', '80', '/bin/bash']);
+    refused(profile, [...own, '24', '80', '/bin/echo', '--cwd-path=/home/u/p']);
+    refused(profile, [...own, '24', '80', '--cwd-path=/home/u/p']);
+    // Not absolute, empty, or two (the helper would take the last).
+    refused(profile, [...own, '--cwd-path=home/u/p', '24', '80', '/bin/bash']);
+    refused(profile, [...own, '--cwd-path=', '24', '80', '/bin/bash']);
+    refused(profile, [...own, '--cwd-path=/home/u/p', '--cwd-path=/', '24', '80', '/bin/bash']);
+    // The separate-value form is not the worker's: its value would read as ROWS here, so it proves nothing.
+    refused(profile, [...own, '--cwd-path', '/home/u/p', '24', '80', '/bin/bash']);
+    // A path with whitespace and ':' is an argument like any other (the workspace's unit-file paths are checked apart).
+    sessionUnitProperties(spec({ profile, helperArgs: [...own, '--cwd-path=/home/u/My Project: 2', '24', '80', '/bin/bash'], writablePaths: ['/home/u/p'] }));
+  }
+  // The workspace's --landlock counts only among the options too.
+  refused('workspace', ['--cwd-path=/home/u/p', '24', '80', '/bin/echo', '--landlock']);
+  sessionUnitProperties(spec({ profile: 'workspace', helperArgs: LANDLOCK_ARGS, writablePaths: ['/home/u/p'] }));
+  // A warm unit's helper is told --warm alone: its session's options come with LAUNCH (checked there).
+  sessionUnitProperties(spec({ profile: 'hardened', helperArgs: ['--warm'] }));
+  refused('hardened', ['--warm', '24', '80', '/bin/bash']);
+  // The default profile's unit has no mount namespace of its own: nothing to enter.
+  sessionUnitProperties(spec({ profile: 'default', helperArgs: ['24', '80', '/bin/bash'] }));
+});
+
 test('the workspace profile holds everything hardened sets, hides the account\'s path sockets beside the runtime directory, and mounts all but its writable paths read-only', () => {
-  const hardened = sessionUnitProperties(spec({ profile: 'hardened' }));
+  const hardened = sessionUnitProperties(spec({ profile: 'hardened', helperArgs: CWD_ARGS }));
   const workspace = byName(sessionUnitProperties(spec({ profile: 'workspace', helperArgs: LANDLOCK_ARGS, writablePaths: ['/home/u/p', '/srv/cache'], limits: { NoNewPrivileges: false, ProtectSystem: 'full', ProtectHome: 'read-only' } })));
   for (const [name, type, value] of hardened) {
     // The hidden paths grow, the mounts tighten, and the helper's arguments are the workspace's own.
@@ -169,7 +199,7 @@ test('the workspace profile holds everything hardened sets, hides the account\'s
   // Without its writable paths the unit is refused; a path a unit file cannot carry is refused.
   throwsCode(() => sessionUnitProperties(spec({ profile: 'workspace' })), 'PROPERTY_INVALID');
   for (const path of ['/a b', '/a:b', 'rel', '/a\nb', '/a"b']) throwsCode(() => sessionUnitProperties(spec({ profile: 'workspace', helperArgs: LANDLOCK_ARGS, writablePaths: [path] })), 'PROPERTY_INVALID');
-  assert.not.ok(byName(sessionUnitProperties(spec({ profile: 'hardened' }))).has('ReadWritePaths'));
+  assert.not.ok(byName(sessionUnitProperties(spec({ profile: 'hardened', helperArgs: CWD_ARGS }))).has('ReadWritePaths'));
 });
 
 test('a covered home is a read-only temporary file system, the workspace under it a bind from the host\'s tree; a home a unit file cannot carry is refused', () => {

@@ -67,7 +67,7 @@ test('strings nested in structs and arrays are checked too', () => {
 
 test('the hardened profile adds the call filter and protections; the default adds nothing; the operator cannot undo it', () => {
   const plain = sessionUnitProperties(spec());
-  const hardened = sessionUnitProperties(spec({ profile: 'hardened', limits: { NoNewPrivileges: false } }));
+  const hardened = sessionUnitProperties(spec({ profile: 'hardened', helperArgs: ['--cwd-path=/w', '24', '80', '/bin/bash'], limits: { NoNewPrivileges: false } }));
   assert.not.ok(plain.some(([name]) => name === 'SystemCallFilter'));
   const filter = hardened.find(([name]) => name === 'SystemCallFilter')!;
   assert.equal(filter[1], '(bas)');
