@@ -81,7 +81,7 @@ export class Broker {
     this.#slots = new SessionSlots(limits.maxSessions);
     this.#refusals = new RefusalReporter(deps.log);
     this.#store = deps.keptStore ?? new KeptStore(undefined, (name, why) => deps.log('warning', `the kept store's ${name} is left: ${why}`));
-    this.#ends = new KeptEnds({ store: this.#store, unitPrefix: deps.config.unitPrefix, maxKept: () => limits.maxKept, log: deps.log, changed: () => this.#status() });
+    this.#ends = new KeptEnds({ store: this.#store, unitPrefix: deps.config.unitPrefix, maxKept: () => limits.maxKept, maxKeepMs: () => deps.config.session.maxKeepMs, log: deps.log, changed: () => this.#status() });
     this.#sessions = new LiveSessions({
       units: deps.manager,
       log: deps.log,

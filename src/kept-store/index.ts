@@ -3,4 +3,4 @@
 export { KEPT_DIR, KeptStore, type RemoveFailed } from './store.ts';
 export { supervisorCgroup } from './supervisor-cgroup.ts';
 export { RECORD_FORMAT, adoptionDeadline, boundKeep, parseRecord, type KeptRecord } from './record.ts';
-export { ENDED_FORMAT, checkEnded, endedExpired, endedRecordOf, parseEnded, type EndedRecord } from './ended-record.ts';
+export { ENDED_FORMAT, boundEnded, checkEnded, endedExpired, endedRecordOf, parseEnded, type EndedRecord } from './ended-record.ts';
