@@ -175,11 +175,6 @@ export class AcceptGate {
   }
 }
 
-/**
- * A peer whose process could not be identified. Gone (ESRCH: it exited, or its PID was reused) is the
- * peer's doing: AUTHENTICATION, as the seeds. Anything else (no unified cgroup line, fds exhausted, a
- * fault of ours) is the server's: INTERNAL, logged as that, not as a peer that left.
- */
 /** The peer's pidfd (the caller's to close) and the identity read through it, or the refusal when its process
  * is gone or cannot be read. The clock is read (only where SO_PEERPIDFD is missing) in this same turn as the accept. */
 function peerAtAccept(fd: number, credentials: PeerCredentials): PeerAtAccept | GateRefusal {
@@ -194,6 +189,11 @@ function peerAtAccept(fd: number, credentials: PeerCredentials): PeerAtAccept | 
   }
 }
 
+/**
+ * A peer whose process could not be identified. Gone (ESRCH: it exited, or its PID was reused) is the
+ * peer's doing: AUTHENTICATION, as the seeds. Anything else (no unified cgroup line, fds exhausted, a
+ * fault of ours) is the server's: INTERNAL, logged as that, not as a peer that left.
+ */
 export function identityRefusal(error: unknown, who: string): GateRefusal {
   const message = (error as Error).message;
   if ((error as { code?: string }).code === 'ESRCH') return refusal(ErrorCode.AUTHENTICATION, AUTHENTICATION_FAILED, 'peers gone before accept', `peer process: ${message}`, who);

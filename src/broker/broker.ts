@@ -80,8 +80,8 @@ export class Broker {
     this.#admission = new Admission(limits);
     this.#slots = new SessionSlots(limits.maxSessions);
     this.#refusals = new RefusalReporter(deps.log);
-    this.#store = deps.keptStore ?? new KeptStore();
-    this.#ends = new KeptEnds({ store: this.#store, unitPrefix: deps.config.unitPrefix, maxKept: () => limits.maxKept, log: deps.log, changed: () => this.#status() });
+    this.#store = deps.keptStore ?? new KeptStore(undefined, (name, why) => deps.log('warning', `the kept store's ${name} is left: ${why}`));
+    this.#ends = new KeptEnds({ store: this.#store, unitPrefix: deps.config.unitPrefix, maxKept: () => limits.maxKept, maxKeepMs: () => deps.config.session.maxKeepMs, log: deps.log, changed: () => this.#status() });
     this.#sessions = new LiveSessions({
       units: deps.manager,
       log: deps.log,

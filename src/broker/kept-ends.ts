@@ -3,7 +3,7 @@
 // (each checked as untrusted), held until an ATTACH or STOP_SESSION takes one or its time is up, and
 // bounded by limits.maxKept. The answers themselves are kept-ended.ts's.
 import type { Logger } from '../log.ts';
-import { checkEnded, endedExpired, type EndedRecord, type KeptStore } from '../kept-store/index.ts';
+import { boundEnded, checkEnded, endedExpired, type EndedRecord, type KeptStore } from '../kept-store/index.ts';
 import type { SessionEntry } from '../protocol/index.ts';
 import { sessionIdOf } from '../systemd/index.ts';
 import { endedEntry, overBound } from './kept-ended.ts';
@@ -19,15 +19,27 @@ export interface KeptEndsDeps {
   store?: Pick<KeptStore, 'endedIds' | 'readEnded' | 'removeEnded'>;
   unitPrefix: string;
   maxKept(): number;
+  /** session.maxKeepMs now: no end is kept longer from now (boundEnded). */
+  maxKeepMs(): number;
   log: Logger;
   now?(): number;
   /** The held ends changed (the broker's status, its idle look). */
   changed?(): void;
 }
 
+/** The worker that reports an end, as this module needs it. */
+export interface EndReporter {
+  unit: string | undefined;
+  /** Its session was granted its keep (only a kept session's end is kept). */
+  keepGranted: boolean;
+}
+
 export class KeptEnds {
   #deps: KeptEndsDeps;
   #ends = new Map<number, EndedRecord>();
+  /** Who reported each end held (none for one read back at the start): only that worker's session does
+   * its end answer for (reportedBy). */
+  #reporters = new Map<number, EndReporter>();
   #timer: NodeJS.Timeout | undefined;
 
   constructor(deps: KeptEndsDeps) {
@@ -42,6 +54,11 @@ export class KeptEnds {
     return id !== undefined && this.#ends.has(id);
   }
 
+  /** Whether `worker` reported the end held for `id`: its session is over, and the end answers for it. */
+  reportedBy(id: number | undefined, worker: EndReporter): boolean {
+    return id !== undefined && this.#ends.has(id) && this.#reporters.get(id) === worker;
+  }
+
   /** At the broker's start: every ended record in the store that is valid and not past its time; the
    * rest are removed, each with a journal line. */
   load(): void {
@@ -49,22 +66,42 @@ export class KeptEnds {
     if (!store) return;
     for (const id of store.endedIds()) {
       const read = store.readEnded(id, unitPrefix);
-      if ('why' in read) {
-        log('notice', `kept session ${id}'s end is not kept: ${read.why}`);
-        store.removeEnded(id);
-      } else this.#ends.set(id, read.ended);
+      const held = 'why' in read ? read : this.#bound(read.ended);
+      if ('why' in held) {
+        log('notice', `kept session ${id}'s end is not kept: ${held.why}`);
+        this.#forget(id);
+      } else this.#ends.set(id, held.ended);
     }
     this.#settle();
   }
 
-  /** A worker's 'kept-ended' for its session `unit`: held when it checks out (else logged and dropped). */
-  add(value: unknown, unit: string | undefined): void {
+  /** A worker's 'kept-ended' for its kept session: held when it checks out (else logged and dropped). */
+  add(value: unknown, worker: EndReporter): void {
+    const { unit } = worker;
     const id = unit === undefined ? undefined : sessionIdOf(unit, this.#deps.unitPrefix);
-    const checked = id === undefined ? { why: 'its worker names no session unit' } : checkEnded(value, id, this.#deps.unitPrefix);
-    if ('why' in checked) return this.#deps.log('warning', `a kept session's end from ${unit ?? 'a worker'} is not kept: ${checked.why}`);
-    if (checked.ended.session.unit !== unit) return this.#deps.log('warning', `a kept session's end from ${unit} names ${checked.ended.session.unit}: not kept`);
-    this.#ends.set(checked.ended.session.sessionId, checked.ended);
+    const checked = id === undefined ? { why: 'its worker names no session unit' } : !worker.keepGranted ? { why: 'its worker was granted no keep' } : checkEnded(value, id, this.#deps.unitPrefix);
+    const held = 'why' in checked ? checked : this.#bound(checked.ended);
+    if ('why' in held) return this.#deps.log('warning', `a kept session's end from ${unit ?? 'a worker'} is not kept: ${held.why}`);
+    if (held.ended.session.unit !== unit) return this.#deps.log('warning', `a kept session's end from ${unit} names ${held.ended.session.unit}: not kept`);
+    this.#ends.set(held.ended.session.sessionId, held.ended);
+    this.#reporters.set(held.ended.session.sessionId, worker);
     this.#settle();
+  }
+
+  /**
+   * Session `id` is live (a worker holds it, adopted: its helper answered as the unit's main process):
+   * an end held for it is stale or forged (a legitimate one is written only once its unit is gone), and
+   * is forgotten rather than answer for a running session.
+   */
+  live(id: number | undefined, worker: EndReporter): void {
+    if (id === undefined || !this.#ends.has(id) || this.#reporters.get(id) === worker) return;
+    this.#deps.log('warning', `kept session ${id}'s end is forgotten: the session is live`);
+    this.#forget(id);
+    this.#settle();
+  }
+
+  #bound(ended: EndedRecord): { ended: EndedRecord } | { why: string } {
+    return boundEnded(ended, this.#now(), this.#deps.maxKeepMs());
   }
 
   /** LIST: the ended sessions `scope` reaches. */
@@ -108,6 +145,7 @@ export class KeptEnds {
 
   #forget(id: number): void {
     this.#ends.delete(id);
+    this.#reporters.delete(id);
     try {
       this.#deps.store?.removeEnded(id);
     } catch (error) {

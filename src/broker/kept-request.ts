@@ -108,19 +108,21 @@ async function serve(socket: FdSocket, frame: KeptRequestFrame, peer: PeerAtAcce
   if (frame.type === 'list') {
     const entries = await deps.kept.list(scope);
     entries.sort((a, b) => a.startedAtMs - b.startedAtMs || a.id - b.id);
-    socket.write(encodeFrame(sessionsFrame(entries), KEEP_VERSION));
+    const refused = (entry: SessionEntry, error: Error) => deps.log('warning', `LIST leaves out kept session ${entry.id}: ${error.message}`);
+    socket.write(encodeFrame(sessionsFrame(entries, refused), KEEP_VERSION));
     return false;
   }
-  // A session whose unit ended with nobody attached: root answers from the end it kept, and forgets it.
-  const ended = deps.kept.takeEnded?.(frame.id, scope);
-  if (ended) {
+  const found = await deps.kept.find(frame.id, scope);
+  if ('code' in found) {
+    // No live session of that id: one whose unit ended with nobody attached is answered from the end root
+    // kept, which is forgotten then. A live one is always asked first: an end never answers for it.
+    const ended = found.code === ErrorCode.NO_SESSION ? deps.kept.takeEnded?.(frame.id, scope) : undefined;
+    if (!ended) throw new SessionError(found.code, found.message);
     const frames = frame.type === 'attach' ? attachAnswer(ended, frame) : [stopAnswer(ended)];
     for (const bytes of frames.map((answer) => encodeFrame(answer, KEEP_VERSION))) socket.write(bytes);
     deps.log('info', `${frame.type === 'attach' ? 'ATTACH' : 'STOP_SESSION'} of kept session ${frame.id}, ended (${ended.end.result}), by ${principal} pid ${credentials.pid} uid ${credentials.uid}: its end is given and forgotten`, { SESSION_UNIT: ended.session.unit, PEER_PID: credentials.pid, PEER_UID: credentials.uid });
     return false;
   }
-  const found = await deps.kept.find(frame.id, scope);
-  if ('code' in found) throw new SessionError(found.code, found.message);
   const who: KeptPeer = { pid: credentials.pid, uid: credentials.uid, principal };
   const message: BrokerMessage =
     frame.type === 'attach'

@@ -99,14 +99,20 @@ export class KeptSessions<W extends KeptWorker> {
     return count;
   }
 
-  /** The worker's session has ended and root keeps its end: the end answers for it from now on. */
+  /** The worker's session has ended and root keeps the end it reported: the end answers for it from now
+   * on. An end it did not report (one read back at the start under a live session's id) never does. */
   #endKept(worker: W): boolean {
-    return worker.unit !== undefined && (this.#deps.ends?.has(sessionIdOf(worker.unit, this.#deps.unitPrefix)) ?? false);
+    return worker.unit !== undefined && (this.#deps.ends?.reportedBy(sessionIdOf(worker.unit, this.#deps.unitPrefix), worker) ?? false);
   }
 
   /** A worker's 'kept-ended': its session's end, kept past its unit (checked there). */
   ended(worker: W, value: unknown): void {
-    this.#deps.ends?.add(value, worker.unit);
+    this.#deps.ends?.add(value, worker);
+  }
+
+  /** A worker's 'kept': its session is live (started, or adopted), so no end held for its id is its own. */
+  live(worker: W): void {
+    if (worker.unit !== undefined) this.#deps.ends?.live(sessionIdOf(worker.unit, this.#deps.unitPrefix), worker);
   }
 
   /** ATTACH or STOP_SESSION for a session whose end root keeps: that end, forgotten as it is answered. */
@@ -162,11 +168,16 @@ export class KeptSessions<W extends KeptWorker> {
   async list(scope: KeptScope = EVERY): Promise<SessionEntry[]> {
     // Only while adoptions are under way: otherwise every worker is asked at once, in this turn.
     if (this.#adopting.size > 0) await this.#adopted([...this.#adopting.keys()]);
-    const asked: Promise<SessionEntry>[] = (this.#deps.ends?.entries(scope) ?? []).map((entry) => Promise.resolve(entry));
+    const asked: Promise<SessionEntry>[] = [];
+    const live = new Set<number>();
     for (const worker of this.#deps.workers()) {
-      if (!worker.keepGranted || worker.endReason !== undefined || !worker.kept || !inScope(worker, scope) || this.#endKept(worker)) continue;
-      asked.push(this.#describe(worker, worker.kept));
+      if (!worker.keepGranted || worker.endReason !== undefined || !worker.kept || this.#endKept(worker)) continue;
+      const id = worker.unit === undefined ? undefined : sessionIdOf(worker.unit, this.#deps.unitPrefix);
+      if (id !== undefined) live.add(id);
+      if (inScope(worker, scope)) asked.push(this.#describe(worker, worker.kept));
     }
+    // A live session is listed as itself, never as an end held under its id.
+    for (const entry of this.#deps.ends?.entries(scope) ?? []) if (!live.has(entry.id)) asked.push(Promise.resolve(entry));
     return Promise.all(asked);
   }
 

@@ -70,8 +70,11 @@ export class LiveSessions {
         if (message.type === 'keep-request') this.kept.keepRequested(worker);
         if (message.type === 'described') this.kept.described(message.requestId, message.entry);
         if (message.type === 'kept-ended') this.kept.ended(worker, message.ended);
-        // The broker's status names the kept sessions.
-        if (message.type === 'kept') this.#deps.changed();
+        if (message.type === 'kept') {
+          // An end held under its id is not its own (kept-ends.ts live); the status names kept sessions.
+          this.kept.live(worker);
+          this.#deps.changed();
+        }
       } catch (error) {
         // The answer could not go: the worker's channel failed, and it is ending (worker-handle.ts).
         log('warning', `worker ${worker.child.pid}: ${(error as Error).message}`);

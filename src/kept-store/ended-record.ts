@@ -100,6 +100,19 @@ function checkEnd(value: unknown): EndedRecord['end'] | string {
   return end;
 }
 
+/**
+ * The end as this supervisor holds it at `now`, or why it is not held. A legitimate end was seen before
+ * now, and kept at most its session's keep from then (its deadline was armed at most `keepMs` before
+ * its end): one seen in the future is refused, and its time is cut to `now` plus the keep, itself no
+ * longer than `session.maxKeepMs` says now (as boundKeep at an adoption). So no record, however written,
+ * is kept for ever or holds a place of limits.maxKept past what a real session could.
+ */
+export function boundEnded(ended: EndedRecord, now: number, maxKeepMs: number): { ended: EndedRecord } | { why: string } {
+  if (ended.endedAtMs > now) return { why: `its ended record's endedAtMs (${ended.endedAtMs}) is in the future` };
+  const untilMs = Math.min(ended.untilMs, now + Math.min(ended.session.keepMs, Math.max(1, maxKeepMs)));
+  return { ended: untilMs === ended.untilMs ? ended : { ...ended, untilMs } };
+}
+
 /** Kept while `now` is before its `untilMs`. */
 export function endedExpired(ended: Pick<EndedRecord, 'untilMs'>, now: number): boolean {
   return now >= ended.untilMs;

@@ -4,7 +4,7 @@
 // alone, never from the helper. Pure: parsing checks every field as untrusted input would be checked
 // (the directory is root's alone, but a file half written by a crash, or by another release, is not
 // taken on trust either).
-import { Limits, SessionOrigin, type SessionOriginCode } from '../protocol/index.ts';
+import { SessionOrigin, checkLabel, utf8, type SessionOriginCode } from '../protocol/index.ts';
 import { isSessionUnitName, sessionIdOf } from '../systemd/index.ts';
 import type { KeptFacts } from '../control/index.ts';
 
@@ -28,7 +28,19 @@ const MIN_RETAIN = 4096;
 const MAX_RETAIN = 64 << 20;
 
 const int = (value: unknown, min: number, max: number): value is number => Number.isSafeInteger(value) && (value as number) >= min && (value as number) <= max;
-const text = (value: unknown, max: number): value is string => typeof value === 'string' && value.length <= max && !value.includes('\0');
+const text = (value: unknown, max: number): value is string => typeof value === 'string' && value.length <= max && !value.includes('\0') && !/\p{Cs}/u.test(value);
+
+/** A label LIST and ATTACHED can carry: the protocol's own rule (its UTF-8 bytes, no control character),
+ * so a record that passes here never makes the answer that shows it fail (docs/protocol.md "START"). */
+function label(value: unknown): value is string {
+  if (typeof value !== 'string') return false;
+  try {
+    checkLabel(value, utf8('label', value).length);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** The record of `unit`'s session, or why it cannot be taken (a reason for the journal line). */
 export function parseRecord(json: string, unit: string, prefix: string): { record: KeptRecord } | { why: string } {
@@ -51,7 +63,7 @@ export function checkRecord(value: unknown, unit: string, prefix: string): { rec
   const fields: [string, boolean][] = [
     ['keepMs', int(r.keepMs, 1, MAX_KEEP_MS)],
     ['retainBytes', int(r.retainBytes, MIN_RETAIN, MAX_RETAIN)],
-    ['label', text(r.label, Limits.MAX_LABEL)],
+    ['label', label(r.label)],
     ['program', text(r.program, MAX_TEXT)],
     ['cwd', text(r.cwd, MAX_TEXT)],
     ['startedAtMs', int(r.startedAtMs, 0, Number.MAX_SAFE_INTEGER)],

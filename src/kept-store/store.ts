@@ -3,7 +3,7 @@
 // reboot clears, as it ends every unit), holding per session its rendezvous socket (the helper listens,
 // only root connects) and its record (record.ts), written whole or not at all (a temporary file renamed);
 // and, for a session that ended unseen, the end root keeps past its unit (ended-record.ts).
-import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseRecord, type KeptRecord } from './record.ts';
 import { parseEnded, type EndedRecord } from './ended-record.ts';
@@ -19,11 +19,18 @@ const ENDED_NAME = /^\d{1,16}\.ended\.json(\.\d+\.tmp)?$/;
 /** The directory, 0700 root:root. */
 export const KEPT_DIR = '/run/opencode-pty-kept';
 
+/** Why a file of the store could not be removed (a journal line's text); the caller goes on. */
+export type RemoveFailed = (name: string, why: string) => void;
+
 export class KeptStore {
   readonly dir: string;
+  #removeFailed: RemoveFailed;
 
-  constructor(dir = KEPT_DIR) {
+  /** `removeFailed`: told of each file that stays (a directory planted under a session's name, say): a
+   * removal never throws, so no such file stops a start or a session's end. */
+  constructor(dir = KEPT_DIR, removeFailed: RemoveFailed = () => undefined) {
     this.dir = dir;
+    this.#removeFailed = removeFailed;
   }
 
   socketPath(id: number): string {
@@ -76,7 +83,7 @@ export class KeptStore {
 
   /** The ended record goes (answered, or past its time), and any temporary one of it. */
   removeEnded(id: number): void {
-    for (const name of this.#names()) if (name.startsWith(`${id}${ENDED}`)) rmSync(join(this.dir, name), { force: true });
+    for (const name of this.#names()) if (name.startsWith(`${id}${ENDED}`)) this.#remove(name);
   }
 
   /** Session ids with an ended record (or a temporary one of it). */
@@ -87,7 +94,17 @@ export class KeptStore {
   /** The session is over: its socket, its record and any temporary one go (nothing there is no error);
    * its ended record, if root keeps one, stays (removeEnded). */
   remove(id: number): void {
-    for (const name of this.#names()) if (name.startsWith(`${id}.`) && !ENDED_NAME.test(name)) rmSync(join(this.dir, name), { force: true });
+    for (const name of this.#names()) if (name.startsWith(`${id}.`) && !ENDED_NAME.test(name)) this.#remove(name);
+  }
+
+  /** One file goes; one that cannot (a directory: root's own processes without capabilities may write
+   * here, docs/security.md) is reported and left, never thrown. */
+  #remove(name: string): void {
+    try {
+      rmSync(join(this.dir, name), { force: true });
+    } catch (error) {
+      this.#removeFailed(name, (error as Error).message);
+    }
   }
 
   #names(): string[] {
@@ -125,23 +142,58 @@ function writeWhole(path: string, value: unknown): void {
     renameSync(temporary, path);
   } catch (error) {
     // A full /run: the temporary file goes, and so does the old file, which no longer says what root
-    // knows (a stale detach time would end or lengthen the session at its adoption).
+    // knows (a stale detach time would end or lengthen the session at its adoption). Neither removal
+    // may hide the write's own error (a directory planted at `path` refuses both the rename and this).
     try {
       closeSync(fd);
     } catch {}
-    rmSync(temporary, { force: true });
-    rmSync(path, { force: true });
+    for (const stale of [temporary, path]) {
+      try {
+        rmSync(stale, { force: true });
+      } catch {}
+    }
     throw error;
   }
 }
 
-/** The file's text, or why there is none: a file far larger than we write is not read whole into root's memory. */
+/** Opened without following a symlink, and without waiting for a writer should it be a FIFO (Node adds
+ * O_CLOEXEC to every open: libuv's uv__fs_open). */
+const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+/**
+ * The file's text, or why there is none. Only a regular file of root's, no larger than we write, is read,
+ * and never more than that: what root's own processes without capabilities could plant here (a FIFO, whose
+ * open or read would block the broker for good; a symlink to one, or to /dev/zero, read until memory runs
+ * out; a directory) is refused by what its descriptor is, not by its path, which could change meanwhile.
+ */
 function readBounded(path: string, what: string): string | { why: string } {
+  let fd: number;
   try {
-    const size = statSync(path).size;
-    if (size > MAX_RECORD_BYTES) return { why: `its ${what} is ${size} bytes, over ${MAX_RECORD_BYTES}` };
-    return readFileSync(path, 'utf8');
+    fd = openSync(path, READ_FLAGS);
   } catch (error) {
-    return { why: (error as NodeJS.ErrnoException).code === 'ENOENT' ? `it has no ${what}` : `its ${what} cannot be read (${(error as Error).message})` };
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return { why: `it has no ${what}` };
+    if (code === 'ELOOP') return { why: `its ${what} is a symlink` };
+    return { why: `its ${what} cannot be read (${(error as Error).message})` };
+  }
+  try {
+    const stat = fstatSync(fd);
+    if (!stat.isFile()) return { why: `its ${what} is not a regular file` };
+    if (stat.uid !== 0) return { why: `its ${what} is not root's (uid ${stat.uid})` };
+    if (stat.size > MAX_RECORD_BYTES) return { why: `its ${what} is ${stat.size} bytes, over ${MAX_RECORD_BYTES}` };
+    // The size was read before the bytes: a file grown since is caught by the one byte past the limit.
+    const buffer = Buffer.alloc(MAX_RECORD_BYTES + 1);
+    let length = 0;
+    while (length < buffer.length) {
+      const got = readSync(fd, buffer, length, buffer.length - length, null);
+      if (got === 0) break;
+      length += got;
+    }
+    if (length > MAX_RECORD_BYTES) return { why: `its ${what} is over ${MAX_RECORD_BYTES} bytes` };
+    return buffer.toString('utf8', 0, length);
+  } catch (error) {
+    return { why: `its ${what} cannot be read (${(error as Error).message})` };
+  } finally {
+    closeSync(fd);
   }
 }

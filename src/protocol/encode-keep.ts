@@ -167,13 +167,20 @@ export function cutText(text: string, max: number): string {
 /**
  * The SESSIONS frame a server sends: program and cwd cut to their limits, and the entries that would take
  * the payload past MAX_FRAME_PAYLOAD left out (its count says how many are in; docs/protocol.md "SESSIONS").
+ * An entry the codec refuses is left out too, told to `refused`: one bad entry never fails the whole LIST.
  */
-export function sessionsFrame(entries: readonly SessionEntry[]): FrameOf<'sessions'> {
+export function sessionsFrame(entries: readonly SessionEntry[], refused: (entry: SessionEntry, error: Error) => void = () => undefined): FrameOf<'sessions'> {
   const sessions: SessionEntry[] = [];
   let size = 2;
   for (const entry of entries) {
     const cut = { ...entry, program: cutText(entry.program, Limits.MAX_LIST_PROGRAM), cwd: cutText(entry.cwd, Limits.MAX_LIST_CWD) };
-    const length = encodeSessionEntry(cut).length;
+    let length: number;
+    try {
+      length = encodeSessionEntry(cut).length;
+    } catch (error) {
+      refused(entry, error as Error);
+      continue;
+    }
     if (size + length > Limits.MAX_FRAME_PAYLOAD || sessions.length === 0xffff) continue;
     size += length;
     sessions.push(cut);

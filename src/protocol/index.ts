@@ -19,7 +19,7 @@ export { LAYOUT, layoutOf, parseHeader, typeCodeOf, type FrameLayout } from './l
 export { FrameDecoder, parsePayload } from './decode.ts';
 export { MAX_ERROR_TEXT, encodeFrame, errorFrame } from './encode.ts';
 export { SessionError } from './session-error.ts';
-export { checkEnvUnique } from './rules.ts';
+export { checkEnvUnique, checkLabel, utf8 } from './rules.ts';
 export { SendWindow } from './credit.ts';
 export { cutText, sessionsFrame } from './encode-keep.ts';
 export { checkBudget, checkProfileName, MAX_BUDGET } from './start-sandbox.ts';

@@ -61,7 +61,8 @@ function keptDeps(): { keptStore?: KeptStore; rendezvousCgroup?: string } {
     log(`kept sessions end with this worker: ${found.why}`, undefined, 'warning');
     return {};
   }
-  return { keptStore: new KeptStore(), rendezvousCgroup: found.cgroup };
+  const removeFailed = (name: string, why: string) => log(`the kept store's ${name} is left: ${why}`, undefined, 'warning');
+  return { keptStore: new KeptStore(undefined, removeFailed), rendezvousCgroup: found.cgroup };
 }
 
 async function main(): Promise<number> {

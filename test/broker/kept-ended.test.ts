@@ -4,7 +4,11 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { attachAnswer, endedEntry, overBound, stopAnswer } from '../../src/broker/kept-ended.ts';
 import { KeptEnds } from '../../src/broker/kept-ends.ts';
-import type { EndedRecord } from '../../src/kept-store/index.ts';
+import { KeptStore, type EndedRecord } from '../../src/kept-store/index.ts';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Limits, Role, SessionState, encodeFrame, sessionsFrame } from '../../src/protocol/index.ts';
 import { sessionIdOf } from '../../src/systemd/index.ts';
 
@@ -56,7 +60,7 @@ test('the bound: past limits.maxKept, the soonest to be forgotten go', () => {
   assert.equal(overBound(records, 0).length, 3);
 });
 
-function table(options: { files?: Map<number, EndedRecord | string>; max?: number } = {}) {
+function table(options: { files?: Map<number, EndedRecord | string>; max?: number; maxKeepMs?: number } = {}) {
   let now = 10_000;
   const files = options.files ?? new Map<number, EndedRecord | string>();
   const logs: string[] = [];
@@ -71,6 +75,7 @@ function table(options: { files?: Map<number, EndedRecord | string>; max?: numbe
     },
     unitPrefix: PREFIX,
     maxKept: () => options.max ?? 16,
+    maxKeepMs: () => options.maxKeepMs ?? 86_400_000,
     log: (_level, message) => void logs.push(message),
     now: () => now,
   });
@@ -80,14 +85,19 @@ function table(options: { files?: Map<number, EndedRecord | string>; max?: numbe
 test("a worker's report is checked as untrusted: held when valid and its own unit's, else logged and dropped", () => {
   const { ends, logs } = table();
   const record = ended(1);
-  ends.add(JSON.parse(JSON.stringify(record)), record.session.unit);
+  const from = (unit: string | undefined, keepGranted = true) => ({ unit, keepGranted });
+  ends.add(JSON.parse(JSON.stringify(record)), from(record.session.unit));
   assert.is(ends.count, 1);
   assert.ok(ends.has(record.session.sessionId));
-  ends.add(JSON.parse(JSON.stringify(ended(2))), unitOf(3));
-  ends.add({ ...ended(4), end: { ...record.end, result: 'a b' } }, unitOf(4));
-  ends.add(ended(5), undefined);
+  ends.add(JSON.parse(JSON.stringify(ended(2))), from(unitOf(3)));
+  ends.add({ ...ended(4), end: { ...record.end, result: 'a b' } }, from(unitOf(4)));
+  ends.add(ended(5), from(undefined));
   assert.is(ends.count, 1);
   assert.is(logs.length, 3, logs.join('\n'));
+  // Only a worker whose keep was granted has a kept session's end to report.
+  ends.add(ended(6), from(unitOf(6), false));
+  assert.is(ends.count, 1);
+  assert.match(logs[3]!, /granted no keep/);
   ends.close();
 });
 
@@ -126,6 +136,54 @@ test('at load: what does not check out and what is past its time are removed, ea
   assert.equal(ends.entries({ sees: 'every' }), [], 'gone at its time');
   assert.is(files.size, 0);
   ends.close();
+});
+
+test('time: an end seen in the future is refused; one kept past what its keep allows from now (or session.maxKeepMs now) is cut to it, at load and from a worker', () => {
+  const far = ended(1, { untilMs: Number.MAX_SAFE_INTEGER });
+  const future = ended(2, { endedAtMs: 10_001, untilMs: 20_000 });
+  const files = new Map<number, EndedRecord | string>([
+    [far.session.sessionId, far],
+    [future.session.sessionId, future],
+  ]);
+  const { ends, logs } = table({ files });
+  ends.load();
+  assert.equal(ends.entries({ sees: 'every' }).map((entry) => [entry.label, entry.deadlineMs]), [['s1', 10_000 + 60_000]]);
+  assert.ok(logs.some((line) => /endedAtMs \(10001\) is in the future/.test(line)), logs.join('\n'));
+  assert.not.ok(files.has(future.session.sessionId), 'its file removed');
+  ends.add(ended(3, { untilMs: 2 ** 40 }), { unit: unitOf(3), keepGranted: true });
+  ends.add(ended(4, { endedAtMs: 99_999 }), { unit: unitOf(4), keepGranted: true });
+  assert.equal(ends.entries({ sees: 'every' }).map((entry) => [entry.label, entry.deadlineMs]).sort(), [['s1', 70_000], ['s3', 70_000]]);
+  ends.close();
+  // A lower session.maxKeepMs since applies to what is read back.
+  const lower = table({ files: new Map([[far.session.sessionId, far]]), maxKeepMs: 5_000 });
+  lower.ends.load();
+  assert.equal(lower.ends.entries({ sees: 'every' }).map((entry) => entry.deadlineMs), [15_000]);
+  lower.ends.close();
+});
+
+// What a root process without capabilities could plant in the store (docs/security.md): a directory, a
+// FIFO, a symlink to /dev/zero, under an ended record's name. The broker's start reads on, at once.
+test('at load, with the real store: planted entries are logged and left or removed, never thrown or waited on; a valid end beside them is held', () => {
+  const base = mkdtempSync(join(tmpdir(), 'kept-ends-'));
+  try {
+    const left: string[] = [];
+    const store = new KeptStore(base, (name) => void left.push(name));
+    const valid = ended(9, { endedAtMs: Date.now() - 1000, untilMs: Date.now() + 60_000 });
+    store.writeEnded(valid);
+    mkdirSync(store.endedPath(1));
+    execFileSync('mkfifo', [store.endedPath(2)]);
+    symlinkSync('/dev/zero', store.endedPath(3));
+    const logs: string[] = [];
+    const ends = new KeptEnds({ store, unitPrefix: PREFIX, maxKept: () => 16, maxKeepMs: () => 86_400_000, log: (_level, message) => void logs.push(message) });
+    ends.load();
+    assert.equal(ends.entries({ sees: 'every' }).map((entry) => entry.label), ['s9']);
+    assert.is(logs.filter((line) => /is not kept/.test(line)).length, 3, logs.join('\n'));
+    assert.equal(left, ['1.ended.json'], 'the directory is left, and said');
+    assert.equal(readdirSync(base).sort(), ['1.ended.json', `${valid.session.sessionId}.ended.json`].sort());
+    ends.close();
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
 });
 
 test.run();

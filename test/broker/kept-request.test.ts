@@ -37,7 +37,7 @@ const ended: EndedRecord = {
   untilMs: 1_700_000_061_000,
 };
 
-function kept(options: { mainPid?: boolean; ptrace?: boolean } = {}) {
+function kept(options: { mainPid?: boolean; ptrace?: boolean; listed?: SessionEntry[]; endedUnderLive?: boolean } = {}) {
   const sent: { message: BrokerMessage; fds: number }[] = [];
   const logs: string[] = [];
   const worker = {
@@ -49,20 +49,25 @@ function kept(options: { mainPid?: boolean; ptrace?: boolean } = {}) {
     },
   };
   const scopes: KeptScope[] = [];
+  const taken: number[] = [];
   const deps: KeptRequestDeps = {
     clientUid: 1500,
     service: 'agent.service',
     isMainPid: async () => options.mainPid ?? true,
     kept: {
-      list: async (scope) => (scopes.push(scope), [entry]),
+      list: async (scope) => (scopes.push(scope), options.listed ?? [entry]),
       find: (id, scope) => (scopes.push(scope), id === entry.id ? { worker } : { code: ErrorCode.NO_SESSION, message: `no kept session ${id}` }),
       // Within the principal's scope alone, as KeptEnds.take.
-      takeEnded: (id, scope) => (id === ended.session.sessionId && (scope.sees === 'every' || scope.service === ended.session.service) ? ended : undefined),
+      takeEnded: (id, scope) => {
+        taken.push(id);
+        const held = id === ended.session.sessionId || (options.endedUnderLive && id === entry.id);
+        return held && (scope.sees === 'every' || scope.service === ended.session.service) ? ended : undefined;
+      },
     },
     log: (_level, message) => void logs.push(message),
     ...(options.ptrace === undefined ? {} : { hasPtrace: () => options.ptrace! }),
   };
-  return { deps, sent, logs, scopes };
+  return { deps, sent, logs, scopes, taken };
 }
 
 /** A version 3 connection whose client sent HELLO 1..3 and then `request` (with `fd` riding on it). */
@@ -76,7 +81,7 @@ function connect3(request: Frame, uid = 1500, fd?: number): { server: FdSocket; 
   return { server: new FdSocket(serverFd), client: new RawClient(clientFd, 3), peer };
 }
 
-async function serve(request: Frame, options: { uid?: number; mainPid?: boolean; ptrace?: boolean; fd?: number } = {}) {
+async function serve(request: Frame, options: { uid?: number; mainPid?: boolean; ptrace?: boolean; fd?: number; listed?: SessionEntry[]; endedUnderLive?: boolean } = {}) {
   const broker = fakeBroker(undefined);
   const keptDeps = kept(options);
   const { server, client, peer } = connect3(request, options.uid, options.fd);
@@ -128,6 +133,22 @@ test('a session whose end root kept: ATTACH gets ATTACHED, TRUNCATED for the byt
   assert.equal(types(stop.frames), ['welcome', 'stopped']);
   assert.equal(stop.frames[1], { type: 'stopped', end: ended.end });
   assert.equal(stop.sent, []);
+});
+
+test('a live session is looked up before an end held under its id: ATTACH and STOP_SESSION go to its worker, the end is not taken', async () => {
+  for (const request of [{ type: 'attach', id: entry.id, fromOffset: 0n, role: Role.CONTROL, rows: 24, cols: 80 }, { type: 'stop-session', id: entry.id }] as Frame[]) {
+    const { frames, sent, taken } = await serve(request, { endedUnderLive: true });
+    assert.equal(types(frames), ['welcome'], request.type);
+    assert.equal(sent.map((one) => one.message.type), [request.type]);
+    assert.equal(taken, [], 'the end is not asked for');
+  }
+});
+
+test('LIST leaves out an entry it cannot encode (a label with a control character), says so, and answers the rest', async () => {
+  const { frames, logs } = await serve({ type: 'list' }, { listed: [{ ...entry, id: 77, label: 'a\u0001b' }, entry] });
+  assert.equal(types(frames), ['welcome', 'sessions']);
+  assert.equal((frames[1] as Extract<Frame, { type: 'sessions' }>).sessions, [entry]);
+  assert.ok(logs.some((line) => /LIST leaves out kept session 77: label holds a control character/.test(line)), logs.join('\n'));
 });
 
 test('the MainPID\'s LIST, ATTACH and STOP_SESSION give their admission\'s rate token back; a refused child\'s LIST does not', async () => {

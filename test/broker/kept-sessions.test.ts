@@ -104,7 +104,7 @@ test('LIST: each worker\'s answer, or within the bound what the broker knows as 
 test("a session whose end root keeps: listed once, as ended (its worker, still finishing, is not asked); counted once against limits.maxKept; taken from the ends, never routed", async () => {
   const running = worker(1);
   const ending = worker(2, { isFinishing: true });
-  const ends = new KeptEnds({ unitPrefix: 'opencode-pty-', maxKept: () => 8, log: () => undefined });
+  const ends = new KeptEnds({ unitPrefix: 'opencode-pty-', maxKept: () => 8, maxKeepMs: () => 86_400_000, log: () => undefined });
   const kept = new KeptSessions({ workers: () => [running, ending], maxKept: () => 2, unitPrefix: 'opencode-pty-', ends, listBoundMs: 50 });
   const id = sessionIdOf(ending.unit!)!;
   const session = { format: 1 as const, unit: ending.unit!, ...facts(id), retainBytes: 4096, service: null, detachedSinceMs: 1 };
@@ -121,6 +121,35 @@ test("a session whose end root keeps: listed once, as ended (its worker, still f
   assert.is((kept.find(id) as { code: number }).code, ErrorCode.NO_SESSION, 'never routed to its worker');
   assert.equal(kept.takeEnded(id)?.end, end);
   assert.is(kept.takeEnded(id), undefined);
+  ends.close();
+});
+
+test('an end read back under a live session\'s id (planted, or stale) never hides it: the session is listed and routed as itself, and the end is forgotten once it reports kept', async () => {
+  const adopted = worker(1);
+  const id = sessionIdOf(adopted.unit!)!;
+  const session = { format: 1 as const, unit: adopted.unit!, ...facts(id), retainBytes: 4096, service: null, detachedSinceMs: 1 };
+  const end = { code: 2, status: 0, result: 'exit-code', accounting: { cpuUsageNsec: null, memoryBytes: null, ioReadBytes: null, ioWriteBytes: null, tasks: null, inputBytes: null, outputBytes: null, durationUsec: null } };
+  const forged = { format: 1 as const, session, end, next: '0', generation: 1, endedAtMs: Date.now() - 1000, untilMs: Date.now() + 60_000 };
+  const removed: number[] = [];
+  const logs: string[] = [];
+  const store = { endedIds: () => [id], readEnded: () => ({ ended: forged }), removeEnded: (one: number) => void removed.push(one) };
+  const ends = new KeptEnds({ store, unitPrefix: 'opencode-pty-', maxKept: () => 8, maxKeepMs: () => 86_400_000, log: (_level, message) => void logs.push(message) });
+  ends.load();
+  const kept = new KeptSessions({ workers: () => [adopted], maxKept: () => 8, unitPrefix: 'opencode-pty-', ends, listBoundMs: 50 });
+  assert.equal(kept.find(id), { worker: adopted }, 'routed to the live session');
+  const listing = kept.list();
+  const described = adopted.sent.find((message) => message.type === 'describe') as { requestId: number };
+  kept.described(described.requestId, entryOf(id));
+  assert.equal((await listing).map((entry) => [entry.id, entry.state]), [[id, SessionState.DETACHED]], 'listed once, live');
+  kept.live(adopted);
+  assert.is(ends.count, 0);
+  assert.equal(removed, [id], 'its file removed');
+  assert.ok(logs.some((line) => /forgotten: the session is live/.test(line)), logs.join('\n'));
+  // An end its own worker reported is not forgotten by that worker's being live before.
+  kept.ended(adopted, { ...forged, endedAtMs: Date.now() });
+  kept.live(adopted);
+  assert.is(ends.count, 1);
+  assert.is((kept.find(id) as { code: number }).code, ErrorCode.NO_SESSION, 'its own end answers for it now');
   ends.close();
 });
 

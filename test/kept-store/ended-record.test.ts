@@ -4,6 +4,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { checkEnded, endedExpired, endedRecordOf, parseEnded, type EndedRecord } from '../../src/kept-store/ended-record.ts';
 import type { KeptRecord } from '../../src/kept-store/record.ts';
+import { endedEntry } from '../../src/broker/kept-ended.ts';
+import { encodeFrame, sessionsFrame } from '../../src/protocol/index.ts';
 
 const PREFIX = 'opencode-pty-';
 const UNIT = 'opencode-pty-session-0123456789abcdef0123456789abcdef.service';
@@ -62,6 +64,14 @@ test('what is not taken: torn JSON, another format or id, a bad session, an end 
   assert.match(why({ ...ENDED, endedAtMs: -1 }), /endedAtMs/);
   assert.is(why({ ...ENDED, next: '00004' }), 'taken');
   assert.equal(checkEnded({ ...ENDED, next: '00004' }, ID, PREFIX), { ended: ENDED }, 'its offset written canonically');
+});
+
+test("a label LIST could not encode is refused; what is taken encodes in LIST", () => {
+  for (const label of ['a\u0001b', '\u00e9'.repeat(200), 'x\ud800']) assert.match((checkEnded({ ...ENDED, session: { ...SESSION, label } }, ID, PREFIX) as { why: string }).why, /label/, JSON.stringify(label));
+  const taken = checkEnded({ ...ENDED, session: { ...SESSION, label: '\u00e9'.repeat(128) } }, ID, PREFIX) as { ended: EndedRecord };
+  const frame = sessionsFrame([endedEntry(taken.ended)]);
+  assert.is(frame.sessions.length, 1);
+  encodeFrame(frame, 3);
 });
 
 test('expired at its untilMs, not before', () => {

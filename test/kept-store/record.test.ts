@@ -79,4 +79,16 @@ test('the deadline: keepMs after the recorded detach; a session attached when it
   assert.ok(adoptionDeadline(RECORD, 1_800_000_000_000) < 1_800_000_000_000);
 });
 
+test("a label LIST could not carry is refused as the protocol refuses it: control characters, over 256 UTF-8 bytes, a lone surrogate (in program and cwd too)", () => {
+  const why = (over: Partial<Record<keyof KeptRecord, unknown>>) => {
+    const parsed = parseRecord(JSON.stringify({ ...RECORD, ...over }), UNIT, PREFIX);
+    return 'why' in parsed ? parsed.why : 'taken';
+  };
+  for (const label of ['a\u0001b', 'a\u009bb', '\u007f', '\u00e9'.repeat(200), 'x\ud800']) assert.match(why({ label }), /label/, JSON.stringify(label));
+  assert.match(why({ program: 'x\udc00' }), /program/);
+  assert.match(why({ cwd: '/\ud800' }), /cwd/);
+  assert.is(why({ label: '\u00e9'.repeat(128) }), 'taken', '256 bytes: the limit itself');
+  assert.is(why({ label: '\u{1f600}' }), 'taken', 'a pair is no lone surrogate');
+});
+
 test.run();

@@ -2,7 +2,8 @@
 // root's alone; records replaced whole; a session's files removed together.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { chmodSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KeptStore, MAX_RECORD_BYTES } from '../../src/kept-store/store.ts';
@@ -79,6 +80,52 @@ test('a record far larger than ours is not read whole: refused by its size', () 
     const store = new KeptStore(base);
     writeFileSync(join(base, `${ID}.json`), `{"pad":"${'x'.repeat(MAX_RECORD_BYTES)}"}`);
     assert.equal(store.read(UNIT, ID, 'opencode-pty-'), { why: `its record is ${MAX_RECORD_BYTES + 10} bytes, over ${MAX_RECORD_BYTES}` });
+  });
+});
+
+// What a root process without capabilities could plant in the directory (docs/security.md): each is
+// refused by what its descriptor is, at once, and a removal that cannot be made is told, never thrown.
+test('a planted directory, FIFO, symlink or file not of root is refused at once; a directory left by remove is told, not thrown', () => {
+  inTemp((base) => {
+    const left: string[] = [];
+    const store = new KeptStore(base, (name, why) => void left.push(`${name}: ${why}`));
+    const PREFIX = 'opencode-pty-';
+    mkdirSync(store.endedPath(1));
+    mkdirSync(store.recordPath(ID));
+    assert.match((store.readEnded(1, PREFIX) as { why: string }).why, /not a regular file/);
+    assert.match((store.read(UNIT, ID, PREFIX) as { why: string }).why, /not a regular file/);
+    store.removeEnded(1);
+    store.remove(ID);
+    assert.equal(left.length, 2, left.join('\n'));
+    assert.match(left[0]!, /^1\.ended\.json: /);
+    // A FIFO: its open or its read would wait for a writer for good.
+    execFileSync('mkfifo', [store.endedPath(2)]);
+    assert.match((store.readEnded(2, PREFIX) as { why: string }).why, /not a regular file/);
+    // A symlink, to a FIFO or to /dev/zero (read until memory runs out), or even to a valid record.
+    symlinkSync(store.endedPath(2), store.endedPath(3));
+    symlinkSync('/dev/zero', store.endedPath(4));
+    writeFileSync(join(base, 'real.json'), JSON.stringify(RECORD));
+    symlinkSync(join(base, 'real.json'), store.recordPath(5));
+    for (const why of [store.readEnded(3, PREFIX), store.readEnded(4, PREFIX), store.read(UNIT, 5, PREFIX)]) assert.match((why as { why: string }).why, /is a symlink/);
+    store.removeEnded(2);
+    store.removeEnded(3);
+    store.removeEnded(4);
+    assert.equal(left.length, 2, 'a FIFO and symlinks go');
+    // Root's own file only (the runner is root, as the supervisor).
+    if (process.getuid?.() === 0) {
+      writeFileSync(store.recordPath(ID + 1), JSON.stringify(RECORD));
+      chownSync(store.recordPath(ID + 1), 1000, 1000);
+      assert.match((store.read(UNIT, ID + 1, PREFIX) as { why: string }).why, /not root's \(uid 1000\)/);
+    }
+  });
+});
+
+test('a write over a planted directory fails with its own error, and leaves no temporary file', () => {
+  inTemp((base) => {
+    const store = new KeptStore(base);
+    mkdirSync(store.recordPath(ID));
+    assert.throws(() => store.write(RECORD), (error: NodeJS.ErrnoException) => error.code === 'EISDIR' && error.syscall === 'rename');
+    assert.equal(readdirSync(base), [`${ID}.json`]);
   });
 });
 

@@ -235,6 +235,16 @@ test('sessionsFrame cuts program and cwd at a character boundary and leaves out 
   assert.is((decoded as { sessions: SessionEntry[] }).sessions.length, fitted.sessions.length, 'the count says how many are in');
 });
 
+test('sessionsFrame leaves out an entry the codec refuses, and tells of it, rather than fail the whole LIST', () => {
+  const refused: string[] = [];
+  const bad = [{ ...ENTRY, id: 2, label: 'a\u0001b' }, { ...ENTRY, id: 3, label: 'x\ud800' }, { ...ENTRY, id: 4, label: '\u00e9'.repeat(200) }];
+  const frame = sessionsFrame([bad[0]!, ENTRY, ...bad.slice(1)], (entry, error) => void refused.push(`${entry.id}: ${error.message}`));
+  assert.equal(frame.sessions.map((entry) => entry.id), [ENTRY.id]);
+  assert.equal(refused.length, 3, refused.join('\n'));
+  assert.match(refused[0]!, /^2: label holds a control character/);
+  encodeFrame(frame, 3);
+});
+
 test('property: version 3 frames from arbitrary bytes in arbitrary chunks throw nothing but ProtocolError', () => {
   // Biased towards version 3's type bytes and lengths around their layouts, so every parser is reached.
   const header = fc.tuple(fc.integer({ min: 0x03, max: 0x16 }), fc.integer({ min: 0, max: 140 })).map(([type, length]) => Buffer.from([type, 0, 0, 0, length]));
