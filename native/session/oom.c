@@ -1,4 +1,4 @@
-// The program's raised OOM score under the workspace profile (docs/security.md "Memory budgets").
+// The program's raised OOM score under the workspace profile (docs/security.md "The workspace profile", a memory budget).
 //
 // The program must be forked inside the helper's Landlock domain: the domain's signal scope lets the
 // helper signal only its own domain and those nested in it, and it ends the program in steps (child.c).
