@@ -77,8 +77,8 @@ static void raise_oom_score(int adj) {
 }
 
 // Under the workspace profile the child is inside the helper's Landlock domain, where /proc is read-only:
-// the raise would fail (126), so root refuses a memory budget with that profile (sandbox-request.ts).
-static _Noreturn void run_child(int slave, int landlock, char **argv, char **env, int oom_score_adj) {
+// the raiser outside it writes the score (oom.c), asked over `raiser` once fds 0-2 are the terminal.
+static _Noreturn void run_child(int slave, int landlock, char **argv, char **env, int oom_score_adj, int raiser) {
   // Ignored signals and the blocked mask survive exec: give the program the defaults, not the helper's.
   for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
   sigset_t none;
@@ -94,8 +94,14 @@ static _Noreturn void run_child(int slave, int landlock, char **argv, char **env
     dprintf(2, TAG "cannot apply the workspace's Landlock confinement: %s\n", strerror(errno));
     _exit(126);
   }
-  close_from(3);
-  raise_oom_score(oom_score_adj);
+  if (raiser >= 0) {
+    if (dup2(raiser, 3) < 0) _exit(126);
+    close_from(4);
+    oom_raise_by(3);
+  } else {
+    close_from(3);
+    raise_oom_score(oom_score_adj);
+  }
   extern char **environ;
   if (env) environ = env; // execvp searches the program's PATH, not the helper's
   execvp(argv[0], argv);
@@ -107,12 +113,14 @@ static _Noreturn void run_child(int slave, int landlock, char **argv, char **env
 // The child's pid, or -1 (errno set). `env` NULL: the helper's own environment.
 pid_t child_start(struct session *s, int slave, char **argv, char **env) {
   pid_t pid = fork();
-  if (pid == 0) run_child(slave, s->landlock, argv, env, s->program_oom_score_adj);
+  if (pid == 0) run_child(slave, s->landlock, argv, env, s->program_oom_score_adj, s->oom_raiser);
   if (pid > 0) s->child.pid = pid;
   return pid;
 }
 
 void child_reap(struct session *s) {
+  // The OOM score's raiser (oom.c), once it has exited: never a zombie for the session's life.
+  if (s->oom_raiser_pid > 0 && waitpid(s->oom_raiser_pid, NULL, WNOHANG) == s->oom_raiser_pid) s->oom_raiser_pid = 0;
   struct child *child = &s->child;
   if (child->done || child->pid <= 0) return;
   for (;;) {

@@ -66,6 +66,8 @@ struct session {
   bool stopping; // the client sent STOP
   int stop_timeout_ms;
   int program_oom_score_adj; // --program-oom-score-adj: the program's oom_score_adj (-1: left as inherited)
+  int oom_raiser;            // under Landlock: the socket to the process that raises it (oom.c), -1 none
+  pid_t oom_raiser_pid;      // reaped by child_reap(), then 0
   // The unit STARTED names (GO's payload): the only cgroup whose processes the helper may signal.
   char unit[MAX_UNIT_NAME + 1];
   struct keep *keep; // --keep: the ring and the connections (keep.h); NULL for a session that is not kept
@@ -147,6 +149,10 @@ int timeout_until(int64_t deadline);
 void child_signals(struct session *s, int sigfd);
 void close_from(unsigned first);
 pid_t child_start(struct session *s, int slave, char **argv, char **env);
+
+// oom.c: the program's OOM score raised from outside the Landlock domain (a socket for the child, or -1).
+int oom_raiser_start(int adj, pid_t *pid);
+void oom_raise_by(int fd);
 void child_reap(struct session *s);
 void child_hang_up(struct session *s);
 void child_stop_begin(struct session *s);

@@ -120,6 +120,7 @@ int main(int argc, char **argv) {
   s->worker.passed_fd = -1;
   s->rendezvous = -1;
   s->landlock = -1;
+  s->oom_raiser = -1;
   c->stall_since = -1;
   int cwd = take_fds(s, c);
   if (cwd < 0) {
@@ -244,12 +245,17 @@ int main(int argc, char **argv) {
   int slave = terminal_open(s, (unsigned)rows, (unsigned)cols);
   if (slave == -1) give_up(s, c, 1, "cannot open a terminal: %s", strerror(errno));
   if (slave < 0) give_up(s, c, 1, "cannot open the terminal's slave: %s", strerror(errno));
+  // The program's OOM score under Landlock: its raiser is forked now, outside the domain (oom.c).
+  if (s->landlock >= 0 && s->program_oom_score_adj >= 0 && (s->oom_raiser = oom_raiser_start(s->program_oom_score_adj, &s->oom_raiser_pid)) < 0)
+    give_up(s, c, 1, "cannot start raising the program's OOM score: %s", strerror(errno));
   // Confined before the fork, so before any byte of the program's output: the program inherits the
-  // domain (and enters a nested one of its own before execve, child.c).
+  // domain (and enters a nested one of its own before execve, child.c). Unconfined until here, the
+  // helper has parsed its arguments and root's control channel (ENV, or a warm unit's START) alone.
   if (s->landlock >= 0 && (landlock_add_terminal(s->landlock, slave) < 0 || landlock_enforce(s->landlock) < 0))
     give_up(s, c, 1, "cannot apply the workspace's Landlock confinement: %s", strerror(errno));
   if (child_start(s, slave, argv + i + 2, program_env) < 0) give_up(s, c, 1, "fork: %s", strerror(errno));
   close(slave);
+  if (s->oom_raiser >= 0) close(s->oom_raiser); // the raiser exits once the program's process asked, or is gone
   // Without the PID at the worker, nothing may be written: the worker takes "no PID" to mean the
   // client's write side is still its own. A failed send marks the worker gone (check_done ends it).
   control_send_pid(&s->worker, s->child.pid);

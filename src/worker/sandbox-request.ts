@@ -78,16 +78,11 @@ function budgetsOf(asked: Budgets | undefined, config: SandboxConfig, ringBytes:
  * defaults' own defaults, today's sessions exactly). `ringBytes`: the kept session's ring, 0 when not kept.
  */
 export function resolveSandbox(frame: FrameOf<'start'>, config: SandboxConfig, ringBytes = 0): SessionSandbox {
-  const sandbox = {
+  // A memory budget under the workspace profile too: the program's raised OOM score is written from
+  // outside the helper's Landlock domain (native/session/oom.c, docs/security.md).
+  return {
     profile: profileOf(frame.profile, config),
     network: networkOf(frame.network, config),
     budgets: budgetsOf(frame.budgets, config, ringBytes),
   };
-  // The program's raised OOM score is written by the program's process itself before exec, which under
-  // the workspace profile is inside the helper's Landlock domain, where /proc is read-only: refused
-  // rather than started with the helper as likely a victim as the program (docs/security.md).
-  if (sandbox.profile === 'workspace' && sandbox.budgets.memoryBytes !== undefined) {
-    throw new SessionError(ErrorCode.BUDGET, 'a memory budget is not offered with the workspace profile yet (the program\'s OOM score cannot be raised inside its Landlock domain)');
-  }
-  return sandbox;
 }

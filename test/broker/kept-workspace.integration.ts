@@ -30,6 +30,13 @@ test.after(async () => {
 const sha = (text: string) => createHash('sha256').update(text).digest('hex');
 const seq = (n: number) => Array.from({ length: n }, (_, i) => `${i + 1}\r\n`).join('');
 
+test('a memory budget under the workspace profile is no longer refused BUDGET: the guarantee check judges it (NOT_ENFORCED on this host), nothing stays', async () => {
+  const refused = await agent.keep({ op: 'start', name: 'm', argv: ['true'], keepMs: 120_000, cwd: work, budgets: { memoryBytes: 256 << 20 } });
+  assert.is(refused.error, 'NOT_ENFORCED', refused.message);
+  assert.match(refused.message!, /this host does not enforce the memory budget/);
+  await until(async () => (await sessionUnits(sandbox)).length === 0, 10_000, 'no session unit left');
+});
+
 test('a kept workspace session survives the supervisor: ATTACH after kill -9 gives the rest; the program stayed confined', async () => {
   const n = 6000;
   const expected = seq(n);

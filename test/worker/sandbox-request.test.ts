@@ -60,10 +60,11 @@ test('a memory budget below the kept ring and the helper\'s own needs is refused
   refused({}, { ...DEFAULT_SANDBOX, budgets: budgets({ memoryBytes: { max: null, default: 1 << 20 } }) }, ErrorCode.BUDGET, /below what the session itself needs/);
 });
 
-test('a START above a default floor that asks for the workspace profile gets it; with a memory budget it is refused BUDGET', () => {
+test('a START above a default floor that asks for the workspace profile gets it, with a memory budget too (the guarantee check judges it)', () => {
   assert.is(resolveSandbox({ ...START, profile: 'workspace' }, DEFAULT_SANDBOX).profile, 'workspace');
-  refused({ profile: 'workspace', budgets: { memoryBytes: 1 << 30 } }, DEFAULT_SANDBOX, ErrorCode.BUDGET, /not offered with the workspace profile/);
-  refused({}, { ...DEFAULT_SANDBOX, minProfile: 'workspace', budgets: budgets({ memoryBytes: { max: null, default: 1 << 30 } }) }, ErrorCode.BUDGET, /not offered with the workspace profile/);
+  assert.equal(resolveSandbox({ ...START, profile: 'workspace', budgets: { memoryBytes: 1 << 30 } }, DEFAULT_SANDBOX).budgets.memoryBytes, 1 << 30);
+  const floor = resolveSandbox(START, { ...DEFAULT_SANDBOX, minProfile: 'workspace', budgets: budgets({ memoryBytes: { max: null, default: 1 << 30 } }) });
+  assert.equal([floor.profile, floor.budgets.memoryBytes], ['workspace', 1 << 30]);
 });
 
 test('with no ceiling of the operator\'s, a budget past what systemd can keep is refused BUDGET, not left to the unit', () => {
