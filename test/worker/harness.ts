@@ -2,7 +2,7 @@
 // connection the way the broker does, and speaks the protocol to it through a raw client.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { chownSync, closeSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chownSync, closeSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +29,14 @@ export async function bootWorkerSandbox(name: string): Promise<{ sandbox: Sandbo
   mkdirSync(workDir, { recursive: true });
   chownSync(workDir, sandbox.client.uid, sandbox.client.gid);
   return { sandbox, workDir, workInside };
+}
+
+/** A file (with `content`) or directory under the sandbox, made through its root and given to the client. */
+export function plantAsClient(sandbox: Sandbox, inside: string, content?: string): void {
+  const path = `${sandbox.root}${inside}`;
+  if (content === undefined) mkdirSync(path, { recursive: true });
+  else writeFileSync(path, content);
+  chownSync(path, sandbox.client.uid, sandbox.client.gid);
 }
 
 export async function installHelper(sandbox: Sandbox): Promise<void> {

@@ -3,13 +3,13 @@
 // an agent stand-in of the same account (a service holding an ssh agent's socket and its own) and
 // another session's program. Every line is the errno
 // the attempt met, or OK; the workspace profile's lines are what docs/security.md states.
-import { chownSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Sandbox } from '../sandbox/index.ts';
 import { appeared } from '../support/file-appeared.ts';
-import { bootWorkerSandbox, startSession, withSession, workerConfig } from './harness.ts';
+import { bootWorkerSandbox, plantAsClient, startSession, withSession, workerConfig } from './harness.ts';
 
 const PROBE = fileURLToPath(new URL('./fixtures/escape-probe.py', import.meta.url));
 const STANDIN = fileURLToPath(new URL('./fixtures/agent-standin.py', import.meta.url));
@@ -20,13 +20,7 @@ let agentPid: number;
 let otherPid: number;
 let stopOther: () => Promise<void>;
 
-/** A file or directory under the client's home, made on the host through the sandbox's root and given to the client. */
-function plant(inside: string, content?: string): void {
-  const path = `${sandbox.root}${inside}`;
-  if (content === undefined) mkdirSync(path, { recursive: true });
-  else writeFileSync(path, content);
-  chownSync(path, sandbox.client.uid, sandbox.client.gid);
-}
+const plant = (inside: string, content?: string) => plantAsClient(sandbox, inside, content);
 
 test.before(async () => {
   ({ sandbox, workDir } = await bootWorkerSandbox('worker-workspace-escape'));

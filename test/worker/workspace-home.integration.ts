@@ -1,22 +1,16 @@
 // The workspace profile's covered home (docs/security.md "The workspace profile"): in the unit the
 // account's home is an empty read-only file system; the workspace and the operator's paths under the home
 // that root found are bound back, each checked by the helper to be the directory root saw.
-import { chownSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { readFileSync, symlinkSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Sandbox } from '../sandbox/index.ts';
-import { bootWorkerSandbox, startSession, withSession, workerConfig } from './harness.ts';
+import { bootWorkerSandbox, plantAsClient, startSession, withSession, workerConfig } from './harness.ts';
 
 let sandbox: Sandbox;
 let workDir: string;
 
-/** A directory or file under the client's home, the client's. */
-function plant(inside: string, content?: string): void {
-  const path = `${sandbox.root}${inside}`;
-  if (content === undefined) mkdirSync(path, { recursive: true });
-  else writeFileSync(path, content);
-  chownSync(path, sandbox.client.uid, sandbox.client.gid);
-}
+const plant = (inside: string, content?: string) => plantAsClient(sandbox, inside, content);
 
 test.before(async () => {
   ({ sandbox, workDir } = await bootWorkerSandbox('worker-workspace-home'));
