@@ -12,7 +12,8 @@ import { mountLayer } from './mount-layer.ts';
 const SYSTEM = ['/usr', '/bin', '/lib', '/lib64', '/etc'].map((path) => `--landlock-read=${path}`);
 
 function scratch(): string {
-  return mkdtempSync(join(tmpdir(), 'opencode-pty-landlock-'));
+  // Outside /tmp: a case below gives the session a private /tmp, which would hide a tree made there (CI's default).
+  return mkdtempSync(join(tmpdir().startsWith('/tmp') ? '/var/tmp' : tmpdir(), 'opencode-pty-landlock-'));
 }
 
 async function refusedBeforeFork(run: HelperRun): Promise<string> {
@@ -83,7 +84,7 @@ test('helper --landlock --program-oom-score-adj: the program gets the score and 
     // As nobody, as in a unit: the program's /proc files are another user's until it is dumpable.
     const asNobody = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'];
     const program = sh('echo "adj=$(cat /proc/self/oom_score_adj)"; echo out > /tmp/outside; echo "rc=$?"; test -e /tmp/outside && echo leaked; echo done; exec sleep 100');
-    const options = ['--landlock', `--workspace-path=${work}`, '--program-oom-score-adj=900', ...SYSTEM, '--landlock-read=/proc'];
+    const options = ['--landlock', `--cwd-path=${work}`, '--program-oom-score-adj=900', ...SYSTEM, '--landlock-read=/proc'];
     const run = new HelperRun(program, { dir: work, options, wrap: [...mountLayer(work, ['mount -t tmpfs none /tmp']), ...asNobody] });
     await run.waitFor('done\r\n');
     assert.match(run.text, 'adj=900\r\n', JSON.stringify(run.text));
