@@ -62,6 +62,8 @@ int oom_raiser_start(int adj, pid_t *pid) {
     // Non-dumpable as the helper, so no process of the user can take them meanwhile.
     if (dup2(sv[0], 3) < 0) _exit(1);
     close_from(4);
+    // 0-2 too: the START directory, the client's connection (the unit's stdout) and root's channel.
+    for (int fd = 0; fd < 3; fd++) close(fd);
     raiser(adj);
   }
   close(sv[0]);
