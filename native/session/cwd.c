@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "helper.h"
+#include "landlock.h"
 
 // At or below `dir` ("/tmp" holds "/tmp/x", not "/tmpx").
 static bool at_or_below(const char *path, const char *dir) {
@@ -27,12 +28,19 @@ static const char *private_tmp_note(const char *path) {
   return " (the session has a /tmp and /var/tmp of its own, PrivateTmp=: a directory under the client's is not there)";
 }
 
+// No symlink is followed on the way (landlock_open_exact): root's path is a readlink of the START's
+// descriptor, which names none, while a component swapped for a link to /proc/self/fd/N (a magic link,
+// which crosses mount namespaces) would reach this very directory in the client's tree, passing the
+// device and inode check with `..` leading out of the unit's mounts.
 int cwd_reenter(const char *path, int cwd, char *why, size_t size) {
   struct stat given, found;
-  int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int at = landlock_open_exact(path);
+  int fd = at < 0 ? -1 : openat(at, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int err = errno;
+  if (at >= 0) close(at);
   if (fd < 0) {
-    int err = errno;
-    snprintf(why, size, "the working directory is not at %s in the session's mount namespace: %s%s", path, strerror(err), private_tmp_note(path));
+    snprintf(why, size, "the working directory is not at %s in the session's mount namespace: %s%s%s", path, strerror(err),
+             err == ELOOP ? " (a symbolic link on its way, which is never followed)" : "", private_tmp_note(path));
     return -1;
   }
   if (fstat(cwd, &given) < 0 || fstat(fd, &found) < 0 || given.st_dev != found.st_dev || given.st_ino != found.st_ino) {

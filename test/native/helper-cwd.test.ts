@@ -1,7 +1,7 @@
 // --cwd-path in the session helper itself (native/session/cwd.c), run as a plain child (helper-harness.ts):
 // without --landlock too (the hardened profile), the helper enters the working directory by that path
 // and only if it is the directory of its fd 0; else it ends the start before the fork, saying why.
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -60,6 +60,24 @@ test('a path under /tmp or /var/tmp that is not there names the unit\'s private 
     const other = await refusedBeforeFork(new HelperRun(sh('touch ran'), { dir: base, options: ['--cwd-path=/nonexistent-opencode-pty-cwd'] }));
     assert.not.match(other, 'PrivateTmp');
     assert.not.ok(existsSync(join(base, 'ran')));
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
+});
+
+// A component swapped for a symlink after root read the path: one to the same directory, or a magic link
+// such as /proc/self/fd/0 (which reaches that directory in the client's mount tree, where `..` leads out
+// of the unit's mounts), passes a device and inode check if followed; none is followed.
+test('--cwd-path with a symbolic link on its way ends the start before the fork, even to the very directory', async () => {
+  const base = scratch();
+  try {
+    mkdirSync(join(base, 'real'));
+    symlinkSync(join(base, 'real'), join(base, 'link'));
+    const linked = new HelperRun(sh('touch ran'), { dir: join(base, 'real'), options: [`--cwd-path=${join(base, 'link')}`] });
+    assert.match(await refusedBeforeFork(linked), `the working directory is not at ${join(base, 'link')} in the session's mount namespace: Too many levels of symbolic links (a symbolic link on its way, which is never followed)`);
+    const magic = new HelperRun(sh('touch ran'), { dir: join(base, 'real'), options: ['--cwd-path=/proc/self/fd/0'] });
+    assert.match(await refusedBeforeFork(magic), 'the working directory is not at /proc/self/fd/0 in the session\'s mount namespace: Too many levels of symbolic links');
+    assert.not.ok(existsSync(join(base, 'real', 'ran')));
   } finally {
     rmSync(base, { recursive: true, force: true });
   }
