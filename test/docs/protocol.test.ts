@@ -112,7 +112,7 @@ test('a version 3 START sent after WELCOME 4 (below 73 bytes) is refused on its 
 
 test("an ended session's ATTACH, byte by byte: what the server answers from the end it kept, and STOP_SESSION's STOPPED", () => {
   const block = section("### An ended session's ATTACH, byte by byte", '## Version 4');
-  const [answer] = [...block.matchAll(/```\n([\s\S]*?)```/g)].map((m) => blockBytes(m[1]!));
+  const answer = Buffer.concat([...block.matchAll(/```\n([\s\S]*?)```/g)].map((m) => blockBytes(m[1]!)));
   const accounting = { cpuUsageNsec: 12_500_000, memoryBytes: null, ioReadBytes: 12288, ioWriteBytes: 0, tasks: null, inputBytes: null, outputBytes: null, durationUsec: 3_600_000_000 };
   const session = { sessionId: 0xa3c9e01b2d4f5, programPid: 0x1093, mainPid: 0x1092, unit: 'pty-7.service' } as EndedRecord['session'];
   // Detached at 0x205 in generation 1 (the START's connection); the program killed by SIGTERM at the wall clock.
