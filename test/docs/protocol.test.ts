@@ -6,6 +6,8 @@ import { readFileSync } from 'node:fs';
 import { DEFAULT_SESSION } from '../../src/config/schema.ts';
 import { ErrorCode, FrameDecoder, ProtocolError, SessionError, encodeFrame, errorFrame, type FrameOf } from '../../src/protocol/index.ts';
 import { resolveSandbox } from '../../src/worker/sandbox-request.ts';
+import { attachAnswer, stopAnswer } from '../../src/broker/kept-ended.ts';
+import type { EndedRecord } from '../../src/kept-store/index.ts';
 import { FIXTURES, docHex } from '../protocol/fixtures.ts';
 
 const doc = readFileSync(new URL('../../docs/protocol.md', import.meta.url), 'utf8');
@@ -93,6 +95,37 @@ test("the receiver checklist's version 4 rows name the codes the decoder raises 
     assert.ok(row, `a row for ${wireName(error.wireCode)}: ${error.message}`);
     assert.ok(row!.codec.includes(error.code), `${row!.check}: ${error.code} (${error.message})`);
   }
+});
+
+test('a version 3 START sent after WELCOME 4 (below 73 bytes) is refused on its header, PROTOCOL', () => {
+  const short = encodeFrame({ ...V1_START, keepMs: 0, retainBytes: 0, label: '' }, 3);
+  assert.is(short.readUInt32BE(1), 63);
+  try {
+    new FrameDecoder('to-server', 4).push(short);
+    assert.unreachable('the decoder took it');
+  } catch (error) {
+    assert.instance(error, ProtocolError);
+    assert.equal([(error as ProtocolError).code, (error as ProtocolError).wireCode], ['BAD_LENGTH', ErrorCode.PROTOCOL]);
+  }
+  assert.ok(doc.includes('a payload below 73 bytes\n(a version 3 START sent after WELCOME 4, say) is refused on its header, `PROTOCOL`'));
+});
+
+test("an ended session's ATTACH, byte by byte: what the server answers from the end it kept, and STOP_SESSION's STOPPED", () => {
+  const block = section("### An ended session's ATTACH, byte by byte", '## Version 4');
+  const answer = Buffer.concat([...block.matchAll(/```\n([\s\S]*?)```/g)].map((m) => blockBytes(m[1]!)));
+  const accounting = { cpuUsageNsec: 12_500_000, memoryBytes: null, ioReadBytes: 12288, ioWriteBytes: 0, tasks: null, inputBytes: null, outputBytes: null, durationUsec: 3_600_000_000 };
+  const session = { sessionId: 0xa3c9e01b2d4f5, programPid: 0x1093, mainPid: 0x1092, unit: 'pty-7.service' } as EndedRecord['session'];
+  // Detached at 0x205 in generation 1 (the START's connection); the program killed by SIGTERM at the wall clock.
+  const ended = { session, end: { code: 2, status: 15, result: 'timeout', accounting }, next: String(0x205), generation: 1 } as EndedRecord;
+  const frames = attachAnswer(ended, { role: 1, fromOffset: 0x200n });
+  assert.is(answer!.toString('hex'), Buffer.concat(frames.map((frame) => encodeFrame(frame, 3))).toString('hex'));
+  assert.equal(new FrameDecoder('to-client', 3).push(answer!).map((frame) => frame.type), ['attached', 'truncated', 'exit']);
+  const stopped = encodeFrame(stopAnswer(ended), 3).toString('hex');
+  assert.ok(block.includes(`\`${stopped.slice(0, 2)} ${stopped.slice(2, 10)}  ${stopped.slice(10, 12)} ${stopped.slice(12, 20)} …\``), stopped);
+  // FROM_NOW is that last offset: no TRUNCATED, oldest and next 0x205.
+  const now = attachAnswer(ended, { role: 2, fromOffset: 0xffff_ffff_ffff_ffffn });
+  assert.equal(now.map((frame) => frame.type), ['attached', 'exit']);
+  assert.equal(now[0], { ...frames[0], role: 2, generation: 1 });
 });
 
 test.run();
