@@ -264,10 +264,13 @@ export function rendezvous(store: KeptStore, cgroup: string | undefined, session
 }
 
 /** The directory's path as this process sees it (readlink of /proc/self/fd: the kernel's d_path, no
- * file system asked); '' when it cannot be named. */
+ * file system asked); '' when it cannot be named, a name that is not UTF-8 included (decoded, its bytes
+ * would turn into U+FFFD and name another directory to the helper and the unit). */
 export function cwdOf(fd: number): string {
   try {
-    return readlinkSync(`/proc/self/fd/${fd}`);
+    const raw = readlinkSync(`/proc/self/fd/${fd}`, { encoding: 'buffer' });
+    const text = raw.toString('utf8');
+    return Buffer.from(text).equals(raw) ? text : '';
   } catch {
     return '';
   }
